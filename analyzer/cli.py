@@ -1,0 +1,197 @@
+"""The ``rooftop`` command line: the composition root that wires parsers, analyzer and reports."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from analyzer import __version__
+from parsers import InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE = 0, 1, 2
+
+
+def _fail(message: str) -> None:
+    click.echo(f"rooftop: {message}", err=True)
+    sys.exit(EXIT_UNUSABLE)
+
+
+def friendly_errors(func: F) -> F:
+    """Unusable input or output ends with exit 2 and one line; never a traceback (unless debugging)."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from reports.atomic import OutputError
+
+        try:
+            return func(*args, **kwargs)
+        except (InputError, OutputError) as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            _fail("interrupted")
+        except MemoryError:
+            _fail("out of memory (split the input or use `rooftop ingest` + `rooftop fleet`)")
+        except Exception as exc:
+            if os.environ.get("ROOFTOP_DEBUG"):
+                raise
+            _fail(f"internal error: {type(exc).__name__}: {exc} (set ROOFTOP_DEBUG=1 for a traceback; please report it)")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not an ISO 8601 time (e.g. 2026-11-21T00:00:00Z)") from exc
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _show_progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rooftop")
+def main() -> None:
+    """rooftop: where every kernel and every GPU-minute sits on the L1/L2/HBM roofline, and why."""
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default="rooftop-report.html",
+              show_default=True, help="HTML report (self-contained, opens offline).")
+@click.option("--md", "md_path", type=click.Path(dir_okay=False), help="Markdown summary for a ticket.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="JSON for tools and CI.")
+@click.option("--device", help="Device name from `rooftop devices`, or a JSON/YAML ceilings file.")
+@click.option("--top", default=10, show_default=True, help="Findings to show.")
+@click.option("--window", "window_s", default=60.0, show_default=True, help="DCGM window, seconds.")
+@click.option("--interval", "interval_s", default=1.0, show_default=True,
+              help="dcgmi/nvidia-smi dmon sampling interval (-d), seconds.")
+@click.option("--start", help="Wall-clock time of the first dmon sample (ISO 8601; default: file time).")
+@click.option("--host", help="Host name for streams that do not carry one (dmon).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar.")
+@friendly_errors
+def analyze(inputs: tuple[str, ...], html_path: str, md_path: str | None, json_path: str | None,
+            device: str | None, top: int, window_s: float, interval_s: float, start: str | None,
+            host: str | None, quiet: bool) -> None:
+    """Analyze ncu exports and DCGM streams (format detected from content)."""
+    from analyzer.pipeline import run_analysis
+    from parsers import ParseOptions
+    from reports.outputs import print_summary, write_outputs
+
+    options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
+    doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
+                       progress=_show_progress(quiet), command=_command_line())
+    write_outputs(doc, html=html_path, md=md_path, json_path=json_path)
+    if not quiet:
+        print_summary(doc, top=top, outputs=[p for p in (html_path, md_path, json_path) if p])
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+@friendly_errors
+def devices(as_json: bool) -> None:
+    """The built-in device ceilings table and where each number comes from."""
+    from analyzer.devices import render_table
+
+    click.echo(render_table(as_json=as_json))
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("--to", "dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder.")
+@click.option("--interval", "interval_s", default=1.0, show_default=True, help="dmon interval, seconds.")
+@click.option("--start", help="Wall-clock time of the first dmon sample (ISO 8601).")
+@click.option("--host", help="Host name for streams that do not carry one.")
+@click.option("-q", "--quiet", is_flag=True)
+@friendly_errors
+def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str | None,
+           host: str | None, quiet: bool) -> None:
+    """DCGM inputs into a partitioned Parquet dataset (idempotent, incremental, atomic)."""
+    from analyzer.fleet.ingest import ingest_files
+    from parsers import ParseOptions, expand_inputs
+
+    options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
+    summary = ingest_files(expand_inputs(inputs), Path(dataset), options=options,
+                           progress=_show_progress(quiet))
+    if not quiet:
+        click.echo(summary.describe())
+
+
+@main.command()
+@click.argument("dataset", type=click.Path(file_okay=False))
+@click.option("--since", help="ISO 8601 start (inclusive).")
+@click.option("--until", help="ISO 8601 end (exclusive).")
+@click.option("--by", default="host", show_default=True,
+              help="Comma-separated groups: host, model, gpu, namespace, pod, container, job.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True)
+@click.option("--scheduler", help="Dask scheduler address (tcp://host:8786); default: a local cluster.")
+@click.option("--workers", default=2, show_default=True, help="Workers for a local Dask cluster.")
+@click.option("--window", "window_s", default=60.0, show_default=True, help="Window, seconds.")
+@click.option("--device", help="Device name or ceilings file for GPUs the dataset does not name.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default="rooftop-fleet.html",
+              show_default=True)
+@click.option("--md", "md_path", type=click.Path(dir_okay=False))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+@click.option("--top", default=10, show_default=True)
+@click.option("-q", "--quiet", is_flag=True)
+@friendly_errors
+def fleet(dataset: str, since: str | None, until: str | None, by: str, engine: str,
+          scheduler: str | None, workers: int, window_s: float, device: str | None,
+          html_path: str, md_path: str | None, json_path: str | None, top: int, quiet: bool) -> None:
+    """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
+    from analyzer.fleet.pipeline import run_fleet
+    from reports.outputs import print_summary, write_outputs
+
+    groups = [g.strip() for g in by.split(",") if g.strip()]
+    doc = run_fleet(Path(dataset), since=_parse_time(since), until=_parse_time(until), by=groups,
+                    engine=engine, scheduler=scheduler, workers=workers, window_s=window_s,
+                    device=device, top=top, command=_command_line())
+    write_outputs(doc, html=html_path, md=md_path, json_path=json_path)
+    if not quiet:
+        print_summary(doc, top=top, outputs=[p for p in (html_path, md_path, json_path) if p])
+
+
+@main.command()
+@click.argument("baseline", type=click.Path())
+@click.argument("candidate", type=click.Path())
+@click.option("--fail-on", "fail_on", type=float, help="Exit 1 on a significant regression beyond PCT %.")
+@click.option("--device", help="Device name or ceilings file.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default="rooftop-diff.html",
+              show_default=True)
+@click.option("--md", "md_path", type=click.Path(dir_okay=False))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+@click.option("-q", "--quiet", is_flag=True)
+@friendly_errors
+def diff(baseline: str, candidate: str, fail_on: float | None, device: str | None, html_path: str,
+         md_path: str | None, json_path: str | None, quiet: bool) -> None:
+    """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
+    from analyzer.diff import run_diff
+    from reports.outputs import print_summary, write_outputs
+
+    doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line())
+    write_outputs(doc, html=html_path, md=md_path, json_path=json_path)
+    if not quiet:
+        print_summary(doc, top=10, outputs=[p for p in (html_path, md_path, json_path) if p])
+    if doc.get("verdict", {}).get("fail"):
+        sys.exit(EXIT_REGRESSION)
+
+
+def _command_line() -> str:
+    return " ".join(["rooftop", *sys.argv[1:]])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,148 @@
+"""The analysis document: the contract's JSON (``schema_version: 1``) as a plain dict.
+
+Reports render this dict and nothing else, so everything a report shows is here.
+Kernel results arrive as a flat DataFrame (columns listed in ``KERNEL_FIELDS``) and are nested
+into the contract's shape here, in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer import __version__
+
+SCHEMA_VERSION = 1
+
+# Flat result columns (analyzer.kernels.analyze_kernels) -> where they go in a contract kernel.
+KERNEL_FIELDS: dict[str, tuple[str, ...]] = {
+    "index": ("index",),
+    "input": ("input",),
+    "id": ("id",),
+    "name": ("name",),
+    "family": ("family",),
+    "device": ("device",),
+    "duration_s": ("duration_s",),
+    "grid": ("grid",),
+    "block": ("block",),
+    "sol_compute_pct": ("sol", "compute_pct"),
+    "sol_memory_pct": ("sol", "memory_pct"),
+    "flops": ("flops",),
+    "flops_fp64": ("flops_by_class", "fp64"),
+    "flops_fp32": ("flops_by_class", "fp32"),
+    "flops_fp16": ("flops_by_class", "fp16"),
+    "flops_tensor": ("flops_by_class", "tensor"),
+    "bytes_l1": ("bytes", "l1"),
+    "bytes_l2": ("bytes", "l2"),
+    "bytes_dram": ("bytes", "dram"),
+    "intensity_l1": ("intensity", "l1"),
+    "intensity_l2": ("intensity", "l2"),
+    "intensity_dram": ("intensity", "dram"),
+    "attainable_flops_s": ("attainable_flops_s",),
+    "achieved_flops_s": ("achieved_flops_s",),
+    "label": ("label",),
+    "limiter": ("limiter",),
+    "evidence": ("evidence",),
+    "ncu_rules": ("ncu_rules",),
+}
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON types: NaN/NA/inf -> None, numpy scalars -> Python, containers recursively."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray, pd.Series)):
+        return [jsonable(v) for v in list(value)]
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if isinstance(value, (pd.Timestamp, datetime)):
+        ts = pd.Timestamp(value)
+        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+        return ts.isoformat().replace("+00:00", "Z")
+    return value if isinstance(value, str) else str(value)
+
+
+def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
+    """Nest flat kernel result columns into contract kernel objects (extra columns go in ``extra``)."""
+    records: list[dict[str, Any]] = []
+    extra_cols = [c for c in results.columns if c not in KERNEL_FIELDS]
+    for row in results.to_dict("records"):
+        rec: dict[str, Any] = {
+            "sol": {}, "flops_by_class": {}, "bytes": {}, "intensity": {},
+        }
+        for col, path in KERNEL_FIELDS.items():
+            value = jsonable(row.get(col))
+            if col in ("evidence", "ncu_rules") and value is None:
+                value = []
+            if col == "label" and value is None:
+                value = "unknown"
+            if col == "limiter" and value is None:
+                value = "unknown"
+            if len(path) == 1:
+                rec[path[0]] = value
+            else:
+                rec[path[0]][path[1]] = value
+        if extra_cols:
+            rec["extra"] = {c: jsonable(row.get(c)) for c in extra_cols}
+        records.append(rec)
+    return records
+
+
+def file_sha256(path: str) -> str | None:
+    try:
+        h = hashlib.sha256()
+        with Path(path).open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def build_document(
+    *,
+    kind: str,
+    inputs: list[dict[str, Any]],
+    rejected: list[dict[str, Any]],
+    devices: list[dict[str, Any]],
+    kernels: pd.DataFrame | None = None,
+    findings: list[dict[str, Any]] | None = None,
+    windows: list[dict[str, Any]] | None = None,
+    lint: list[dict[str, Any]] | None = None,
+    command: str = "",
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Assemble the contract document. ``kind`` is ``analyze``, ``fleet`` or ``diff``."""
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "rooftop", "version": __version__},
+        "kind": kind,
+        "run": {
+            "command": command,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "input_sha256": {i["path"]: file_sha256(i["path"]) for i in inputs},
+        },
+        "inputs": inputs,
+        "rejected": rejected,
+        "devices": devices,
+        "kernels": kernel_records(kernels) if kernels is not None and len(kernels) else [],
+        "findings": findings or [],
+        "windows": windows or [],
+        "lint": lint or [],
+    }
+    if extra:
+        doc.update(extra)
+    return jsonable(doc)  # type: ignore[no-any-return]

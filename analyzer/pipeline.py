@@ -1,0 +1,116 @@
+"""``rooftop analyze``: parse every input, analyse kernels and GPU windows, build the document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from analyzer.document import build_document
+from parsers import (
+    InputError,
+    ParseOptions,
+    ParseResult,
+    expand_inputs,
+    normalize_kernels,
+    parse_path,
+    validate_kernels,
+    validate_samples,
+)
+from parsers.model import SAMPLE_SCHEMA, empty_rules
+
+
+@dataclass
+class ParsedInputs:
+    """Everything read from the inputs, concatenated, with per-input accounting."""
+
+    results: list[ParseResult] = field(default_factory=list)
+    unusable: list[InputError] = field(default_factory=list)
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        frames = [normalize_kernels(r.kernels) for r in self.results if len(r.kernels)]
+        if not frames:
+            return normalize_kernels(pd.DataFrame())
+        return validate_kernels(normalize_kernels(pd.concat(frames, ignore_index=True)))
+
+    @property
+    def rules(self) -> pd.DataFrame:
+        frames = [r.rules for r in self.results if len(r.rules)]
+        return pd.concat(frames, ignore_index=True) if frames else empty_rules()
+
+    @property
+    def samples(self) -> pa.Table:
+        tables = [r.samples for r in self.results if r.samples.num_rows]
+        if not tables:
+            return SAMPLE_SCHEMA.empty_table()
+        return validate_samples(pa.concat_tables(tables))
+
+    def inputs(self) -> list[dict[str, Any]]:
+        out = [r.accounting.as_dict() for r in self.results]
+        out += [{"path": e.path, "format": "unusable", "records": 0, "missing": 0, "rejected": 0}
+                for e in self.unusable]
+        return out
+
+    def rejected(self) -> list[dict[str, Any]]:
+        out = [rej.as_dict() for r in self.results for rej in r.rejected]
+        out += [{"path": e.path, "line": e.line, "reason": str(e).split(": ", 1)[-1]} for e in self.unusable]
+        return out
+
+
+def read_inputs(inputs: list[str], options: ParseOptions, progress: bool = False) -> ParsedInputs:
+    """Parse each file. An unusable file is listed; if every file is unusable, the first error is raised."""
+    paths = expand_inputs(inputs)
+    if not paths:
+        raise InputError(", ".join(inputs), "holds no files", "pass export files or a folder of them")
+    parsed = ParsedInputs()
+    for path in _progress(paths, progress, "parsing"):
+        try:
+            parsed.results.append(parse_path(path, options))
+        except InputError as exc:
+            parsed.unusable.append(exc)
+    if not parsed.results:
+        raise parsed.unusable[0]
+    return parsed
+
+
+def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
+                 top: int = 10, window_s: float = 60.0, progress: bool = False,
+                 command: str = "") -> dict[str, Any]:
+    """The whole ``analyze`` job; returns the contract document."""
+    from analyzer.families import assign_families
+    from analyzer.findings import rank_findings
+    from analyzer.kernels import analyze_kernels
+    from analyzer.windows import analyze_windows
+
+    parsed = read_inputs(inputs, options or ParseOptions(), progress)
+    kernels = parsed.kernels
+    ka = analyze_kernels(kernels, parsed.rules, device=device)
+    results = ka.results
+    if len(results):
+        results = results.assign(family=assign_families(results))
+    wa = analyze_windows(parsed.samples, window_s=window_s, device=device)
+    findings = rank_findings(results, wa, top=top)
+    devices = ka.devices + [d for d in wa.devices if d not in ka.devices]
+    return build_document(
+        kind="analyze",
+        inputs=parsed.inputs(),
+        rejected=parsed.rejected(),
+        devices=devices,
+        kernels=results,
+        findings=findings,
+        windows=wa.records(),
+        lint=ka.lint + wa.lint,
+        command=command,
+        extra={"timelines": wa.timelines()} if wa.windows is not None and len(wa.windows) else None,
+    )
+
+
+def _progress(items: list[Any], enabled: bool, label: str) -> Any:
+    if not enabled or len(items) < 2:
+        return items
+    import click
+
+    return click.progressbar(items, label=label, file=None)

@@ -1,0 +1,238 @@
+"""Canonical tables every parser produces, and the row accounting that goes with them.
+
+Kernel table (one row per profiled launch), a pandas DataFrame:
+
+==================  =========  =====================================================================
+column              dtype      meaning
+==================  =========  =====================================================================
+input               string     path of the input file, as given
+index               Int64      launch order within that input, 0-based
+id                  string     ncu's ``ID`` (or the report's result index); null when absent
+line                Int64      1-based line in the input where the launch's record starts (null: binary)
+pid                 Int64      process ID
+process             string     process name
+host                string     host name
+name                string     kernel name as ncu printed it (demangled where ncu demangled it)
+context, stream     Int64
+device              string     device name (``NVIDIA A10G``) or null
+device_index        Int64      device ordinal
+cc                  string     compute capability ``"8.6"`` or null
+grid_dim, block_dim string     ``"(x, y, z)"`` as ncu prints them, or null
+grid                Int64      blocks per grid (product of grid_dim, or ``launch__grid_size``)
+block               Int64      threads per block (product of block_dim, or ``launch__block_size``)
+nvtx                string     NVTX push/pop and start/end ranges, ``domain:range`` joined by `` > ``
+invocations         Int64      launches a row stands for (``--print-summary``: N; otherwise 1)
+duration_s          float64    ``gpu__time_duration.sum`` in seconds, or null
+<metric>            float64    every other metric, keyed by its ncu metric name
+                               (``dram__bytes.sum``), in SI base units: bytes, seconds, Hz
+                               (cycles/second), bytes/second; ``%`` values stay percent (0-100).
+                               Display labels that map to a metric ID are stored under the ID
+                               (``parsers.ncu_labels``); labels that do not map are stored as
+                               ``"<Section Name>: <label>"``.
+==================  =========  =====================================================================
+
+Rules table (NVIDIA's rule results, ``.ncu-rep`` and details-page rule rows): input, index, section,
+rule, type (OPT/INF/WRN/ERR), title, description, speedup_type (local/global), speedup_pct.
+
+GPU sample table (DCGM and nvidia-smi streams), long format, Arrow types (``SAMPLE_SCHEMA``).
+
+Every parser returns a :class:`ParseResult`; its :class:`InputAccounting` satisfies
+``records + missing + rejected == total``: each launch or sample is parsed, known missing (the
+export says the value is absent: ``n/a``, DCGM blank sentinels, a failed launch), or rejected with
+file, line and reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+IDENTITY_COLUMNS: dict[str, str] = {
+    "input": "string",
+    "index": "Int64",
+    "id": "string",
+    "line": "Int64",
+    "pid": "Int64",
+    "process": "string",
+    "host": "string",
+    "name": "string",
+    "context": "Int64",
+    "stream": "Int64",
+    "device": "string",
+    "device_index": "Int64",
+    "cc": "string",
+    "grid_dim": "string",
+    "block_dim": "string",
+    "grid": "Int64",
+    "block": "Int64",
+    "nvtx": "string",
+    "invocations": "Int64",
+    "duration_s": "float64",
+}
+
+RULE_COLUMNS: dict[str, str] = {
+    "input": "string",
+    "index": "Int64",
+    "section": "string",
+    "rule": "string",
+    "type": "string",
+    "title": "string",
+    "description": "string",
+    "speedup_type": "string",
+    "speedup_pct": "float64",
+}
+
+SAMPLE_SCHEMA = pa.schema(
+    [
+        pa.field("timestamp", pa.timestamp("ms", tz="UTC"), nullable=False),
+        pa.field("host", pa.string()),
+        pa.field("gpu", pa.string()),  # GPU index as text ("0"); entity id for dmon
+        pa.field("uuid", pa.string()),
+        pa.field("model", pa.string()),  # "NVIDIA H100 80GB HBM3"
+        pa.field("mig", pa.string()),  # GPU instance id ("1"), null when not MIG
+        pa.field("mig_profile", pa.string()),  # "1g.10gb"
+        pa.field("field_id", pa.int32(), nullable=False),  # DCGM field ID: the stable key
+        pa.field("field", pa.string()),  # DCGM field name as it came in
+        pa.field("value", pa.float64(), nullable=False),  # ratios 0..1, bytes, W, ...
+        pa.field("namespace", pa.string()),
+        pa.field("pod", pa.string()),
+        pa.field("container", pa.string()),
+        pa.field("job", pa.string()),
+    ]
+)
+"""One row per (time, GPU, field) sample. Missing values are counted, not stored."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A record that could not be used: where it was and why."""
+
+    path: str
+    line: int | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason}
+
+
+@dataclass
+class InputAccounting:
+    """Row accounting for one input file: ``records + missing + rejected`` is every launch/sample."""
+
+    path: str
+    format: str
+    records: int = 0
+    missing: int = 0
+    rejected: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.records + self.missing + self.rejected
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "records": self.records,
+            "missing": self.missing,
+            "rejected": self.rejected,
+        }
+
+
+def empty_kernels() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in IDENTITY_COLUMNS.items()})
+
+
+def empty_rules() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in RULE_COLUMNS.items()})
+
+
+def empty_samples() -> pa.Table:
+    return SAMPLE_SCHEMA.empty_table()
+
+
+@dataclass
+class ParseResult:
+    """What a parser hands on: the tables, the accounting and what it learned about the input."""
+
+    accounting: InputAccounting
+    kernels: pd.DataFrame = field(default_factory=empty_kernels)
+    rules: pd.DataFrame = field(default_factory=empty_rules)
+    samples: pa.Table = field(default_factory=empty_samples)
+    rejected: list[Rejected] = field(default_factory=list)
+    # Free-form facts about the input: ncu version, command line, units mode, dmon interval ...
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        """``"ncu"`` for kernel profiles, ``"dcgm"`` for GPU sample streams."""
+        return "dcgm" if self.samples.num_rows or self.accounting.format.startswith(
+            ("dcgm", "prometheus", "nvidia-smi")
+        ) else "ncu"
+
+
+class InputError(Exception):
+    """An input that cannot be used at all: one line naming the file, what is wrong, what to do."""
+
+    def __init__(self, path: str, reason: str, hint: str = "", line: int | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.hint = hint
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        msg = f"{where}: {self.reason}"
+        return f"{msg} ({self.hint})" if self.hint else msg
+
+
+class SchemaError(ValueError):
+    """A canonical table handed to the analyzer does not match its documented schema."""
+
+
+def normalize_kernels(df: pd.DataFrame) -> pd.DataFrame:
+    """Add missing identity columns and cast them (and metrics) to their documented dtypes."""
+    out = df.copy()
+    for col, dtype in IDENTITY_COLUMNS.items():
+        if col not in out.columns:
+            out[col] = pd.Series([pd.NA] * len(out), dtype=dtype, index=out.index)
+        else:
+            out[col] = out[col].astype(dtype)
+    metric_cols = [c for c in out.columns if c not in IDENTITY_COLUMNS]
+    for c in metric_cols:
+        if out[c].dtype != "float64":
+            out[c] = pd.to_numeric(out[c], errors="coerce").astype("float64")
+    ordered = list(IDENTITY_COLUMNS) + sorted(metric_cols)
+    return out[ordered]
+
+
+def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
+    """Check a kernel table against the schema above; raise :class:`SchemaError` naming the column."""
+    for col, dtype in IDENTITY_COLUMNS.items():
+        if col not in df.columns:
+            raise SchemaError(f"kernel table lacks column {col!r}")
+        if str(df[col].dtype) != dtype:
+            raise SchemaError(f"kernel column {col!r} is {df[col].dtype}, expected {dtype}")
+    for col in df.columns:
+        if col not in IDENTITY_COLUMNS and df[col].dtype != "float64":
+            raise SchemaError(f"metric column {col!r} is {df[col].dtype}, expected float64")
+    if df["input"].isna().any() or df["index"].isna().any() or df["name"].isna().any():
+        raise SchemaError("kernel table has rows without input, index or name")
+    dup = df.duplicated(["input", "index"])
+    if dup.any():
+        raise SchemaError(f"kernel table repeats (input, index) {df.loc[dup, 'index'].iloc[0]}")
+    dur = df["duration_s"]
+    if (dur < 0).any():
+        raise SchemaError("kernel table has negative durations")
+    return df
+
+
+def validate_samples(table: pa.Table) -> pa.Table:
+    """Check a GPU sample table against ``SAMPLE_SCHEMA``; raise :class:`SchemaError`."""
+    if not table.schema.equals(SAMPLE_SCHEMA, check_metadata=False):
+        raise SchemaError(f"sample table schema differs from SAMPLE_SCHEMA: {table.schema}")
+    return table

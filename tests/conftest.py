@@ -1,0 +1,41 @@
+"""Shared test fixtures: where the real corpus and our own fixtures live."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+SHARED = Path(os.environ.get("ROOFTOP_SHARED", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
+
+
+def corpus_dir(kind: str) -> Path:
+    """``../shared/corpus/<kind>``; skips the calling test cleanly when it is absent."""
+    d = CORPUS / kind
+    if not d.is_dir():
+        pytest.skip(f"real corpus not found at {d} (clone with ../shared beside the repo)")
+    return d
+
+
+def manifest(kind: str) -> list[dict[str, str]]:
+    """Rows of ``../shared/corpus/<kind>/MANIFEST.tsv`` (empty when the corpus is absent)."""
+    path = CORPUS / kind / "MANIFEST.tsv"
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+@pytest.fixture
+def ncu_corpus() -> Path:
+    return corpus_dir("ncu")
+
+
+@pytest.fixture
+def dcgm_corpus() -> Path:
+    return corpus_dir("dcgm")
