@@ -87,9 +87,10 @@ def analyze(inputs: tuple[str, ...], html_path: str, md_path: str | None, json_p
             device: str | None, top: int, window_s: float, interval_s: float, start: str | None,
             host: str | None, quiet: bool) -> None:
     """Analyze ncu exports and DCGM streams (format detected from content)."""
+    from reports.outputs import print_summary, write_outputs
+
     from analyzer.pipeline import run_analysis
     from parsers import ParseOptions
-    from reports.outputs import print_summary, write_outputs
 
     options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
     doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
@@ -152,8 +153,9 @@ def fleet(dataset: str, since: str | None, until: str | None, by: str, engine: s
           scheduler: str | None, workers: int, window_s: float, device: str | None,
           html_path: str, md_path: str | None, json_path: str | None, top: int, quiet: bool) -> None:
     """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
-    from analyzer.fleet.pipeline import run_fleet
     from reports.outputs import print_summary, write_outputs
+
+    from analyzer.fleet.pipeline import run_fleet
 
     groups = [g.strip() for g in by.split(",") if g.strip()]
     doc = run_fleet(Path(dataset), since=_parse_time(since), until=_parse_time(until), by=groups,
@@ -178,8 +180,9 @@ def fleet(dataset: str, since: str | None, until: str | None, by: str, engine: s
 def diff(baseline: str, candidate: str, fail_on: float | None, device: str | None, html_path: str,
          md_path: str | None, json_path: str | None, quiet: bool) -> None:
     """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
-    from analyzer.diff import run_diff
     from reports.outputs import print_summary, write_outputs
+
+    from analyzer.diff import run_diff
 
     doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line())
     write_outputs(doc, html=html_path, md=md_path, json_path=json_path)

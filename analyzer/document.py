@@ -145,4 +145,5 @@ def build_document(
     }
     if extra:
         doc.update(extra)
-    return jsonable(doc)  # type: ignore[no-any-return]
+    out: dict[str, Any] = jsonable(doc)
+    return out

@@ -59,7 +59,8 @@ KNOWN = (
 
 def _parser_for(fmt: str) -> Callable[[Source, ParseOptions], ParseResult]:
     module, func = PARSERS[fmt].split(":")
-    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+    parser: Callable[[Source, ParseOptions], ParseResult] = getattr(importlib.import_module(module), func)
+    return parser
 
 
 def parse_path(path: str | Path, options: ParseOptions | None = None) -> ParseResult:

@@ -55,7 +55,7 @@ def detect_format(src: Source) -> str | None:
         return SMI_DMON
     if _SMI_CSV.search(text):
         return SMI_CSV
-    if _PROM_META.search(text) or len(_PROM_LINE.findall(text)) >= 1 and "DCGM_FI_" in text:
+    if _PROM_META.search(text) or (len(_PROM_LINE.findall(text)) >= 1 and "DCGM_FI_" in text):
         return PROM_TEXT
     if _CONSOLE.search(text) or _PROF.search(text):
         return NCU_CONSOLE

@@ -1,0 +1,78 @@
+"""Encodings, line streaming and format detection from content (never from the file name)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from parsers import InputError, parse_path
+from parsers.detect import detect_format
+from parsers.source import Source
+
+RAW_HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream"\n'
+DETAILS_HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> Source:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return Source(p)
+
+
+def test_utf8_bom_crlf_lines(tmp_path: Path) -> None:
+    src = _write(tmp_path, "a.txt", b"\xef\xbb\xbfone\r\ntwo\r\nthree")
+    assert src.encoding == "utf-8" and src.bom_len == 3
+    assert list(src.lines()) == [(1, "one"), (2, "two"), (3, "three")]
+    assert src.text() == "one\ntwo\nthree"
+
+
+def test_utf16_with_and_without_bom(tmp_path: Path) -> None:
+    text = "==PROF== Connected\r\n  Section: GPU Speed Of Light Throughput\r\n"
+    with_bom = _write(tmp_path, "b.log", "\ufeff".encode("utf-16-le") + text.encode("utf-16-le"))
+    assert with_bom.encoding == "utf-16-le"
+    assert [t for _, t in with_bom.lines()][1].strip() == "Section: GPU Speed Of Light Throughput"
+    no_bom = _write(tmp_path, "c.log", text.encode("utf-16-le"))
+    assert no_bom.encoding == "utf-16-le" and not no_bom.is_binary
+
+
+def test_binary_garbage_is_binary(tmp_path: Path) -> None:
+    src = _write(tmp_path, "x.csv", bytes(range(256)) * 4)
+    assert src.is_binary
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fmt"),
+    [
+        ("report.txt", b"NVR\x00\x02\x00\x00\x00", "ncu-rep"),
+        ("weird.bin", ("==PROF== Connected\n" + RAW_HEAD).encode(), "ncu-raw-csv"),
+        ("x.log", ("app says hi\n" + DETAILS_HEAD).encode(), "ncu-details-csv"),
+        ("a.csv", b"#Entity   GRACT        SMACT\nID\nGPU 0     0.000        0.000\n", "dcgm-dmon"),
+        ("b.csv", b"# Entity  GRACT  TENSO\n      Id\n    GPU 0  0.973  0.931\n", "dcgm-dmon"),
+        ("m.txt", b'# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization.\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 3\n', "prometheus-text"),
+        ("q.txt", b'{"status":"success","data":{"resultType":"vector","result":[]}}', "prometheus-json"),
+        ("s.txt", b"# gpu    pwr  gtemp  mtemp     sm    mem\n# Idx      W      C      C      %      %\n    0     43     32      -      0      0\n", "nvidia-smi-dmon"),
+        ("t.txt", b"timestamp, name, utilization.gpu [%], memory.used [MiB]\n2024/01/01 00:00:00.000, NVIDIA A100, 3 %, 10 MiB\n", "nvidia-smi-csv"),
+        ("c.csv", b"==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM\n", "ncu-console"),
+    ],
+)
+def test_detect_from_content(tmp_path: Path, name: str, content: bytes, fmt: str) -> None:
+    assert detect_format(_write(tmp_path, name, content)) == fmt
+
+
+def test_unknown_format_is_input_error(tmp_path: Path) -> None:
+    p = tmp_path / "notes.csv"
+    p.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(InputError, match="not a format rooftop reads"):
+        parse_path(p)
+
+
+def test_empty_and_missing_files(tmp_path: Path) -> None:
+    p = tmp_path / "empty.csv"
+    p.write_bytes(b"")
+    with pytest.raises(InputError, match="is empty"):
+        parse_path(p)
+    with pytest.raises(InputError, match="no such file"):
+        parse_path(tmp_path / "nope.csv")
+    with pytest.raises(InputError, match="is a directory"):
+        parse_path(tmp_path)
