@@ -1,0 +1,313 @@
+"""The fleet dataset on disk: hive-partitioned Parquet plus a manifest that is the commit record.
+
+Layout::
+
+    DATASET/
+      _manifest.json                       # every ingested input and the files it produced
+      date=2026-11-21/host=node-07/part-<sha16>.parquet
+      ...
+
+* Files hold every ``SAMPLE_SCHEMA`` column (the true ``host`` value included); the folder names only
+  prune scans. Host names are sanitized for paths (:func:`partition_value`): no ``/``, no ``..``,
+  no leading ``.``/``_``, bounded length.
+* A partition file is written under a hidden temporary name and renamed when complete, so no reader
+  ever sees half a file. The manifest is rewritten atomically after the files it names exist;
+  readers use only the files the manifest names, so an interrupted ingest leaves a consistent dataset
+  (files it wrote without committing are orphans, removed by the next ingest).
+* File names derive from the input's SHA-256, so re-writing an input after a crash replaces its files
+  instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from hashlib import sha1, sha256
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parsers.model import SAMPLE_SCHEMA, InputError
+
+MANIFEST = "_manifest.json"
+LOCK = "_ingest.lock"
+MANIFEST_VERSION = 1
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # hive convention for null
+MAX_PARTITION_CHARS = 120
+COMPRESSION = "zstd"
+TMP_SUFFIX = ".tmp"
+MS_PER_DAY = 86_400_000
+
+
+def partition_value(value: str | None) -> str:
+    """A host (or any label) as a safe path segment: percent-encoded, never ``.``/``..``, bounded.
+
+    >>> partition_value("../../etc"), partition_value("a/b"), partition_value(None)
+    ('%2E%2E%2F%2E%2E%2Fetc', 'a%2Fb', '__HIVE_DEFAULT_PARTITION__')
+    """
+    if value is None or value == "":
+        return NULL_PARTITION
+    safe = quote(value, safe="-_")  # quote() keeps letters, digits, "-", "_"; "." and "~" encoded below
+    safe = safe.replace(".", "%2E").replace("~", "%7E")
+    if safe.startswith("_"):
+        safe = "%5F" + safe[1:]
+    if len(safe) > MAX_PARTITION_CHARS:
+        digest = sha1(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        head = safe[:80]
+        cut = head.rfind("%", len(head) - 2)
+        head = head[:cut] if cut >= 0 else head
+        safe = f"{head}-{digest}"
+    return safe
+
+
+def day_of(ms: int) -> str:
+    return datetime.fromtimestamp(ms // MS_PER_DAY * 86_400, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+def partition_dir(day: str, host: str | None) -> str:
+    return f"date={day}/host={partition_value(host)}"
+
+
+_DATE_RE = re.compile(r"(?:^|/)date=(\d{4}-\d{2}-\d{2})/")
+
+
+def file_date(relpath: str) -> str | None:
+    """The ``date=`` partition of a dataset-relative file path."""
+    m = _DATE_RE.search(relpath)
+    return m.group(1) if m else None
+
+
+# --------------------------------------------------------------------------------------------------
+# atomic files
+
+
+def fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    data = json.dumps(payload, indent=1, sort_keys=True).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+# --------------------------------------------------------------------------------------------------
+# manifest
+
+
+@dataclass
+class Manifest:
+    """``_manifest.json``: one entry per ingested input (path, size, sha256, accounting, files)."""
+
+    root: Path
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, root: Path, *, must_exist: bool = False) -> Manifest:
+        path = root / MANIFEST
+        if not path.exists():
+            if must_exist:
+                raise InputError(str(root), "is not a rooftop dataset (no _manifest.json)",
+                                 "create it with `rooftop ingest INPUT... --to DATASET`")
+            return cls(root)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            entries = data["inputs"]
+            if not isinstance(entries, list):
+                raise TypeError("inputs is not a list")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(str(path), f"is not a readable manifest ({exc})",
+                             "restore it from backup or re-ingest into a new dataset") from exc
+        return cls(root, entries)
+
+    def save(self) -> None:
+        write_json_atomic(self.root / MANIFEST, {"version": MANIFEST_VERSION, "inputs": self.entries})
+
+    def sha256s(self) -> set[str]:
+        return {e["sha256"] for e in self.entries}
+
+    def files(self) -> list[str]:
+        """Dataset-relative partition files, in ingest order (the scan order of every engine)."""
+        return [f for e in self.entries for f in e.get("files", [])]
+
+
+@contextlib.contextmanager
+def ingest_lock(root: Path) -> Iterator[None]:
+    """One ingest at a time per dataset; a lock left by a dead process on this host is taken over."""
+    lock = root / LOCK
+    me = f"{socket.gethostname()} {os.getpid()}"
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if _stale(lock):
+                with contextlib.suppress(OSError):
+                    lock.unlink()
+                continue
+            raise InputError(str(root), "another `rooftop ingest` is writing this dataset",
+                             f"wait for it, or delete {lock} if no ingest is running") from None
+        with os.fdopen(fd, "w") as fh:
+            fh.write(me)
+        break
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+
+
+def _stale(lock: Path) -> bool:
+    try:
+        host, pid = lock.read_text().split()
+    except (OSError, ValueError):
+        return False
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, ValueError):
+        return False
+    return False
+
+
+def remove_orphans(root: Path, manifest: Manifest) -> int:
+    """Delete temporary files and partition files no manifest entry names (left by a crash)."""
+    keep = set(manifest.files())
+    removed = 0
+    for p in root.glob("date=*/host=*/*"):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and (p.name.endswith(TMP_SUFFIX) or (p.suffix == ".parquet" and rel not in keep)):
+            with contextlib.suppress(OSError):
+                p.unlink()
+                removed += 1
+    return removed
+
+
+# --------------------------------------------------------------------------------------------------
+# writing one input's samples
+
+
+class PartitionWriter:
+    """Stream sample batches of one input into one Parquet file per ``date/host`` partition.
+
+    Each file is written under a hidden temporary name; :meth:`commit` renames them all and returns
+    the dataset-relative paths; :meth:`abort` removes them. Memory: one open writer per partition
+    the input touches, each holding at most one row group.
+    """
+
+    def __init__(self, root: Path, stem: str) -> None:
+        self.root = root
+        self.stem = stem
+        self._writers: dict[str, tuple[pq.ParquetWriter, Path, Path]] = {}
+        self.rows = 0
+        self.start_ms: int | None = None
+        self.end_ms: int | None = None
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        table = table.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA)
+        ms = table.column("timestamp").cast(pa.int64()).to_numpy()
+        days = ms // MS_PER_DAY
+        hosts = pc.dictionary_encode(table.column("host")).combine_chunks()
+        host_idx = hosts.indices.to_numpy(zero_copy_only=False)
+        host_idx = np.where(hosts.indices.is_null().to_numpy(zero_copy_only=False), -1, host_idx)
+        host_names = hosts.dictionary.to_pylist()
+        key = (days - days.min()) * (len(host_names) + 1) + (host_idx + 1)
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        bounds = np.flatnonzero(np.diff(sorted_key)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [len(order)]))
+        taken = table.take(pa.array(order))
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            first = int(order[s])
+            hi = int(host_idx[first])
+            part = partition_dir(day_of(int(ms[first])), host_names[hi] if hi >= 0 else None)
+            self._writer(part).write_table(taken.slice(s, e - s))
+        self.rows += table.num_rows
+        lo, hi_ms = int(ms.min()), int(ms.max())
+        self.start_ms = lo if self.start_ms is None else min(self.start_ms, lo)
+        self.end_ms = hi_ms if self.end_ms is None else max(self.end_ms, hi_ms)
+
+    def _writer(self, part: str) -> pq.ParquetWriter:
+        if part not in self._writers:
+            folder = self.root / part
+            folder.mkdir(parents=True, exist_ok=True)
+            final = folder / f"part-{self.stem}.parquet"
+            tmp = folder / f".part-{self.stem}.parquet{TMP_SUFFIX}"
+            writer = pq.ParquetWriter(tmp, SAMPLE_SCHEMA, compression=COMPRESSION)
+            self._writers[part] = (writer, tmp, final)
+        return self._writers[part][0]
+
+    def commit(self) -> list[str]:
+        """Close and fsync every file, then rename them into place; returns relative paths."""
+        out: list[str] = []
+        for writer, tmp, _final in self._writers.values():
+            writer.close()
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        for _writer, tmp, final in self._writers.values():
+            os.replace(tmp, final)
+            fsync_dir(final.parent)
+            out.append(final.relative_to(self.root).as_posix())
+        self._writers.clear()
+        return sorted(out)
+
+    def abort(self) -> None:
+        for writer, tmp, _final in self._writers.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        self._writers.clear()
+
+
+def file_sha256(path: Path) -> str:
+    h = sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def iso_ms(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def parse_iso(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
