@@ -1,0 +1,101 @@
+"""Escaping for every place an input-derived string (kernel, host, pod names) is rendered.
+
+- ``esc``: HTML text and double-quoted attribute values.
+- ``script_json``: JSON placed inside ``<script type="application/json">`` (``<``, ``>``, ``&``,
+  U+2028/U+2029 escaped, so ``</script>`` in a name cannot end the element).
+- ``md``: one Markdown table cell or inline text (``|``, backticks, brackets, ``<``, newlines,
+  emphasis characters neutralised) that renders the same on GitHub and Jira.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import Any
+
+_JSON_SCRIPT_ESCAPES = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def esc(value: Any) -> str:
+    """HTML-escape ``value`` for text nodes and quoted attributes (``None`` -> empty string)."""
+    if value is None:
+        return ""
+    return html.escape(str(value), quote=True)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy: NaN/inf -> None, numpy scalars/arrays -> Python (slow path only)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):  # numpy scalar or array
+        return _plain(tolist())
+    return str(value)
+
+
+def _default(value: Any) -> Any:
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    return str(value)
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """Strict JSON (no NaN/Infinity; non-finite numbers become ``null``), UTF-8 kept."""
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False, indent=indent,
+                          default=_default)
+    except ValueError:
+        return json.dumps(_plain(value), allow_nan=False, ensure_ascii=False, indent=indent)
+
+
+def script_json(value: Any) -> str:
+    """JSON safe to place verbatim between ``<script type="application/json">`` tags."""
+    return dumps(value).translate(_JSON_SCRIPT_ESCAPES)
+
+
+_MD_SPECIAL = str.maketrans({
+    "\\": "\\\\",
+    "|": "\\|",
+    "`": "'",
+    "[": "\\[",
+    "]": "\\]",
+    "<": "&lt;",
+    ">": "&gt;",
+    "*": "\\*",
+    "_": "\\_",
+    "{": "\\{",
+    "}": "\\}",
+    "!": "\\!",
+    "#": "\\#",
+    "\r": " ",
+    "\n": " ",
+    "\t": " ",
+    "\u2028": " ",
+    "\u2029": " ",
+})
+
+
+def md(value: Any, *, limit: int | None = None) -> str:
+    """Neutralise Markdown in ``value`` for an inline span or a table cell (one line, no links,
+    no HTML, no code spans, no emphasis). ``limit`` shortens very long strings with an ellipsis."""
+    if value is None:
+        return ""
+    text = str(value)
+    if limit is not None and len(text) > limit:
+        text = text[: max(limit - 1, 1)] + "…"
+    text = text.translate(_MD_SPECIAL)
+    return "".join(ch if ch >= " " else " " for ch in text)

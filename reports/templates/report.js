@@ -1,0 +1,63 @@
+/* rooftop report: draws the figures embedded as JSON and makes tables sortable.
+   Data is read from <script type="application/json"> elements only; nothing is fetched. */
+(function () {
+  "use strict";
+  function readJSON(id) {
+    var el = document.getElementById(id);
+    if (!el) { return null; }
+    try { return JSON.parse(el.textContent); } catch (e) { console.warn("rooftop: bad JSON in " + id); return null; }
+  }
+  function drawFigures() {
+    var figs = readJSON("rooftop-figures") || {};
+    var status = document.getElementById("rooftop-plot-status");
+    if (typeof Plotly === "undefined") {
+      if (status) { status.textContent = "Charts unavailable: plotly.js did not load."; }
+      return;
+    }
+    Object.keys(figs).forEach(function (id) {
+      var el = document.getElementById(id);
+      if (!el) { return; }
+      var f = figs[id];
+      Plotly.newPlot(el, f.data, f.layout, {
+        responsive: true, displaylogo: false, showLink: false, showSendToCloud: false,
+        modeBarButtonsToRemove: ["sendDataToCloud"]
+      });
+    });
+    document.body.setAttribute("data-plots-ready", String(Object.keys(figs).length));
+  }
+  function cellValue(td) {
+    if (!td) { return ""; }
+    var v = td.getAttribute("data-v");
+    if (v !== null && v !== "") { var n = parseFloat(v); if (!isNaN(n)) { return n; } }
+    return td.textContent;
+  }
+  function sortTable(th) {
+    var table = th.closest("table");
+    var tbody = table.tBodies[0];
+    if (!tbody) { return; }
+    var idx = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var asc = !th.classList.contains("asc");
+    Array.prototype.forEach.call(th.parentNode.children, function (h) { h.classList.remove("asc", "desc"); });
+    th.classList.add(asc ? "asc" : "desc");
+    var rows = Array.prototype.slice.call(tbody.rows);
+    rows.sort(function (a, b) {
+      var x = cellValue(a.cells[idx]), y = cellValue(b.cells[idx]);
+      var c;
+      if (typeof x === "number" && typeof y === "number") { c = x - y; }
+      else if (typeof x === "number") { c = -1; }
+      else if (typeof y === "number") { c = 1; }
+      else { c = String(x).localeCompare(String(y)); }
+      return asc ? c : -c;
+    });
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (r) { frag.appendChild(r); });
+    tbody.appendChild(frag);
+  }
+  function initTables() {
+    document.querySelectorAll("table.sortable thead th").forEach(function (th) {
+      th.addEventListener("click", function () { sortTable(th); });
+    });
+  }
+  initTables();
+  drawFigures();
+})();
