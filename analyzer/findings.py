@@ -1,0 +1,306 @@
+"""Ranked findings: one per kernel family (the problem), ranked by what fixing it could save.
+
+Per family (``results["family"]``, or the kernel name when absent):
+
+- ``time_s``: sum of ``duration_s``; ``time_share`` = ``time_s`` / total kernel time.
+- roofline gap (upper bound): Σ ``duration_s × (1 − achieved_flops_s / attainable_flops_s)``
+  over launches with both numbers (ratio clipped to [0, 1]).
+- NVIDIA estimate: per launch the *largest* ``speedup_pct`` of its ``ncu_rules`` (NVIDIA's
+  estimates are not additive, so they are never summed within a launch), times ``duration_s``;
+  summed over launches.
+- ``est_saving_s``: the NVIDIA estimate where the family has one (vendor-modelled, narrower),
+  else the roofline gap, else ``None`` (partial metrics: ranked by time share, and the finding
+  says so).
+
+Ranking score = ``est_saving_s`` / total time when known, else ``time_share`` (unknown saving is
+treated as its upper bound, the whole time, so an unmeasured hot spot is not buried).
+Severity: score ≥ 0.10 high, ≥ 0.02 medium, else low; without an estimate at most medium.
+DCGM window findings (``windows.findings``, contract shape) are merged and re-ranked with the
+same severity-then-score order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SEVERITY_ORDER = {"high": 0, "critical": 0, "medium": 1, "warning": 1, "low": 2, "info": 3}
+HIGH, MEDIUM = 0.10, 0.02
+
+RECOMMENDATIONS: dict[tuple[str, str], str] = {
+    ("memory-bound", "dram"): (
+        "Cut DRAM traffic: fuse with the producer/consumer kernel so intermediates are not "
+        "materialized in global memory, store data in a lower precision (BF16/FP8) where accuracy "
+        "allows, and batch or tile the work so each byte loaded is reused (higher arithmetic intensity)."),
+    ("memory-bound", "l2"): (
+        "L2 bandwidth binds: tile so the working set stays in L1/shared memory, coalesce accesses "
+        "(consecutive threads, consecutive addresses), drop redundant loads, and fuse passes over "
+        "the same data."),
+    ("memory-bound", "l1"): (
+        "L1/shared-memory bandwidth binds: use 128-bit vectorized loads, avoid shared-memory bank "
+        "conflicts (padding/swizzling), keep reused values in registers, and cut uncoalesced or "
+        "replayed accesses."),
+    ("memory-bound", "latency"): (
+        "Memory latency, not bandwidth, limits: raise occupancy or in-flight loads per thread "
+        "(unrolling, async copies/cp.async/TMA, prefetching) so more requests overlap."),
+    ("compute-bound", "tensor"): (
+        "Already on tensor cores: use the narrowest accurate dtype (BF16/FP8), keep GEMM dimensions "
+        "multiples of 8/16 (alignment), pick a better-tuned kernel or tile shape, or reduce the "
+        "work algorithmically (fusion, sparsity)."),
+    ("compute-bound", "fp32"): (
+        "FP32 CUDA-core math dominates: move it onto tensor cores (TF32/BF16/FP16 via cuBLAS/"
+        "cuDNN/CUTLASS or mma), align dimensions to multiples of 8/16, and use fast-math "
+        "intrinsics where accuracy allows."),
+    ("compute-bound", "fp64"): (
+        "FP64 dominates: check whether double precision is needed (FP32 or mixed precision is much "
+        "faster on most GPUs); use DMMA tensor-core paths (cuBLAS) where FP64 is required."),
+    ("compute-bound", "fp16"): (
+        "FP16 CUDA-core math dominates: use tensor cores (HMMA via cuBLAS/CUTLASS) instead of "
+        "scalar half arithmetic, with dimensions aligned to multiples of 8."),
+    ("overhead-bound", "launch"): (
+        "Too short to amortize launch overhead: capture the launch sequence in a CUDA graph, fuse "
+        "small kernels, and do more work per launch (fewer, larger launches)."),
+    ("overhead-bound", "small-grid"): (
+        "The grid is too small to fill the GPU: batch more work per launch (larger grids/batches), "
+        "split the reduction dimension (split-K/stream-K), or run independent work concurrently "
+        "on other streams."),
+    ("overhead-bound", "tail"): (
+        "A partial last wave idles most SMs: size the grid to a multiple of the blocks the GPU runs "
+        "at once, use a persistent/stream-K kernel, or give each block more work."),
+    ("overhead-bound", "latency"): (
+        "Neither compute nor memory is near its peak (latency-bound): raise occupancy (fewer "
+        "registers/shared memory per block), add instruction-level parallelism (independent work "
+        "per thread, unrolling), and check warp stall reasons in `ncu --section WarpStateStats`."),
+}
+LABEL_DEFAULTS = {
+    "memory-bound": RECOMMENDATIONS[("memory-bound", "dram")],
+    "compute-bound": ("Compute binds: use tensor cores and the narrowest accurate dtype, align "
+                      "dimensions to multiples of 8/16, or reduce the work algorithmically."),
+    "overhead-bound": ("Launch/occupancy overhead dominates: CUDA graphs, kernel fusion, larger "
+                       "grids/batches and fewer launches."),
+}
+LATENCY = RECOMMENDATIONS[("overhead-bound", "latency")]
+UNKNOWN = ("Metrics are insufficient to classify this kernel: re-profile with `ncu --set full` (or at "
+           "least the SpeedOfLight, MemoryWorkloadAnalysis and roofline sections) to see what binds.")
+
+
+def recommendation(label: str, limiter: str) -> str:
+    """The concrete advice for a label/limiter pair."""
+    if (label, limiter) in RECOMMENDATIONS:
+        return RECOMMENDATIONS[(label, limiter)]
+    if limiter == "latency":
+        return LATENCY
+    if label == "unknown" or label not in LABEL_DEFAULTS:
+        return UNKNOWN
+    return LABEL_DEFAULTS[label]
+
+
+def _rule_id(label: str, limiter: str) -> str:
+    kind = {"memory-bound": "memory", "compute-bound": "compute", "overhead-bound": "overhead"}.get(label, "unclassified")
+    return f"roofline.{kind}.{limiter or 'unknown'}"
+
+
+def _best_rules(rules: Any) -> tuple[float | None, str | None, str | None]:
+    """Largest ``speedup_pct`` of one launch's ncu rules with its rule id and title."""
+    best: tuple[float | None, str | None, str | None] = (None, None, None)
+    if not isinstance(rules, (list, tuple, np.ndarray)):
+        return best
+    for r in rules:
+        if not isinstance(r, Mapping):
+            continue
+        sp = r.get("speedup_pct")
+        ok = isinstance(sp, (int, float)) and not isinstance(sp, bool) and math.isfinite(sp) and sp > 0
+        if ok and (best[0] is None or sp > best[0]):
+            best = (float(min(sp, 100.0)), r.get("rule"), r.get("title"))
+    return best
+
+
+def _fmt_s(s: float) -> str:
+    for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(s) >= f:
+            return f"{s / f:.3g} {u}"
+    return f"{s * 1e9:.3g} ns"
+
+
+def _severity(score: float, estimated: bool) -> str:
+    sev = "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
+    return "medium" if (sev == "high" and not estimated) else sev
+
+
+def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dict[str, Any]]:
+    """Findings, one per family, best first (at most ``limit``), each with a ``_score``.
+
+    Scores and order are computed for all families at once; dicts are built only for the kept ones.
+    """
+    n = len(results)
+    if n == 0:
+        return []
+
+    def num(col: str) -> np.ndarray:
+        if col not in results:
+            return np.full(n, np.nan)
+        return pd.to_numeric(results[col], errors="coerce").to_numpy(dtype=float)
+
+    dur = num("duration_s")
+    ach = num("achieved_flops_s")
+    att = num("attainable_flops_s")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap_frac = np.clip(1.0 - ach / att, 0.0, 1.0)
+    gap = np.where(np.isfinite(gap_frac) & (att > 0) & np.isfinite(dur), dur * gap_frac, np.nan)
+    rules = results["ncu_rules"] if "ncu_rules" in results else pd.Series([None] * n, index=results.index)
+    best = [_best_rules(r) for r in rules.tolist()]
+    sp = np.array([b[0] if b[0] is not None else np.nan for b in best], dtype=float)
+    nv = np.where(np.isfinite(sp) & np.isfinite(dur), dur * sp / 100.0, np.nan)
+
+    def col(name: str, default: str) -> pd.Series:
+        if name not in results:
+            return pd.Series(default, index=results.index)
+        return results[name].astype(object).where(results[name].notna(), default).astype(str)
+
+    fam_col = col("family", "") if "family" in results else col("name", "?")
+    frame = pd.DataFrame({
+        "family": fam_col.to_numpy(), "label": col("label", "unknown").to_numpy(),
+        "limiter": col("limiter", "unknown").to_numpy(), "dur": dur, "gap": gap, "nv": nv,
+        "w": np.nan_to_num(dur, nan=0.0), "pos": np.arange(n),
+    })
+    total = float(np.nansum(dur))
+    groups = frame.groupby("family", sort=False)
+    agg = pd.DataFrame({
+        "time_s": groups["dur"].sum(min_count=1), "gap_s": groups["gap"].sum(min_count=1),
+        "nv_s": groups["nv"].sum(min_count=1), "n_gap": groups["gap"].count(),
+        "n_nv": groups["nv"].count(), "launches": groups["pos"].size(),
+    })
+    positions = groups.indices
+    lab = frame.groupby(["family", "label"], sort=False)["w"].sum().reset_index()
+    lab = lab.sort_values("w", ascending=False, kind="stable").drop_duplicates("family").set_index("family")["label"]
+    lim = frame[frame["label"] == frame["family"].map(lab)]
+    lim = lim.groupby(["family", "limiter"], sort=False)["w"].sum().reset_index()
+    lim = lim.sort_values("w", ascending=False, kind="stable").drop_duplicates("family").set_index("family")["limiter"]
+    longest = frame.sort_values("w", ascending=False, kind="stable").drop_duplicates("family").set_index("family")["pos"]
+
+    agg["est"] = np.where(agg["n_nv"] > 0, agg["nv_s"], np.where(agg["n_gap"] > 0, agg["gap_s"], np.nan))
+    agg["share"] = agg["time_s"].fillna(0.0) / total if total > 0 else 0.0
+    agg["score"] = np.where(agg["est"].notna(), agg["est"] / total if total > 0 else 0.0, agg["share"])
+    sev = np.where(agg["score"] >= HIGH, 0, np.where(agg["score"] >= MEDIUM, 1, 2))
+    agg["sev"] = np.where((sev == 0) & agg["est"].isna(), 1, sev)
+    agg = agg.sort_values(["sev", "score"], ascending=[True, False], kind="stable")
+    if limit is not None:
+        agg = agg.head(limit)
+
+    # NVIDIA rules of the chosen families: summed estimated saving per rule (names the main rule)
+    chosen = set(agg.index)
+    rule_rows = [(frame["family"].iat[i], b[1] or "", b[2] or "", nv[i]) for i, b in enumerate(best)
+                 if b[0] is not None and frame["family"].iat[i] in chosen]
+    rule_df = pd.DataFrame(rule_rows, columns=["family", "rule", "title", "saving"])
+    rules_by_family = {f: g for f, g in rule_df.groupby("family", sort=False)}
+
+    evidence_col = results["evidence"].tolist() if "evidence" in results else [None] * n
+    findings: list[dict[str, Any]] = []
+    for fam, row in agg.iterrows():
+        label = str(lab.get(fam, "unknown"))
+        limiter = str(lim.get(fam, "unknown"))
+        time_s = float(row["time_s"]) if pd.notna(row["time_s"]) else 0.0
+        share = time_s / total if total > 0 else 0.0
+        ev: list[str] = []
+        rec = recommendation(label, limiter)
+        rule = _rule_id(label, limiter)
+        nv_s = row["nv_s"] if row["n_nv"] > 0 else None
+        gap_s = row["gap_s"] if row["n_gap"] > 0 else None
+        if nv_s is not None:
+            est: float | None = float(nv_s)
+            basis = "NVIDIA's estimated speedup"
+            frules = rules_by_family.get(fam, rule_df.iloc[:0])
+            top_rules = (frules.groupby(["rule", "title"])["saving"].sum()
+                         .sort_values(ascending=False).head(3))
+            names = [f"{t if isinstance(t, str) and t else r} (~{_fmt_s(s)})"
+                     for (r, t), s in top_rules.items()]
+            if len(top_rules):
+                main_rule = top_rules.index[0][0]
+                if isinstance(main_rule, str) and main_rule:
+                    rule = f"ncu.{main_rule}"
+            ev.append(f"NVIDIA rules (largest estimated speedup per launch): {', '.join(names)}")
+            if gap_s is not None:
+                ev.append(f"roofline gap (upper bound): {_fmt_s(float(gap_s))}")
+            rec += " NVIDIA's rules for these launches: " + "; ".join(
+                str(t) for (_, t) in top_rules.index if isinstance(t, str) and t) + "." if len(top_rules) else ""
+        elif gap_s is not None:
+            est = float(gap_s)
+            basis = "the roofline gap, duration × (1 − achieved/attainable), an upper bound"
+            if row["n_gap"] < row["launches"]:
+                ev.append(f"{int(row['launches'] - row['n_gap'])} of {int(row['launches'])} launches lack "
+                          "achieved or attainable FLOP/s and add no saving")
+        else:
+            est = None
+            basis = ""
+            ev.append("no attainable FLOP/s (no device ceiling or FLOP counts) and no NVIDIA speedup "
+                      "estimate: ranked by share of GPU time only")
+        if est is not None:
+            ev.insert(0, f"estimated saving {_fmt_s(est)} from {basis}")
+        k_ev = evidence_col[int(longest.get(fam, 0))]
+        if isinstance(k_ev, (list, tuple, np.ndarray)):
+            ev += [str(e) for e in list(k_ev)[:4]]
+        score = float(row["score"])
+        short = _short(str(fam))
+        what = "unclassified (metrics missing)" if label == "unknown" else f"{label} ({limiter})"
+        title = f"{short}: {what}, {share * 100:.1f}% of kernel time in {int(row['launches'])} launch(es)"
+        findings.append({
+            "rank": 0, "rule": rule, "severity": _severity(score, est is not None), "title": title,
+            "kernels": [int(p) for p in positions[fam]], "time_share": share,
+            "est_saving_s": est, "recommendation": rec,
+            "family": str(fam), "label": label, "limiter": limiter, "evidence": ev, "source": "ncu",
+            "_score": score,
+        })
+    return findings
+
+
+def _short(family: str) -> str:
+    from analyzer.families import display_name
+
+    return display_name(family, 90)
+
+
+def _window_score(f: Mapping[str, Any]) -> float:
+    for key in ("score", "time_share"):
+        v = f.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+    return 0.0
+
+
+def rank_findings(results: pd.DataFrame, windows: Any, top: int = 10) -> list[dict[str, Any]]:
+    """Contract findings (kernel families + DCGM windows), ranked, at most ``top``.
+
+    When both kinds exist, each keeps at least ``top // 3`` slots if it has that many.
+    """
+    kf = kernel_findings(results, limit=max(int(top), 0)) if results is not None and len(results) else []
+    wf = []
+    for f in list(getattr(windows, "findings", None) or []):
+        g = dict(f)
+        g.setdefault("source", "dcgm")
+        g["_score"] = _window_score(g)
+        wf.append(g)
+
+    def order(f: Mapping[str, Any]) -> tuple[int, float]:
+        return (SEVERITY_ORDER.get(str(f.get("severity")), 2), -float(f["_score"]))
+
+    kf.sort(key=order)
+    wf.sort(key=order)
+    top = max(int(top), 0)
+    if kf and wf:
+        floor = top // 3
+        keep_w = max(min(len(wf), floor), top - len(kf))
+        keep_k = max(min(len(kf), floor), top - keep_w)
+        chosen = kf[:keep_k] + wf[:min(keep_w, top - min(keep_k, len(kf)))]
+    else:
+        chosen = (kf or wf)[:top]
+    chosen.sort(key=order)
+    out = []
+    for rank, f in enumerate(chosen[:top], start=1):
+        g = {k: v for k, v in f.items() if k != "_score"}
+        g["rank"] = rank
+        out.append(g)
+    return out
