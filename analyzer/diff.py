@@ -285,18 +285,17 @@ def classify(table: pd.DataFrame, threshold: float) -> pd.Series:
     ``threshold`` is a fraction (0.10 = 10 %). A tested series must also be significant; a
     threshold-only series needs only the change.
     """
-    change = table["change"].astype(float)
-    tested = table["method"] == "mann-whitney"
-    sig = table["significant"].astype(bool)
-    beyond_up = change > threshold
-    beyond_down = change < -threshold
-    status = pd.Series("within threshold", index=table.index, dtype=object)
-    status[(beyond_up | beyond_down) & tested & ~sig] = "not significant"
-    status[beyond_up & (sig | ~tested)] = "regressed"
-    status[beyond_down & (sig | ~tested)] = "improved"
-    status[~np.isfinite(change)] = "no duration"
-    status[(table["n_base"] == 0) | (table["n_cand"] == 0)] = "unmatched"
-    return status
+    change = table["change"].to_numpy(dtype=float, na_value=np.nan)
+    tested = (table["method"] == "mann-whitney").to_numpy()
+    sig = table["significant"].to_numpy(dtype=bool)
+    up, down = change > threshold, change < -threshold
+    status = np.where(up & (sig | ~tested), "regressed",
+                      np.where(down & (sig | ~tested), "improved",
+                               np.where((up | down) & tested, "not significant", "within threshold")))
+    status = np.where(np.isfinite(change), status, "no duration")
+    unmatched = (table["n_base"].to_numpy() == 0) | (table["n_cand"].to_numpy() == 0)
+    status = np.where(unmatched, "unmatched", status)
+    return pd.Series(status.astype(object), index=table.index)
 
 
 def _note(method: str, n_base: int, n_cand: int) -> str:

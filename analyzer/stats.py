@@ -80,42 +80,79 @@ def testable(n_base: np.ndarray, n_cand: np.ndarray, alpha: float = ALPHA) -> np
     return candidates & (best <= alpha / m)
 
 
+def _has_ties(rows: np.ndarray) -> np.ndarray:
+    srt = np.sort(rows, axis=1)
+    return (np.diff(srt, axis=1) == 0).any(axis=1)
+
+
+def batch_p_values(samples: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """:func:`mann_whitney_p` for many (baseline, candidate) pairs, vectorized.
+
+    Pairs with the same sizes and tie status go through one 2-D ``mannwhitneyu`` call, so each
+    p-value is exactly what a call on that pair alone would give (scipy chooses the exact or the
+    asymptotic method per call, from sizes and ties).
+    """
+    from scipy.stats import mannwhitneyu
+
+    out = np.ones(len(samples))
+    if not samples:
+        return out
+    nb = np.array([len(b) for b, _ in samples])
+    nc = np.array([len(c) for _, c in samples])
+    usable = (nb > 0) & (nc > 0)
+    ties = np.zeros(len(samples), dtype=bool)
+    for n1, n2 in {(int(a), int(b)) for a, b, u in zip(nb, nc, usable, strict=True) if u}:
+        idx = np.flatnonzero((nb == n1) & (nc == n2))
+        both = np.stack([np.concatenate(samples[i]) for i in idx])
+        ties[idx] = _has_ties(both)
+        for tied in (False, True):
+            sel = idx[ties[idx] == tied]
+            if not len(sel):
+                continue
+            rows = both[ties[idx] == tied]
+            constant = (rows == rows[:, :1]).all(axis=1)
+            b, c = rows[:, :n1], rows[:, n1:]
+            with np.errstate(all="ignore"):
+                p = np.asarray(mannwhitneyu(c, b, alternative="two-sided", method="auto", axis=1).pvalue,
+                               dtype=float)
+            out[sel] = np.where(constant | ~np.isfinite(p), 1.0, p)
+    return out
+
+
 def compare_series(durations: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per-series statistics of launch durations in two runs.
 
     ``durations`` columns: ``series`` (str), ``side`` (``"baseline"``/``"candidate"``),
-    ``duration_s`` (float; NaN ignored). Returns one row per series (index ``series``) with
+    ``duration_s`` (float; NaN ignored). Returns one row per series (index ``series``, sorted) with
     ``n_base, n_cand, median_base_s, median_cand_s, change`` (median ratio − 1), ``method``
     (``"mann-whitney"`` | ``"threshold-only"``), ``p_value``, ``p_adjusted`` (Holm; NaN when not
     tested) and ``significant`` (bool; False when not tested).
     """
-    d = durations[np.isfinite(durations["duration_s"].astype(float))]
-    grouped = d.groupby(["series", "side"], sort=True)["duration_s"]
-    n = grouped.size().unstack("side").reindex(columns=["baseline", "candidate"]).fillna(0)
-    med = grouped.median().unstack("side").reindex(columns=["baseline", "candidate"])
-    series = pd.Index(sorted(set(durations["series"])), name="series")
-    n = n.reindex(series).fillna(0).astype(int)
-    med = med.reindex(series)
-    out = pd.DataFrame(index=series)
-    out["n_base"] = n["baseline"].to_numpy()
-    out["n_cand"] = n["candidate"].to_numpy()
-    out["median_base_s"] = med["baseline"].to_numpy(dtype=float)
-    out["median_cand_s"] = med["candidate"].to_numpy(dtype=float)
+    codes, uniques = pd.factorize(durations["series"].astype(str), sort=True)
+    cand = (durations["side"] == "candidate").to_numpy(dtype=bool)
+    values = pd.to_numeric(durations["duration_s"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    ok = np.isfinite(values)
+    codes, cand, values = codes[ok], cand[ok], values[ok]
+    k = len(uniques)
+    group = codes * 2 + cand  # (series, side) -> 2*series + (1 if candidate)
+    order = np.lexsort((values, group))
+    bounds = np.searchsorted(group[order], np.arange(2 * k + 1))
+    sorted_vals = values[order]
+    chunks = [sorted_vals[bounds[g]:bounds[g + 1]] for g in range(2 * k)]
+    sizes = np.diff(bounds)
+    medians = np.array([np.median(ch) if len(ch) else np.nan for ch in chunks])
+    n_base, n_cand = sizes[0::2].astype(int), sizes[1::2].astype(int)
+    mb, mc = medians[0::2], medians[1::2]
     with np.errstate(divide="ignore", invalid="ignore"):
-        change = out["median_cand_s"] / out["median_base_s"] - 1.0
-    out["change"] = change.where(out["median_base_s"] > 0)
-    tested = testable(out["n_base"].to_numpy(), out["n_cand"].to_numpy(), alpha)
-    out["method"] = np.where(tested, "mann-whitney", "threshold-only")
-    p = np.full(len(out), np.nan)
-    if tested.any():
-        values = {key: grp.to_numpy(dtype=float)
-                  for key, grp in d.groupby(["series", "side"], sort=False)["duration_s"]}
-        empty = np.array([], dtype=float)
-        for i in np.flatnonzero(tested):
-            s = series[i]
-            p[i] = mann_whitney_p(values.get((s, "baseline"), empty),
-                                  values.get((s, "candidate"), empty))
-    out["p_value"] = p
-    out["p_adjusted"] = holm(p)
-    out["significant"] = np.isfinite(out["p_adjusted"]) & (out["p_adjusted"] <= alpha)
-    return out
+        change = np.where(mb > 0, mc / mb - 1.0, np.nan)
+    tested = testable(n_base, n_cand, alpha)
+    p = np.full(k, np.nan)
+    idx = np.flatnonzero(tested)
+    p[idx] = batch_p_values([(chunks[2 * i], chunks[2 * i + 1]) for i in idx])
+    p_adj = holm(p)
+    return pd.DataFrame({
+        "n_base": n_base, "n_cand": n_cand, "median_base_s": mb, "median_cand_s": mc, "change": change,
+        "method": np.where(tested, "mann-whitney", "threshold-only").astype(object),
+        "p_value": p, "p_adjusted": p_adj,
+        "significant": np.isfinite(p_adj) & (p_adj <= alpha),
+    }, index=pd.Index(np.asarray(uniques, dtype=object), name="series"))
