@@ -1,0 +1,180 @@
+"""One fleet computation, two executors: per-fragment work plus a deterministic tree reduction.
+
+The work is the DCGM window maths of :mod:`analyzer.windows`:
+
+* map, per Parquet fragment (one partition file): read it row group by row group, keep the samples
+  inside each requested time slice, and run ``window_partials`` → one partial table per slice;
+* reduce: ``combine_partials`` over fragments, in a fixed tree (:class:`TreeReducer`, fan-in
+  :data:`FANIN`, fragments in manifest order).
+
+``local`` runs both steps in this process, fragment after fragment; memory holds one row group plus
+at most ``FANIN × depth`` partial tables. ``dask`` submits the very same functions to a Dask
+distributed cluster (``client.submit``) and builds the very same tree of futures, so both engines
+do the same floating-point additions in the same order and give bit-identical windows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parsers.model import SAMPLE_SCHEMA, InputError
+
+FANIN = 8
+BATCH_ROWS = 1_000_000
+
+Partials = tuple["pd.DataFrame | None", ...]  # one partial per time slice
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """What every fragment task needs: columns to read, time slices ``[lo, hi)`` in epoch ms."""
+
+    columns: tuple[str, ...]
+    slices: tuple[tuple[int, int], ...]
+    window_s: float
+    batch_rows: int = BATCH_ROWS
+
+
+def scan_columns(keys: Sequence[str], by: Sequence[str]) -> tuple[str, ...]:
+    wanted = ["timestamp", *keys, *by, "field_id", "value"]
+    out: list[str] = []
+    for c in wanted:
+        if c in SAMPLE_SCHEMA.names and c not in out:
+            out.append(c)
+    return tuple(out)
+
+
+def fragment_partials(path: str, spec: ScanSpec) -> Partials:
+    """The map step for one Parquet file: window partials per time slice (None where empty)."""
+    from analyzer.windows import window_partials
+
+    per_slice: list[list[pd.DataFrame]] = [[] for _ in spec.slices]
+    try:
+        pf = pq.ParquetFile(path)
+        batches: Iterator[pa.RecordBatch] = pf.iter_batches(batch_size=spec.batch_rows,
+                                                            columns=list(spec.columns))
+        for batch in batches:
+            ts = batch.column("timestamp").cast(pa.int64())
+            for i, (lo, hi) in enumerate(spec.slices):
+                mask = pc.and_(pc.greater_equal(ts, lo), pc.less(ts, hi))
+                sub = batch.filter(mask)
+                if sub.num_rows:
+                    per_slice[i].append(window_partials(sub.to_pandas(), spec.window_s))
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, f"is not a readable Parquet partition ({exc})",
+                         "re-ingest the input that produced it, or remove it from _manifest.json") from exc
+    return tuple(_combine_list(parts) for parts in per_slice)
+
+
+def _combine_list(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
+    from analyzer.windows import combine_partials
+
+    if not parts:
+        return None
+    return combine_partials(parts)
+
+
+def combine_many(*items: Partials) -> Partials:
+    """The reduce step: slice-wise ``combine_partials`` over several fragments' partials."""
+    n = len(items[0])
+    return tuple(_combine_list([it[i] for it in items if it[i] is not None]) for i in range(n))
+
+
+class TreeReducer:
+    """Reduce items in a fixed tree: every ``fanin`` consecutive items at a level are combined.
+
+    ``combine`` takes a list of handles and returns a handle (a value, or a Dask future): the tree's
+    shape depends only on the number of items, never on timing, so results are reproducible.
+    """
+
+    def __init__(self, combine: Callable[[list[Any]], Any], fanin: int = FANIN) -> None:
+        self.combine = combine
+        self.fanin = fanin
+        self.levels: list[list[Any]] = []
+        self.count = 0
+
+    def add(self, item: Any) -> None:
+        self.count += 1
+        self._push(0, item)
+
+    def _push(self, level: int, item: Any) -> None:
+        if len(self.levels) <= level:
+            self.levels.append([])
+        self.levels[level].append(item)
+        if len(self.levels[level]) == self.fanin:
+            full, self.levels[level] = self.levels[level], []
+            self._push(level + 1, self.combine(full))
+
+    def result(self) -> Any:
+        """Flush: combine what is left at each level, lowest first. None when nothing was added."""
+        if self.count == 0:
+            return None
+        carry: Any = None
+        for level in range(len(self.levels)):
+            pending = self.levels[level] + ([carry] if carry is not None else [])
+            self.levels[level] = []
+            if pending:
+                carry = self.combine(pending) if len(pending) > 1 else pending[0]
+        return carry
+
+
+def run_local(paths: Sequence[str], spec: ScanSpec,
+              progress: Callable[[int], None] | None = None) -> Partials | None:
+    """Map and reduce in this process, one fragment at a time."""
+    reducer = TreeReducer(lambda items: combine_many(*items))
+    for i, path in enumerate(paths):
+        reducer.add(fragment_partials(path, spec))
+        if progress:
+            progress(i + 1)
+    result: Partials | None = reducer.result()
+    return result
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
+    """A client for ``scheduler`` (``tcp://host:8786``), or for a fresh process-based LocalCluster."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise InputError("--engine dask", "needs Dask distributed, which is not installed",
+                         "pip install 'rooftop[fleet]'") from exc
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="30s")
+        except (OSError, TimeoutError) as exc:
+            raise InputError(scheduler, f"no Dask scheduler answers there ({exc})",
+                             "check the address, or drop --scheduler for a local cluster") from exc
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                           dashboard_address=None, silence_logs=40)
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def run_dask(paths: Sequence[str], spec: ScanSpec, client: Any) -> Partials | None:
+    """Map and reduce on a Dask cluster: same functions, same tree, futures instead of values."""
+    reducer = TreeReducer(lambda items: client.submit(combine_many, *items, pure=False))
+    futures = client.map(fragment_partials, list(paths), spec=spec, pure=False)
+    for fut in futures:
+        reducer.add(fut)
+    handle = reducer.result()
+    if handle is None:
+        return None
+    result: Partials = handle.result()
+    return result

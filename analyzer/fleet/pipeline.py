@@ -1,0 +1,212 @@
+"""``rooftop fleet``: the nightly analysis over a dataset, on the local or the Dask engine.
+
+Period: ``[since, until)``; by default the 24 hours ending at the newest sample. The previous
+period of equal length is read in the same pass (each fragment's samples are split into the two
+time slices before windowing), so night-over-night change costs no second scan.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyzer.document import build_document, jsonable
+from analyzer.fleet import engines
+from analyzer.fleet.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
+from analyzer.fleet.rollup import (
+    GROUPABLE,
+    fleet_findings,
+    group_columns,
+    group_records,
+    rollup,
+    trend,
+)
+from parsers.model import InputError
+
+DEFAULT_PERIOD = timedelta(hours=24)
+MAX_WINDOWS = 2000  # windows listed in the document; the roll-ups use all of them
+
+
+def _ms(t: datetime) -> int:
+    t = t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return int(t.timestamp() * 1000)
+
+
+def resolve_period(manifest: Manifest, since: datetime | None,
+                   until: datetime | None) -> tuple[int, int]:
+    """``[since, until)`` in epoch ms; defaults: until = newest sample + 1 ms, since = until - 24 h."""
+    if until is None:
+        ends = [parse_iso(e.get("end")) for e in manifest.entries]
+        newest = max((t for t in ends if t is not None), default=None)
+        if newest is None:
+            raise InputError(str(manifest.root), "holds no samples", "ingest DCGM inputs first")
+        hi = _ms(newest) + 1
+    else:
+        hi = _ms(until)
+    lo = _ms(since) if since is not None else hi - int(DEFAULT_PERIOD.total_seconds() * 1000)
+    if lo >= hi:
+        raise InputError("--since/--until", "the period is empty (since is not before until)",
+                         "give --since earlier than --until")
+    return lo, hi
+
+
+def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
+    """Manifest files whose input and date partition overlap ``[lo, hi)``, in manifest order."""
+    out: list[str] = []
+    for e in manifest.entries:
+        s, t = parse_iso(e.get("start")), parse_iso(e.get("end"))
+        if s is not None and t is not None and (_ms(t) < lo or _ms(s) >= hi):
+            continue
+        for f in e.get("files", []):
+            d = file_date(f)
+            if d is not None:
+                day0 = _ms(datetime.fromisoformat(d).replace(tzinfo=timezone.utc))
+                if day0 + MS_PER_DAY <= lo or day0 >= hi:
+                    continue
+            out.append(f)
+    return out
+
+
+def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, engine: str,
+                    scheduler: str | None, workers: int) -> tuple[pd.DataFrame | None, ...]:
+    """Map-reduce the window partials of every file on ``engine``; finished windows per slice."""
+    from analyzer.windows import finish_windows
+
+    paths = [str(dataset / f) for f in files]
+    if engine == "dask":
+        with engines.dask_client(scheduler, workers) as client:
+            reduced = engines.run_dask(paths, spec, client)
+    elif engine == "local":
+        reduced = engines.run_local(paths, spec)
+    else:
+        raise InputError("--engine", f"unknown engine {engine!r}", "use local or dask")
+    if reduced is None:
+        return tuple(None for _ in spec.slices)
+    return tuple(None if p is None else finish_windows(p) for p in reduced)
+
+
+def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, by: list[str],
+              engine: str, scheduler: str | None, workers: int, window_s: float,
+              device: str | None, top: int, command: str) -> dict[str, Any]:
+    """The whole ``fleet`` job; returns the contract document (kind ``fleet``)."""
+    from analyzer.windows import KEY_COLUMNS, classify_windows
+
+    if window_s <= 0:
+        raise InputError("--window", f"must be positive, got {window_s}", "e.g. --window 60")
+    bad = [b for b in by if b not in GROUPABLE]
+    if bad:
+        raise InputError("--by", f"cannot group by {', '.join(bad)}",
+                         f"choose from {', '.join(GROUPABLE)}")
+    dataset = Path(dataset)
+    manifest = Manifest.load(dataset, must_exist=True)
+    lo, hi = resolve_period(manifest, since, until)
+    length = hi - lo
+    prev_lo = lo - length
+    files = select_files(manifest, prev_lo, hi)
+    spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), group_columns(by)),
+                            slices=((prev_lo, lo), (lo, hi)), window_s=window_s)
+    prev_w, cur_w = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
+                                    workers=workers)
+    lint: list[dict[str, Any]] = []
+    windows = _classify(cur_w, device, classify_windows)
+    previous = _classify(prev_w, device, classify_windows)
+    cur_roll = rollup(windows, by, window_s)
+    if len(previous):
+        table = trend(cur_roll, rollup(previous, by, window_s), by)
+    else:
+        table = cur_roll
+        lint.append({"code": "fleet-no-previous-period",
+                     "message": f"no samples in the previous period ({iso_ms(prev_lo)} to "
+                                f"{iso_ms(lo)}): no night-over-night change", "kernels": []})
+    if not len(windows):
+        lint.append({"code": "fleet-empty-period",
+                     "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})
+    groups = group_records(table, by)
+    findings = fleet_findings(groups, top)
+    window_recs = window_records(windows)
+    if len(window_recs) > MAX_WINDOWS:
+        lint.append({"code": "fleet-windows-capped",
+                     "message": f"{len(window_recs)} windows; the document lists the first "
+                                f"{MAX_WINDOWS} (roll-ups use all)", "kernels": []})
+    inputs, rejected = _inputs(manifest, prev_lo, hi)
+    doc = build_document(
+        kind="fleet", inputs=[], rejected=rejected, devices=_devices(device, windows),
+        findings=findings, windows=window_recs[:MAX_WINDOWS], lint=lint, command=command,
+        extra={
+            "groups": groups,
+            "fleet": {
+                "dataset": str(dataset), "engine": engine, "by": list(by), "window_s": window_s,
+                "period": {"since": iso_ms(lo), "until": iso_ms(hi)},
+                "previous_period": {"since": iso_ms(prev_lo), "until": iso_ms(lo)},
+                "files_scanned": len(files), "windows_total": len(window_recs),
+                "gpus": int(windows[["host", "gpu"]].drop_duplicates().shape[0]) if len(windows) else 0,
+                "gpu_hours": float(cur_roll["gpu_hours"].sum()) if len(cur_roll) else 0.0,
+            },
+        },
+    )
+    # inputs come from the manifest (checksums recorded at ingest; the files may be gone by now)
+    doc["inputs"] = jsonable(inputs)
+    doc["run"]["input_sha256"] = {i["path"]: i["sha256"] for i in inputs}
+    return doc
+
+
+def _classify(wide: pd.DataFrame | None, device: str | None, classify: Any) -> pd.DataFrame:
+    if wide is None or not len(wide):
+        return pd.DataFrame({"host": [], "gpu": [], "label": [], "start": []})
+    out = classify(wide, device)
+    return out if isinstance(out, pd.DataFrame) else out.windows
+
+
+def window_records(windows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Contract ``windows`` entries, ordered by host, gpu, start."""
+    if not len(windows):
+        return []
+    from analyzer.windows import PROFILE_METRICS
+
+    metric_cols = [m for m in PROFILE_METRICS if m in windows.columns]
+    w = windows.sort_values([c for c in ("host", "gpu", "mig", "start") if c in windows.columns],
+                            kind="stable")
+    recs: list[dict[str, Any]] = []
+    for r in w.to_dict("records"):
+        rec = {
+            "host": r.get("host"), "gpu": r.get("gpu"), "model": r.get("model"),
+            "start": r.get("start"), "end": r.get("end"),
+            "label": r.get("label"), "limiter": r.get("limiter", "unknown"),
+            "metrics": {m: r.get(m) for m in metric_cols},
+            "est_flops_s": r.get("est_flops_s"), "est_dram_bytes_s": r.get("est_dram_bytes_s"),
+        }
+        for extra in ("mig", "namespace", "pod", "container", "job"):
+            if extra in r:
+                rec[extra] = r[extra]
+        recs.append(rec)
+    return recs
+
+
+def _devices(device: str | None, windows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Contract ``devices`` for the models in the windows (built-in table, or ``--device``)."""
+    from analyzer.devices import load_device_option, lookup
+
+    out: list[dict[str, Any]] = []
+    user = load_device_option(device)
+    models = sorted({str(m) for m in windows["model"].dropna().unique()}) if "model" in windows else []
+    specs = [lookup(m) for m in models] + ([user] if user is not None else [])
+    for spec in specs:
+        if spec is not None and spec.as_contract() not in out:
+            out.append(spec.as_contract())
+    return out
+
+
+def _inputs(manifest: Manifest, lo: int, hi: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    inputs: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
+    for e in manifest.entries:
+        s, t = parse_iso(e.get("start")), parse_iso(e.get("end"))
+        if s is not None and t is not None and (_ms(t) < lo or _ms(s) >= hi):
+            continue
+        inputs.append({k: e.get(k) for k in ("path", "format", "records", "missing", "rejected")}
+                      | {"sha256": e.get("sha256"), "ingested_at": e.get("ingested_at")})
+        rejected.extend(e.get("rejected_examples", []))
+    return inputs, rejected

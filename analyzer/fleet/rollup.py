@@ -1,0 +1,227 @@
+"""Fleet roll-ups over classified windows: per-group GPU-hours, label shares, utilization, trend, findings.
+
+Input: the classified windows table (``analyzer.windows.classify_windows``), one row per GPU and
+window, with columns
+
+==================  ==========================================================================
+host, gpu, mig,     identity of the GPU (``mig`` null when not MIG); ``namespace``, ``pod``,
+model, ...          ``container``, ``job`` when the window maths keep them
+start               window start (UTC timestamp)
+label               idle / compute-bound / memory-bound / overhead-bound / mixed
+gr_active, ...      window means of the DCGM profiling ratios (0..1), where measured
+est_flops_s,        estimated FLOP/s and DRAM bytes/s (null without device ceilings)
+est_dram_bytes_s
+==================  ==========================================================================
+
+Every window stands for ``window_s`` GPU-seconds. ``--by gpu`` means one physical GPU
+(host + gpu index + MIG instance), never a GPU index across hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+GROUPABLE = ("host", "model", "gpu", "namespace", "pod", "container", "job")
+GPU_IDENTITY = ("host", "gpu", "mig")
+LABELS = ("idle", "compute-bound", "memory-bound", "overhead-bound", "mixed")
+METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active",
+           "fp64_active", "fp32_active", "fp16_active")
+NONE_KEY = "(none)"
+
+# what counts as "moved" night over night
+MOVE_HOURS_REL = 0.20  # GPU-hours changed by 20 %
+MOVE_SHARE_ABS = 0.10  # a label's share of GPU-time moved by 10 points
+MOVE_METRIC_ABS = 0.10  # a utilization ratio moved by 0.10
+MOVE_FLOPS_REL = 0.20  # estimated FLOP/s changed by 20 %
+
+# finding thresholds (share of the group's GPU-time)
+IDLE_SHARE = 0.25
+OVERHEAD_SHARE = 0.20
+MEMORY_SHARE = 0.30
+
+
+def group_columns(by: Sequence[str]) -> list[str]:
+    """The window columns a ``--by`` list groups on (``gpu`` expands to host + gpu + mig)."""
+    bad = [b for b in by if b not in GROUPABLE]
+    if bad:
+        raise ValueError(f"cannot group by {', '.join(bad)}; choose from {', '.join(GROUPABLE)}")
+    cols: list[str] = []
+    for b in by or ["host"]:
+        for c in GPU_IDENTITY if b == "gpu" else (b,):
+            if c not in cols:
+                cols.append(c)
+    return cols
+
+
+def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.DataFrame:
+    """One row per group: ``gpus``, ``windows``, ``gpu_hours``, ``hours_<label>``, ``share_<label>``,
+    duration-weighted means of :data:`METRICS`, ``est_flops_s``/``est_dram_bytes_s`` (means),
+    ``est_flop`` (total FLOP estimate). Sorted by GPU-hours (desc), then key."""
+    cols = group_columns(by)
+    w = windows.copy()
+    for c in [*cols, *GPU_IDENTITY]:
+        if c not in w.columns:
+            w[c] = None
+    for c in cols:
+        w[c] = w[c].astype("object").where(w[c].notna(), NONE_KEY).astype(str)
+    w["_gpu_id"] = (w["host"].astype("object").astype(str) + "\x1f" + w["gpu"].astype("object").astype(str)
+                    + "\x1f" + w["mig"].astype("object").astype(str))
+    hours = window_s / 3600.0
+    lab = w["label"].astype("object").where(w["label"].notna(), "unknown").astype(str)
+    for label in LABELS:
+        w[f"hours_{label}"] = np.where(lab == label, hours, 0.0)
+    agg: dict[str, Any] = {"_gpu_id": "nunique", "label": "size"}
+    agg.update({f"hours_{label}": "sum" for label in LABELS})
+    present = [m for m in METRICS if m in w.columns]
+    for m in [*present, "est_flops_s", "est_dram_bytes_s"]:
+        if m not in w.columns:
+            w[m] = np.nan
+        v = pd.to_numeric(w[m], errors="coerce").astype("float64")
+        w[f"_{m}_sum"] = v.fillna(0.0)
+        w[f"_{m}_n"] = v.notna().astype("int64")
+        agg[f"_{m}_sum"] = "sum"
+        agg[f"_{m}_n"] = "sum"
+    g = w.groupby(cols, sort=True, dropna=False).agg(agg).reset_index()
+    out = g[cols].copy()
+    out["gpus"] = g["_gpu_id"].astype("int64")
+    out["windows"] = g["label"].astype("int64")
+    out["gpu_hours"] = out["windows"] * hours
+    for label in LABELS:
+        out[f"hours_{label}"] = g[f"hours_{label}"]
+        out[f"share_{label}"] = g[f"hours_{label}"] / out["gpu_hours"]
+    for m in [*present, "est_flops_s", "est_dram_bytes_s"]:
+        n = g[f"_{m}_n"]
+        out[m] = (g[f"_{m}_sum"] / n.where(n > 0)).astype("float64")
+    out["est_flop"] = g["_est_flops_s_sum"] * window_s
+    out = out.sort_values(["gpu_hours", *cols], ascending=[False, *([True] * len(cols))],
+                          kind="stable").reset_index(drop=True)
+    return out
+
+
+def trend(current: pd.DataFrame, previous: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """``current`` roll-up joined with the previous period's: ``prev_<col>``, ``d_<col>`` and
+    ``moved`` (list of plain-words changes beyond the MOVE_* thresholds)."""
+    cols = group_columns(by)
+    keep = ["gpu_hours", *[f"share_{label}" for label in LABELS],
+            *[m for m in METRICS if m in previous.columns], "est_flops_s"]
+    prev = previous[[*cols, *keep]].rename(columns={c: f"prev_{c}" for c in keep})
+    out = current.merge(prev, on=cols, how="left", sort=False)
+    for c in keep:
+        if c in out.columns and f"prev_{c}" in out.columns:
+            out[f"d_{c}"] = out[c] - out[f"prev_{c}"]
+    out["moved"] = [_moved(r) for r in out.to_dict("records")]
+    return out
+
+
+def _moved(r: dict[str, Any]) -> list[str]:
+    prev_h = r.get("prev_gpu_hours")
+    if prev_h is None or not np.isfinite(prev_h):
+        return ["new this period"]
+    moves: list[str] = []
+    rel = (r["gpu_hours"] - prev_h) / prev_h if prev_h > 0 else np.inf
+    if abs(rel) >= MOVE_HOURS_REL:
+        moves.append(f"GPU-hours {prev_h:.2f} → {r['gpu_hours']:.2f} ({rel:+.0%})")
+    for label in LABELS:
+        d = r.get(f"d_share_{label}")
+        if d is not None and np.isfinite(d) and abs(d) >= MOVE_SHARE_ABS:
+            moves.append(f"{label} share {r[f'prev_share_{label}']:.0%} → {r[f'share_{label}']:.0%}")
+    for m in METRICS:
+        d = r.get(f"d_{m}")
+        if d is not None and np.isfinite(d) and abs(d) >= MOVE_METRIC_ABS:
+            moves.append(f"{m} {r[f'prev_{m}']:.2f} → {r[m]:.2f}")
+    pf, cf = r.get("prev_est_flops_s"), r.get("est_flops_s")
+    if pf and cf and np.isfinite(pf) and np.isfinite(cf) and pf > 0 and abs(cf / pf - 1) >= MOVE_FLOPS_REL:
+        moves.append(f"est. FLOP/s {pf:.3g} → {cf:.3g} ({cf / pf - 1:+.0%})")
+    return moves
+
+
+def group_records(table: pd.DataFrame, by: Sequence[str]) -> list[dict[str, Any]]:
+    """The document's ``groups``: one dict per row of :func:`trend` (or :func:`rollup`)."""
+    cols = group_columns(by)
+    out: list[dict[str, Any]] = []
+    for r in table.to_dict("records"):
+        rec: dict[str, Any] = {
+            "key": {c: (None if r[c] == NONE_KEY else r[c]) for c in cols},
+            "gpus": r["gpus"], "windows": r["windows"], "gpu_hours": r["gpu_hours"],
+            "labels": {label: {"gpu_hours": r[f"hours_{label}"], "share": r[f"share_{label}"]}
+                       for label in LABELS},
+            "metrics": {m: r[m] for m in METRICS if m in r},
+            "est_flops_s": r["est_flops_s"], "est_flop": r["est_flop"],
+            "est_dram_bytes_s": r["est_dram_bytes_s"],
+            "dram_utilization": r.get("dram_active"),
+        }
+        if "moved" in r:
+            rec["previous"] = None if not np.isfinite(r.get("prev_gpu_hours", np.nan)) else {
+                "gpu_hours": r["prev_gpu_hours"],
+                "labels": {label: {"share": r[f"prev_share_{label}"]} for label in LABELS},
+                "metrics": {m: r[f"prev_{m}"] for m in METRICS if f"prev_{m}" in r},
+                "est_flops_s": r.get("prev_est_flops_s"),
+            }
+            rec["moved"] = r["moved"]
+        out.append(rec)
+    return out
+
+
+def _key_text(key: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v if v is not None else NONE_KEY}" for k, v in key.items())
+
+
+def fleet_findings(groups: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    """Ranked fleet findings from group records: idle, overhead-bound and memory-bound GPU-time,
+    and night-over-night moves. Ranked by the share of the fleet's GPU-time they concern."""
+    total_h = sum(g["gpu_hours"] for g in groups) or 1.0
+    cands: list[dict[str, Any]] = []
+    for g in groups:
+        key = _key_text(g["key"])
+        labels = g["labels"]
+        idle = labels["idle"]
+        if idle["share"] >= IDLE_SHARE:
+            cands.append(_finding(
+                "fleet-idle", "high" if idle["share"] >= 0.5 else "medium",
+                f"{key}: GPUs idle {idle['share']:.0%} of {g['gpu_hours']:.1f} GPU-hours",
+                g, idle["gpu_hours"], total_h, idle["gpu_hours"] * 3600.0,
+                "Idle GPU-time is capacity paid for and unused: release or share idle GPUs "
+                "(smaller allocations, MIG/time-slicing, queue backfill), and check jobs that hold GPUs "
+                "while waiting on input or other jobs."))
+        ovh = labels["overhead-bound"]
+        if ovh["share"] >= OVERHEAD_SHARE:
+            cands.append(_finding(
+                "fleet-overhead-bound", "high" if ovh["share"] >= 0.5 else "medium",
+                f"{key}: overhead-bound {ovh['share']:.0%} of GPU-time (engine busy, SMs mostly idle)",
+                g, ovh["gpu_hours"], total_h, None,
+                "The GPU waits on the host or runs tiny kernels: capture CUDA graphs, batch small "
+                "launches, add data-loader workers / pinned memory, overlap copies; confirm with an "
+                "Nsight Systems timeline of one step."))
+        mem = labels["memory-bound"]
+        if mem["share"] >= MEMORY_SHARE:
+            cands.append(_finding(
+                "fleet-memory-bound", "medium",
+                f"{key}: memory-bound {mem['share']:.0%} of GPU-time",
+                g, mem["gpu_hours"], total_h, None,
+                "DRAM bandwidth limits these jobs: larger batches (inference), kernel fusion, "
+                "lower-precision weights/KV cache raise arithmetic intensity; profile the top kernels "
+                "with ncu and run `rooftop analyze`."))
+        moved = [m for m in g.get("moved", []) if m != "new this period"]
+        if moved:
+            cands.append(_finding(
+                "fleet-moved", "info",
+                f"{key}: changed night over night: {'; '.join(moved[:3])}",
+                g, g["gpu_hours"], total_h, None,
+                "Check what changed for this group (job mix, software, placement) against the previous "
+                "period; a falling utilization with steady GPU-hours is a regression to chase."))
+    order = {"high": 0, "medium": 1, "low": 2, "info": 3}
+    cands.sort(key=lambda f: (order[f["severity"]], -f["time_share"], f["title"]))
+    for i, f in enumerate(cands[:top], start=1):
+        f["rank"] = i
+    return cands[:top]
+
+
+def _finding(rule: str, severity: str, title: str, group: dict[str, Any], hours: float,
+             total_h: float, saving_s: float | None, rec: str) -> dict[str, Any]:
+    return {"rank": 0, "rule": rule, "severity": severity, "title": title, "kernels": [],
+            "time_share": hours / total_h, "est_saving_s": saving_s, "recommendation": rec,
+            "group": group["key"]}
