@@ -1,0 +1,626 @@
+"""GPU time windows from DCGM samples: averaged, classified, and placed on the roofline.
+
+Map-reduce shaped so the fleet engines can run it per Parquet partition and on Dask:
+
+``window_partials`` (per partition) -> ``combine_partials`` (any number of times, any grouping)
+-> ``finish_windows`` (means) -> ``classify_windows`` (label, limiter, estimates).
+
+Partials columns: ``KEY_COLUMNS``; for every metric in ``PROFILE_METRICS`` ``<m>__sum``,
+``<m>__n`` and ``<m>__zero`` (samples exactly 0, for the multiplexing lint); ``n_samples``;
+``first_ts``/``last_ts`` (epoch ms); ``window_s``; and for each workload label (``namespace``,
+``pod``, ``container``, ``job``, ``mig_profile``) its most frequent value ``<l>`` with its count
+``<l>__n``. Combining sums counts per (key, value) and keeps the top one: exact when a label
+takes one value per window in each partition (the normal case), a close heuristic otherwise.
+
+Classification (first match; thresholds are NVIDIA's published guidance where one exists, else
+kempnerpulse's device-state rules, both collected in the shared anchors.md §3 rows 15-18 and
+formulas.md §5.4/§6):
+
+=============== =====================================================================================
+idle            every activity signal (GR, SM, pipes, DRAM; NVML GPU_UTIL when GR is absent) < 0.05
+memory-bound    DRAM active >= 0.5 and DRAM/0.8 (its practical peak) >= the busiest pipe; limiter dram
+compute-bound   busiest pipe (tensor, fp64, fp32, fp16) >= 0.5; limiter = that pipe
+overhead-bound  GR >= 0.4 with SM < 0.25 (tiny grids / launch-bound; limiter launch), or GR < 0.4
+                while the GPU is doing something (host wait: input pipeline, sync, launch gaps;
+                limiter host)
+mixed           the rest; limiter = the busiest normalised signal when >= 0.2, else latency
+=============== =====================================================================================
+
+Estimates: achieved FLOP/s = Σ pipe activity x the device's peak for that pipe (tensor -> dense
+FP16/BF16 tensor peak); DRAM bytes/s = DRAM active x peak DRAM bandwidth (formulas.md §6.3; NVIDIA
+says activity does not convert exactly to FLOPs: these are estimates). MIG instance values are
+relative to the instance, so peaks are scaled by the instance's share ``g/7`` (``g/4`` on A30)
+read from the ``Ng.XXgb`` profile.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from parsers import dcgm_fields as F
+
+PROFILE_METRICS: dict[int, str] = {
+    1001: "gr_active",
+    1002: "sm_active",
+    1003: "sm_occupancy",
+    1004: "tensor_active",
+    1005: "dram_active",
+    1006: "fp64_active",
+    1007: "fp32_active",
+    1008: "fp16_active",
+    1009: "pcie_tx_bytes",
+    1010: "pcie_rx_bytes",
+    1011: "nvlink_tx_bytes",
+    1012: "nvlink_rx_bytes",
+    1013: "imma_active",
+    1014: "hmma_active",
+    1015: "dfma_active",
+    203: "gpu_util",
+    204: "mem_copy_util",
+    155: "power_w",
+    252: "fb_used_mib",
+}
+METRICS: tuple[str, ...] = tuple(PROFILE_METRICS.values())
+KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
+LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")
+PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active", "fp16": "fp16_active"}
+RATIO_METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
+                 "fp32_active", "fp16_active", "imma_active", "hmma_active", "dfma_active")
+
+IDLE_MAX = 0.05  # kempnerpulse "idle": GR < 5 %, DRAM < 5 % (anchors.md §3 row 18)
+GR_BUSY = 0.40  # kempnerpulse "busy-low-SM": GR >= 40 % ...
+SM_LOW = 0.25  # ... and SM < 25 % -> "overhead, sync, or small kernels"
+PIPE_HIGH = 0.50  # kempnerpulse "tensor-heavy" Tensor >= 50 %
+DRAM_HIGH = 0.50  # kempnerpulse "memory-bound" DRAM >= 50 %
+DRAM_PRACTICAL_PEAK = 0.80  # DCGM guide: "in practice a peak of ~0.8 (80%) is the maximum achievable"
+SM_EFFECTIVE, SM_INEFFECTIVE = 0.80, 0.50  # DCGM guide, SM activity (anchors.md §3 row 15)
+DOMINANT_MIN = 0.20
+_KEY_KEEP = [c for c in KEY_COLUMNS if c != "window_start"]
+_MIG_G = re.compile(r"^(\d+)g\.")
+_HOPPER_PLUS = re.compile(r"\b(H100|H200|H800|H20|GH200|B100|B200|B300|GB200|GB300|RTX PRO|RTX 50\d0)\b", re.I)
+
+
+# ----------------------------------------------------------------------------------------- map
+def _key_frame(samples: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame(index=samples.index)
+    for c in _KEY_KEEP:
+        out[c] = samples[c].astype("object") if c in samples.columns else None
+    return out
+
+
+def window_partials(samples: pd.DataFrame, window_s: float) -> pd.DataFrame:
+    """Per (``KEY_COLUMNS``) sums, counts and label counts of one partition of samples."""
+    fid = samples["field_id"].to_numpy() if len(samples) else np.empty(0, "int32")
+    sel = np.isin(fid, list(PROFILE_METRICS))
+    s = samples.loc[sel]
+    win_ms = max(1, round(window_s * 1000))
+    ts = _epoch_ms(s["timestamp"]) if len(s) else np.empty(0, "int64")
+    keys = _key_frame(s)
+    keys["window_start"] = (ts // win_ms) * win_ms
+    value = s["value"].to_numpy(dtype="float64")
+    metric = pd.Categorical.from_codes(
+        pd.Index(list(PROFILE_METRICS)).get_indexer(s["field_id"].to_numpy()), categories=list(METRICS))
+    df = keys.assign(_m=metric, _v=value, _z=(value == 0.0).astype("int64"), _t=ts)
+    kc = KEY_COLUMNS
+    g = df.groupby([*kc, "_m"], dropna=False, observed=True, sort=True)
+    agg = g.agg(s=("_v", "sum"), n=("_v", "size"), z=("_z", "sum"))
+    wide = agg.unstack("_m")
+    cols: dict[str, Any] = {}
+    for m in METRICS:
+        for part, suffix in (("s", "__sum"), ("n", "__n"), ("z", "__zero")):
+            col = (part, m)
+            if col in wide.columns:
+                vals = wide[col].to_numpy()
+                cols[m + suffix] = np.nan_to_num(vals.astype("float64")) if suffix == "__sum" else \
+                    np.nan_to_num(vals.astype("float64")).astype("int64")
+            else:
+                cols[m + suffix] = np.zeros(len(wide), "float64" if suffix == "__sum" else "int64")
+    out = pd.DataFrame(cols, index=wide.index)
+    gk = df.groupby(kc, dropna=False, sort=True)
+    out["n_samples"] = gk.size().reindex(out.index).to_numpy()
+    out["first_ts"] = gk["_t"].min().reindex(out.index).to_numpy()
+    out["last_ts"] = gk["_t"].max().reindex(out.index).to_numpy()
+    out["window_s"] = float(window_s)
+    out = out.reset_index()
+    for lab in LABEL_COLUMNS:
+        if lab in s.columns:
+            lf = keys.assign(_l=s[lab].astype("object"))
+            out = _merge_top(out, lf, lab)
+        else:
+            out[lab] = None
+            out[lab + "__n"] = 0
+    return _tidy(out)
+
+
+def _merge_top(out: pd.DataFrame, lf: pd.DataFrame, lab: str) -> pd.DataFrame:
+    lf = lf[lf["_l"].notna() & (lf["_l"].astype(str) != "")]
+    if not len(lf):
+        out[lab] = None
+        out[lab + "__n"] = 0
+        return out
+    counts = lf.groupby([*KEY_COLUMNS, "_l"], dropna=False, sort=True).size().rename("_c").reset_index()
+    top = _top_label(counts, lab)
+    return _join_keys(out, top, lab)
+
+
+def _top_label(counts: pd.DataFrame, lab: str) -> pd.DataFrame:
+    counts = counts.sort_values(["_c", "_l"], ascending=[False, True], kind="stable")
+    top = counts.drop_duplicates(KEY_COLUMNS, keep="first")
+    return top.rename(columns={"_l": lab, "_c": lab + "__n"})
+
+
+def _join_keys(out: pd.DataFrame, top: pd.DataFrame, lab: str) -> pd.DataFrame:
+    left = out.copy()
+    k_left = _keystr(left)
+    k_top = _keystr(top)
+    pos = pd.Index(k_top).get_indexer(k_left)
+    vals = top[lab].to_numpy(dtype=object)
+    cnt = top[lab + "__n"].to_numpy()
+    left[lab] = np.where(pos >= 0, vals[pos], None)
+    left[lab + "__n"] = np.where(pos >= 0, cnt[pos], 0).astype("int64")
+    return left
+
+
+def _keystr(df: pd.DataFrame) -> np.ndarray:
+    parts = [df[c].astype("object").where(df[c].notna(), "\x00").astype(str) for c in KEY_COLUMNS]
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + "\x1f" + p
+    return out.to_numpy()
+
+
+def _epoch_ms(ts: pd.Series) -> np.ndarray:
+    t = pd.to_datetime(ts, utc=True)
+    return (t.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ms]")
+            .to_numpy().astype("int64"))
+
+
+def _tidy(out: pd.DataFrame) -> pd.DataFrame:
+    for c in _KEY_KEEP:
+        out[c] = out[c].astype("object").where(out[c].notna(), None)
+    out["window_start"] = out["window_start"].astype("int64")
+    return out.reset_index(drop=True)
+
+
+# -------------------------------------------------------------------------------------- reduce
+def combine_partials(parts: pd.DataFrame | list[pd.DataFrame]) -> pd.DataFrame:
+    """Re-aggregate partials of several partitions (sums of sums and counts; label counts merged)."""
+    df = pd.concat(parts, ignore_index=True) if isinstance(parts, list) else parts
+    if not len(df):
+        return df.copy()
+    df = df.copy()
+    num = [c for c in df.columns if c.endswith(("__sum", "__n", "__zero")) and
+           c[: c.rindex("__")] not in LABEL_COLUMNS] + ["n_samples"]
+    key = _keystr(df)
+    codes, uniques = pd.factorize(key, sort=True)
+    first = pd.Series(np.arange(len(df))).groupby(codes).min().to_numpy()
+    out = df.iloc[first][KEY_COLUMNS].reset_index(drop=True)
+    grouped = df[num].groupby(codes, sort=True)
+    sums = grouped.sum()
+    for c in num:
+        out[c] = sums[c].to_numpy()
+    out["first_ts"] = df["first_ts"].groupby(codes).min().to_numpy()
+    out["last_ts"] = df["last_ts"].groupby(codes).max().to_numpy()
+    out["window_s"] = df["window_s"].groupby(codes).first().to_numpy()
+    for lab in LABEL_COLUMNS:
+        if lab not in df.columns:
+            out[lab] = None
+            out[lab + "__n"] = 0
+            continue
+        lf = df[[*KEY_COLUMNS, lab, lab + "__n"]].rename(columns={lab: "_l", lab + "__n": "_c"})
+        lf = lf[lf["_l"].notna()]
+        if not len(lf):
+            out[lab] = None
+            out[lab + "__n"] = 0
+            continue
+        lf = lf.assign(_k=_keystr(lf))
+        counts = lf.groupby(["_k", "_l"], sort=True)["_c"].sum().reset_index()
+        counts = counts.sort_values(["_c", "_l"], ascending=[False, True], kind="stable")
+        top = counts.drop_duplicates("_k", keep="first")
+        pos = pd.Index(top["_k"].to_numpy()).get_indexer(_keystr(out))
+        out[lab] = np.where(pos >= 0, top["_l"].to_numpy(dtype=object)[pos], None)
+        out[lab + "__n"] = np.where(pos >= 0, top["_c"].to_numpy()[pos], 0).astype("int64")
+    return _tidy(out)
+
+
+# -------------------------------------------------------------------------------------- finish
+def finish_windows(partials: pd.DataFrame) -> pd.DataFrame:
+    """One row per window: means per metric (short names), ``n_samples``, ``start``/``end``, labels."""
+    p = partials
+    out = p[KEY_COLUMNS].copy()
+    ws = p["window_s"].to_numpy(dtype="float64") if len(p) else np.empty(0)
+    start = pd.to_datetime(p["window_start"].to_numpy(dtype="int64"), unit="ms", utc=True)
+    out["start"] = start
+    out["end"] = start + pd.to_timedelta(np.round(ws * 1000).astype("int64"), unit="ms")
+    out["window_s"] = ws
+    for m in METRICS:
+        n = p[m + "__n"].to_numpy(dtype="float64")
+        s = p[m + "__sum"].to_numpy(dtype="float64")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[m] = np.where(n > 0, s / np.where(n > 0, n, 1), np.nan)
+        out[m + "__n"] = p[m + "__n"].to_numpy(dtype="int64")
+        out[m + "__zero"] = p[m + "__zero"].to_numpy(dtype="int64")
+    out["n_samples"] = p["n_samples"].to_numpy(dtype="int64")
+    out["first_ts"] = pd.to_datetime(p["first_ts"].to_numpy(dtype="int64"), unit="ms", utc=True)
+    out["last_ts"] = pd.to_datetime(p["last_ts"].to_numpy(dtype="int64"), unit="ms", utc=True)
+    for lab in LABEL_COLUMNS:
+        out[lab] = p[lab].to_numpy(dtype=object) if lab in p.columns else None
+    return out.sort_values(["host", "gpu", "mig", "window_start"], kind="stable",
+                           na_position="first").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------ classify
+def _devices_module() -> Any:
+    try:
+        from analyzer import devices
+    except ImportError:  # pragma: no cover - devices is part of the package
+        return None
+    return devices
+
+
+def resolve_devices(models: list[Any], device: str | None) -> dict[Any, Any]:
+    """model name -> DeviceSpec (or None); ``device`` (a name or file) overrides every model."""
+    d = _devices_module()
+    if d is None:
+        return {m: None for m in models}
+    if device:
+        spec = d.load_device_option(device)
+        return {m: spec for m in models}
+    out: dict[Any, Any] = {}
+    for m in models:
+        try:
+            out[m] = d.lookup(m) if isinstance(m, str) and m else None
+        except Exception:  # noqa: BLE001 - an odd model string must never stop the analysis
+            out[m] = None
+    return out
+
+
+def mig_share(profile: Any, model: Any) -> float:
+    """Share of the whole GPU a MIG instance owns: ``g/7`` (``g/4`` on A30); 1.0 when not MIG."""
+    if not isinstance(profile, str):
+        return 1.0
+    m = _MIG_G.match(profile.strip())
+    if not m:
+        return 1.0
+    slices = 4.0 if isinstance(model, str) and "A30" in model.upper() else 7.0
+    return min(1.0, int(m.group(1)) / slices)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _classify_row(r: dict[str, Any]) -> tuple[str, str, list[str]]:
+    def val(k: str) -> float | None:
+        v = r.get(k)
+        return None if v is None or not np.isfinite(v) else float(v)
+
+    gr, sm, dram, util = val("gr_active"), val("sm_active"), val("dram_active"), val("gpu_util")
+    pipes = {p: val(c) for p, c in PIPES.items() if val(c) is not None}
+    busy = gr if gr is not None else util
+    signals = [x for x in (gr, sm, dram, *pipes.values()) if x is not None]
+    if gr is None and util is not None:
+        signals.append(util)
+    ev: list[str] = []
+    if not signals:
+        return "mixed", "unknown", ["no activity fields in this window"]
+    if gr is None and sm is None and dram is None and not pipes:
+        ev.append("only NVML GPU_UTIL (no DCGM profiling fields): coarse 'any kernel resident' signal")
+    activity = max(signals)
+    if activity < IDLE_MAX:
+        return "idle", "none", [*ev, f"all activity < {IDLE_MAX} (max {activity:.3f})"]
+    top_pipe, top_val = (max(pipes.items(), key=lambda kv: kv[1]) if pipes else ("", 0.0))
+    if gr is not None:
+        ev.append(f"GR active {_fmt(gr)}")
+    elif util is not None:
+        ev.append(f"GPU_UTIL {_fmt(util)}")
+    if sm is not None:
+        note = " (>= 0.8: SMs well used)" if sm >= SM_EFFECTIVE else \
+            " (< 0.5: likely ineffective use, NVIDIA)" if sm < SM_INEFFECTIVE else ""
+        ev.append(f"SM active {_fmt(sm)}{note}")
+    for p, v in pipes.items():
+        ev.append(f"{p} pipe active {_fmt(v)}")
+    if dram is not None:
+        ev.append(f"DRAM active {_fmt(dram)} (~{dram / DRAM_PRACTICAL_PEAK:.0%} of the practical 0.8 peak)")
+    if dram is not None and dram >= DRAM_HIGH and dram / DRAM_PRACTICAL_PEAK >= top_val:
+        return "memory-bound", "dram", ev
+    if pipes and top_val >= PIPE_HIGH:
+        return "compute-bound", top_pipe, ev
+    if busy is not None and busy >= GR_BUSY and sm is not None and sm < SM_LOW:
+        return "overhead-bound", "launch", [*ev, "engine busy but few SMs occupied: tiny grids / launch-bound"]
+    if gr is not None and gr < GR_BUSY:
+        return "overhead-bound", "host", [*ev, f"GPU engine idle {1 - gr:.0%} of the window: host-side wait "
+                                               "(input pipeline, synchronisation, launch gaps)"]
+    norm = {p: v for p, v in pipes.items()}
+    if dram is not None:
+        norm["dram"] = dram / DRAM_PRACTICAL_PEAK
+    if norm:
+        lim, lv = max(norm.items(), key=lambda kv: kv[1])
+        if lv >= DOMINANT_MIN:
+            return "mixed", lim, ev
+    return "mixed", "latency", [*ev, "pipes and DRAM lightly used while kernels run: latency/stall-bound"]
+
+
+def classify_windows(wide: pd.DataFrame, device: str | None = None) -> pd.DataFrame:
+    """Add ``label``, ``limiter``, ``est_flops_s``, ``est_dram_bytes_s``, ``est_intensity``,
+    ``evidence`` (list of str) and ``device`` (the spec's name) to finished windows."""
+    out = wide.copy()
+    n = len(out)
+    if not n:
+        for c in ("label", "limiter", "device", "evidence"):
+            out[c] = pd.Series([], dtype=object)
+        for c in ("est_flops_s", "est_dram_bytes_s", "est_intensity"):
+            out[c] = pd.Series([], dtype="float64")
+        return out
+    for m in METRICS:
+        if m not in out.columns:
+            out[m] = np.nan
+    records = out[[*METRICS]].to_dict("records")
+    res = [_classify_row(r) for r in records]
+    out["label"] = [r[0] for r in res]
+    out["limiter"] = [r[1] for r in res]
+    evidence = [r[2] for r in res]
+    models = out["model"].tolist() if "model" in out.columns else [None] * n
+    specs = resolve_devices(list(dict.fromkeys(models)), device)
+    share = np.array([mig_share(p, m) for p, m in zip(
+        out["mig_profile"].tolist() if "mig_profile" in out.columns else [None] * n, models, strict=True)])
+    flops = np.zeros(n)
+    have = np.zeros(n, dtype=bool)
+    dram_bw = np.full(n, np.nan)
+    names: list[str | None] = []
+    for i, m in enumerate(models):
+        spec = specs.get(m)
+        names.append(spec.name if spec is not None else None)
+        if spec is None:
+            continue
+        for pipe, col in PIPES.items():
+            v = out[col].iat[i]
+            peak = spec.peaks.get(pipe)
+            if peak and np.isfinite(v):
+                flops[i] += v * peak * share[i]
+                have[i] = True
+        bw = spec.bandwidth.get("dram")
+        if bw and np.isfinite(out["dram_active"].iat[i]):
+            dram_bw[i] = out["dram_active"].iat[i] * bw * share[i]
+    out["est_flops_s"] = np.where(have, flops, np.nan)
+    out["est_dram_bytes_s"] = dram_bw
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["est_intensity"] = np.where(dram_bw > 0, out["est_flops_s"] / dram_bw, np.nan)
+    for i in range(n):
+        if share[i] < 1.0:
+            evidence[i] = [*evidence[i], f"MIG instance: values relative to the instance; peaks scaled by "
+                                         f"{share[i]:.3f} of the GPU"]
+        if names[i] and have[i]:
+            evidence[i] = [*evidence[i], f"est. {out['est_flops_s'].iat[i] / 1e12:.1f} TFLOP/s "
+                                         f"(activity x {names[i]} peaks; an estimate, not a count)"]
+    out["evidence"] = evidence
+    out["device"] = names
+    return out
+
+
+def window_devices(windows: pd.DataFrame, device: str | None = None) -> list[dict[str, Any]]:
+    """Contract ``devices`` entries for the device specs the windows used."""
+    models = windows["model"].tolist() if len(windows) and "model" in windows.columns else []
+    specs = resolve_devices(list(dict.fromkeys(models)), device) if models or device else {}
+    if device and not specs:
+        specs = resolve_devices([None], device)
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for spec in specs.values():
+        if spec is not None and spec.name not in seen:
+            seen.add(spec.name)
+            out.append(spec.as_contract())
+    return out
+
+
+# ------------------------------------------------------------------------------ lint, findings
+def _pre_hopper(model: Any, spec: Any) -> bool:
+    if spec is not None and getattr(spec, "cc", None):
+        try:
+            return float(spec.cc) < 9.0
+        except ValueError:
+            pass
+    return isinstance(model, str) and not _HOPPER_PLUS.search(model)
+
+
+def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> list[dict[str, Any]]:
+    lint: list[dict[str, Any]] = []
+
+    def add(code: str, message: str) -> None:
+        lint.append({"code": code, "message": message, "kernels": []})
+
+    if not len(windows):
+        return lint
+    # multiplexing zeros: SM active exactly 0 in samples while GR active > 0 (pre-Hopper profiling module)
+    specs = resolve_devices(list(dict.fromkeys(windows["model"].tolist())), device)
+    susp = windows[(windows["gr_active"] > IDLE_MAX) & (windows["sm_active__n"] > 0)
+                   & (windows["sm_active__zero"] >= 0.2 * windows["sm_active__n"])]
+    susp = susp[[_pre_hopper(m, specs.get(m)) for m in susp["model"]]]
+    if len(susp):
+        gpus = sorted({f"{h or '-'}/{g or '-'}" for h, g in zip(susp["host"], susp["gpu"], strict=True)})
+        add("dcgm-multiplexing-zeros",
+            f"{len(susp)} window(s) on pre-Hopper GPUs ({', '.join(gpus[:5])}) read SM active exactly 0 "
+            "while the graphics engine was busy: profiling counters from different hardware groups are "
+            "multiplexed (or held by another profiler); treat those zeros as missing, watch fewer "
+            "profiling fields at once")
+    # sampling interval, gaps, the 30 s exporter default
+    ent = ["host", "gpu", "uuid", "mig"]
+    s = samples[[c for c in ent if c in samples.columns] + ["timestamp"]].drop_duplicates()
+    ms = _epoch_ms(s["timestamp"])
+    s = s.assign(_t=ms).sort_values([*[c for c in ent if c in s.columns], "_t"], kind="stable")
+    keys = [c for c in ent if c in s.columns]
+    diffs = s.groupby(keys, dropna=False, sort=False)["_t"].diff().to_numpy(dtype="float64")
+    ok = np.isfinite(diffs) & (diffs > 0)
+    if ok.any():
+        med = float(np.median(diffs[ok]))
+        if abs(med - 30000) <= 1000:
+            add("dcgm-exporter-30s-interval",
+                "samples are 30 s apart (dcgm-exporter's default collect interval, -c 30000): phases "
+                "shorter than a minute are averaged away; use -c 1000 (or dcgmi dmon -d 1000) to see them")
+        gap = ok & (diffs > max(3 * med, 1.0))
+        if gap.any():
+            worst = float(diffs[gap].max()) / 1000
+            add("dcgm-sampling-gap",
+                f"{int(gap.sum())} gap(s) in sampling longer than 3x the usual {med / 1000:g} s interval "
+                f"(longest {worst:g} s): exporter restarts, node down or scrape failures; those times "
+                "have no windows")
+    # missing profiling fields per GPU
+    prof = [f"{m}__n" for m in ("gr_active", "sm_active", "tensor_active", "dram_active",
+                                 "fp64_active", "fp32_active", "fp16_active")]
+    per = windows.assign(_p=windows[prof].sum(axis=1)).groupby(
+        ["host", "gpu", "mig"], dropna=False, sort=True).agg(p=("_p", "sum"), model=("model", "first"))
+    none = per[per["p"] == 0]
+    if len(none):
+        names = [f"{h or '-'}/{g or '-'}{'/' + str(mg) if mg is not None and mg == mg else ''}"
+                 f" ({mo or 'model unknown'})" for (h, g, mg), mo in zip(none.index, none["model"], strict=True)]
+        add("dcgm-no-profiling-fields",
+            f"no DCGM profiling fields (1001-1008) for {len(none)} GPU(s): {', '.join(names[:6])}. "
+            "vGPU guests and pre-Volta GPUs have none; dcgm-exporter's default CSV enables only GR, tensor "
+            "and DRAM; another profiler may hold the counters. Those windows use NVML GPU_UTIL only")
+    # sentinel / implausible values that reached the table
+    vals = samples["value"].to_numpy(dtype="float64")
+    sent = F.sentinel_mask(vals)
+    if sent.any():
+        add("dcgm-sentinel-values", f"{int(sent.sum())} sample(s) hold DCGM blank sentinel values "
+                                    "(DCGM_*_BLANK/NOT_SUPPORTED...): ignored as data")
+    ratio_ids = [k for k, v in PROFILE_METRICS.items() if v in RATIO_METRICS]
+    fid = samples["field_id"].to_numpy()
+    big = np.isin(fid, ratio_ids) & (vals > 1.2) & ~sent
+    if big.any():
+        add("dcgm-implausible-ratio", f"{int(big.sum())} profiling ratio sample(s) above 1.2 (max "
+                                      f"{float(vals[big].max()):g}); ratios are 0..1 (slightly above 1 "
+                                      "is possible under MIG): check units or placeholder values")
+    return lint
+
+
+_RECO = {
+    "memory-bound": "Cut DRAM traffic: fuse element-wise/normalisation kernels (torch.compile, fused "
+                    "optimizers), use lower precision (bf16/fp8) for activations and weights, improve reuse "
+                    "(larger tiles, flash-attention style kernels); profile the top kernels with ncu.",
+    "overhead-bound": "Keep the GPU fed: overlap input loading (more DataLoader workers, pinned memory, "
+                      "prefetch), batch larger, capture steady-state steps in CUDA graphs / torch.compile, "
+                      "remove host synchronisation (.item(), .cpu()) from the loop.",
+    "idle": "The GPU is allocated to a workload but idle: release it, scale the deployment down, or share "
+            "it (MIG / time-slicing).",
+}
+
+
+def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
+    if not len(w):
+        return []
+    hours = w["window_s"].to_numpy(dtype="float64") / 3600.0
+    total = float(hours.sum()) or 1.0
+    ns = w["namespace"].astype("object")
+    ident = [f"{h or '-'}/{g or '-'}" + (f"/mig {m}" if isinstance(m, str) else "")
+             for h, g, m in zip(w["host"], w["gpu"], w["mig"], strict=True)]
+    group = [f"namespace {n}" if isinstance(n, str) and n else f"GPU {i}" for n, i in zip(ns, ident, strict=True)]
+    df = w.assign(_h=hours, _group=group, _workload=ns.notna() | w["pod"].notna())
+    out: list[dict[str, Any]] = []
+    for (grp, label), sub in df.groupby(["_group", "label"], sort=True):
+        if label == "idle":
+            sub = sub[sub["_workload"]]
+        if label not in _RECO or not len(sub):
+            continue
+        gh = float(sub["_h"].sum())
+        means = {m: float(np.nanmean(sub[m])) for m in ("gr_active", "sm_active", "tensor_active", "dram_active")
+                 if sub[m].notna().any()}
+        share = gh / total
+        if label == "memory-bound":
+            title = (f"{grp}: {gh:.2f} GPU-hours memory-bound at DRAM-active "
+                     f"{means.get('dram_active', float('nan')):.2f} and tensor-active "
+                     f"{means.get('tensor_active', float('nan')):.2f}")
+            saving = None
+        elif label == "overhead-bound":
+            gr = means.get("gr_active", float("nan"))
+            title = (f"{grp}: {gh:.2f} GPU-hours overhead-bound (GR-active {gr:.2f}, SM-active "
+                     f"{means.get('sm_active', float('nan')):.2f})")
+            idle_frac = (1.0 - sub["gr_active"]).clip(lower=0).fillna(0).to_numpy()
+            saving = float((sub["window_s"].to_numpy() * idle_frac).sum())
+        else:
+            title = f"{grp}: {gh:.2f} GPU-hours allocated to a workload but idle"
+            saving = float(sub["window_s"].sum())
+        out.append({
+            "rank": 0, "rule": f"dcgm-{label if label != 'idle' else 'idle-allocated'}",
+            "severity": "high" if share >= 0.25 else "medium" if share >= 0.05 else "low",
+            "title": title, "kernels": [], "time_share": share, "est_saving_s": saving,
+            "recommendation": _RECO[label], "gpu_hours": gh, "group": grp, "label": label,
+            "windows": len(sub), "metrics": means,
+        })
+    out.sort(key=lambda f: (-f["gpu_hours"], f["title"]))
+    for i, f in enumerate(out, start=1):
+        f["rank"] = i
+    return out
+
+
+# ------------------------------------------------------------------------------------ analysis
+@dataclass
+class WindowAnalysis:
+    windows: pd.DataFrame
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    lint: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Contract ``windows`` entries (plus extras: uuid, mig, labels, device, evidence, n_samples)."""
+        w = self.windows
+        if w is None or not len(w):
+            return []
+        recs: list[dict[str, Any]] = []
+        for r in w.to_dict("records"):
+            metrics = {m: r[m] for m in METRICS if r.get(m) is not None and np.isfinite(r[m])}
+            rec: dict[str, Any] = {
+                "host": r["host"], "gpu": r["gpu"], "model": r["model"],
+                "start": _iso(r["start"]), "end": _iso(r["end"]),
+                "label": r["label"], "limiter": r["limiter"], "metrics": metrics,
+                "est_flops_s": _num(r.get("est_flops_s")), "est_dram_bytes_s": _num(r.get("est_dram_bytes_s")),
+                "est_intensity": _num(r.get("est_intensity")),
+                "uuid": r.get("uuid"), "mig": r.get("mig"), "mig_profile": r.get("mig_profile"),
+                "namespace": r.get("namespace"), "pod": r.get("pod"), "container": r.get("container"),
+                "job": r.get("job"), "device": r.get("device"), "n_samples": int(r["n_samples"]),
+                "evidence": list(r.get("evidence") or []),
+            }
+            recs.append(rec)
+        return recs
+
+    def timelines(self) -> dict[str, dict[str, list[Any]]]:
+        """``{"<host>/<gpu>[/mig <id>]": {"t": [iso...], "<metric>": [...], "label": [...]}}``."""
+        w = self.windows
+        out: dict[str, dict[str, list[Any]]] = {}
+        if w is None or not len(w):
+            return out
+        for r in w.to_dict("records"):
+            key = f"{r['host'] or '-'}/{r['gpu'] or '-'}" + (f"/mig {r['mig']}" if r.get("mig") else "")
+            tl = out.setdefault(key, {"t": [], "gr_active": [], "sm_active": [], "tensor_active": [],
+                                      "dram_active": [], "label": []})
+            tl["t"].append(_iso(r["start"]))
+            for m in ("gr_active", "sm_active", "tensor_active", "dram_active"):
+                tl[m].append(_num(r.get(m)))
+            tl["label"].append(r["label"])
+        return out
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _iso(ts: Any) -> str:
+    return pd.Timestamp(ts).tz_convert("UTC").isoformat().replace("+00:00", "Z")
+
+
+def analyze_windows(samples: pa.Table, window_s: float = 60.0, device: str | None = None) -> WindowAnalysis:
+    """Window, classify and lint one sample table (``SAMPLE_SCHEMA``); empty table -> empty analysis."""
+    if samples is None or samples.num_rows == 0:
+        return WindowAnalysis(windows=pd.DataFrame())
+    df = samples.to_pandas()
+    wide = finish_windows(window_partials(df, window_s))
+    if not len(wide):
+        return WindowAnalysis(windows=pd.DataFrame())
+    windows = classify_windows(wide, device)
+    return WindowAnalysis(windows=windows, devices=window_devices(windows, device),
+                          lint=_lint(df, windows, device), findings=_findings(windows))
