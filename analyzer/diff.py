@@ -575,15 +575,16 @@ def findings(result: DiffResult) -> list[dict[str, Any]]:
 
 
 def diff_payload(result: DiffResult) -> dict[str, Any]:
-    """The diff-specific keys of the document (everything but the common contract keys)."""
-    return {
+    """The diff-specific keys of the document (everything but the common contract keys), JSON-ready."""
+    payload: dict[str, Any] = jsonable({
         "pairs": pair_records(result.pairs),
         "families": family_records(result.families),
         "series": series_records(result.series),
         "unmatched": {"new": unmatched_records(result.new), "vanished": unmatched_records(result.vanished)},
         "totals": result.totals,
         "verdict": result.verdict,
-    }
+    })
+    return payload
 
 
 # --------------------------------------------------------------------------- reading a side
