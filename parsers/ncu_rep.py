@@ -98,6 +98,11 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
                 rejected.append(Rejected(path, None, f"result {index} (range {r}, action {a}) cannot be read: {exc}"))
                 index += 1
                 continue
+            problem = _incomplete(row, index, info)
+            if problem:
+                rejected.append(Rejected(path, None, f"result {index} (range {r}, action {a}) {problem}"))
+                index += 1
+                continue
             row.update(input=path, index=index, id=str(index))
             rows.append(row)
             for rule in action_rules:
@@ -108,8 +113,8 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     declared = info.declared_results
     if not rows:
         raise InputError(path, _no_results_reason(info), REEXPORT_HINT)
+    where = f" (the block at byte {info.truncated_at} runs past the end of the file)" if info.truncated_at else ""
     if declared is not None and declared > index:
-        where = f" (a block at byte {info.truncated_at} runs past the end of the file)" if info.truncated_at else ""
         for k in range(index, declared):
             rejected.append(
                 Rejected(path, None, f"result {k} of {declared} declared by the report cannot be read{where}")
@@ -124,6 +129,9 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         "command_line": info.command_line,
         "declared_results": declared,
     }
+    if info.truncated_at is not None:
+        meta["truncated_at_byte"] = info.truncated_at
+        meta["truncation_note"] = f"the report is cut short{where}; results stored after it are lost"
     try:
         meta["ncu_report_version"] = str(ctx.get_version())
     except Exception:
@@ -131,6 +139,15 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     if unknown_units:
         meta["unknown_units"] = sorted(unknown_units)
     return ParseResult(accounting=accounting, kernels=kernels, rules=rules_df, rejected=rejected, meta=meta)
+
+
+def _incomplete(row: dict[str, Any], index: int, info: ContainerInfo) -> str | None:
+    """Why a result read by ``ncu_report`` cannot be used, or ``None``."""
+    if info.truncated_at is not None and info.complete_results is not None and index >= info.complete_results:
+        return f"lies in the block cut off at byte {info.truncated_at}: its data is incomplete"
+    if not row.get("name"):
+        return "has no kernel name: the result is incomplete"
+    return None
 
 
 def _no_results_reason(info: ContainerInfo) -> str:

@@ -27,6 +27,7 @@ class ContainerInfo:
 
     has_magic: bool
     declared_results: int | None  # None: the block structure could not be walked at all
+    complete_results: int | None  # results in blocks that lie wholly inside the file
     truncated_at: int | None  # byte offset of a block that runs past the end of the file
     size: int
     ncu_version: str | None
@@ -78,35 +79,41 @@ def _u32(buf: bytes | mmap.mmap, pos: int) -> int:
     return int.from_bytes(buf[pos : pos + 4], "little")
 
 
-def walk_blocks(buf: bytes | mmap.mmap) -> tuple[int | None, int | None]:
-    """``(declared_results, truncated_at)``; ``(None, None)`` when the bytes are not blocks."""
+def walk_blocks(buf: bytes | mmap.mmap) -> tuple[int | None, int | None, int | None]:
+    """``(declared_results, complete_results, truncated_at)``.
+
+    ``declared_results`` counts the results of every block whose header is whole (the last one
+    may be cut short), ``complete_results`` only those of blocks wholly inside the file;
+    ``truncated_at`` is the offset of the block that runs past the end. All ``None`` when the
+    bytes are not blocks.
+    """
     size = len(buf)
     pos = 0
     if buf[:4] == MAGIC:
         pos = 4
         for _ in range(2):  # format-version message, then the file header
             if pos + 4 > size:
-                return None, None
+                return None, None, None
             pos += 4 + _u32(buf, pos)
     declared = 0
     blocks = 0
     while pos + 4 <= size:
         hlen = _u32(buf, pos)
         if hlen == 0 or hlen > 1 << 20:
-            return (declared, None) if blocks else (None, None)
+            return (declared, declared, None) if blocks else (None, None, None)
         if pos + 4 + hlen > size:
-            return declared, pos
+            return declared, declared, pos
         try:
             results, payload = _block_header(buf, pos + 4, pos + 4 + hlen)
         except (ValueError, IndexError):
-            return (declared, None) if blocks else (None, None)
-        declared += results
+            return (declared, declared, None) if blocks else (None, None, None)
         blocks += 1
         end = pos + 4 + hlen + payload
         if end > size:
-            return declared, pos
+            return declared + results, declared, pos
+        declared += results
         pos = end
-    return (declared if blocks else None), None
+    return (declared, declared, None) if blocks else (None, None, None)
 
 
 def _command_line(buf: bytes | mmap.mmap) -> str | None:
@@ -141,11 +148,11 @@ def read_container(path: str | Path) -> ContainerInfo:
     p = Path(path)
     size = p.stat().st_size
     if size == 0:
-        return ContainerInfo(False, None, None, 0, None, None)
+        return ContainerInfo(False, None, None, None, 0, None, None)
     with p.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         has_magic = buf[:4] == MAGIC
-        declared, truncated = walk_blocks(buf)
+        declared, complete, truncated = walk_blocks(buf)
         vm = _VERSION.search(buf)
         version = vm.group(1).decode() if vm else None
         cmd = _command_line(buf)
-    return ContainerInfo(has_magic, declared, truncated, size, version, cmd)
+    return ContainerInfo(has_magic, declared, complete, truncated, size, version, cmd)
