@@ -17,7 +17,7 @@ PROM_JSON = "prometheus-json"
 SMI_CSV = "nvidia-smi-csv"
 SMI_DMON = "nvidia-smi-dmon"
 
-_CSV_HEADER = re.compile(r'^\ufeff?"ID","Process ID"', re.M)
+_CSV_HEADER = re.compile(r'^\ufeff?"ID"[,;]"Process ID"', re.M)  # ";": re-saved, decimal-comma locale
 _CONSOLE = re.compile(
     r"^\s+Section: |^\s{2}\S.*\)x\(\d+, \d+, \d+\), |, Invocations \d+\s*$|, Context \d+, Stream \d+", re.M
 )
@@ -28,6 +28,9 @@ _SMI_CSV = re.compile(r"^\s*(timestamp|index|name|pci\.bus_id|uuid)\s*,.*\[\s*(%
                       r"^\s*(timestamp|index|name),\s*(index|name|pci\.bus_id|utilization\.gpu)", re.M | re.I)
 _SMI_DMON = re.compile(r"^#\s*gpu\s+(pwr|sm|gtemp|mtemp|mem|enc|dec|mclk|pclk)\b", re.M | re.I)
 _PROF = re.compile(r"^==(PROF|ERROR|WARNING)==", re.M)
+# Query JSON behind a pasted curl/kubectl line; dmon rows pasted without their header lines.
+_PROM_JSON_NOISY = re.compile(r'^\s*\{\s*"status"\s*:|"resultType"\s*:\s*"(vector|matrix)"', re.M)
+_DMON_ROWS = re.compile(r"^\s*(GPU|GPU-I|GPU-CI)\s+\d+\s+(N/A|-?\d+(\.\d+)?)(\s+(N/A|-?\d+(\.\d+)?))*\s*$", re.M)
 
 
 def detect_format(src: Source) -> str | None:
@@ -45,6 +48,8 @@ def detect_format(src: Source) -> str | None:
             doc = None
         if isinstance(doc, dict) and isinstance(doc.get("data"), dict) and "resultType" in doc["data"]:
             return PROM_JSON
+    if "resultType" in text and _PROM_JSON_NOISY.search(text) and '"data"' in text:
+        return PROM_JSON
     m = _CSV_HEADER.search(text)
     if m:
         header = text[m.start() : text.find("\n", m.start())]
@@ -57,6 +62,8 @@ def detect_format(src: Source) -> str | None:
         return SMI_CSV
     if _PROM_META.search(text) or (len(_PROM_LINE.findall(text)) >= 1 and "DCGM_FI_" in text):
         return PROM_TEXT
+    if _DMON_ROWS.search(text):
+        return DCGM_DMON
     if _CONSOLE.search(text) or _PROF.search(text):
         return NCU_CONSOLE
     return None

@@ -45,7 +45,8 @@ LABELS: dict[tuple[str | None, str], str] = {
     (_ANY, "Block Limit Warps"): "launch__occupancy_limit_warps",
     (_ANY, "Block Limit SM"): "launch__occupancy_limit_blocks",
     # MemoryWorkloadAnalysis
-    (_ANY, "Memory Throughput "): "dram__bytes.sum.per_second",
+    # Same label as the SpeedOfLight percentage, but here a bandwidth (Gbyte/s): section-specific.
+    ("Memory Workload Analysis", "Memory Throughput"): "dram__bytes.sum.per_second",
     # Checked against the section definitions stored in the corpus .ncu-rep files (2020.3-2025.1).
     (_ANY, "Mem Busy"): "gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed",
     (_ANY, "Max Bandwidth"): "gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -103,10 +104,16 @@ LABELS: dict[tuple[str | None, str], str] = {
 }
 
 
+def lookup_label(section: str | None, label: str) -> str | None:
+    """The metric ID a section row shows, or ``None`` when the label is not mapped."""
+    key = label.strip()
+    return LABELS.get((section, key)) or LABELS.get((None, key))
+
+
 def metric_for_label(section: str | None, label: str) -> str:
     """The metric ID a section row shows, or ``"<section>: <label>"`` when it is not known."""
-    key = label.strip()
-    hit = LABELS.get((section, key)) or LABELS.get((None, key))
+    hit = lookup_label(section, label)
     if hit:
         return hit
+    key = label.strip()
     return f"{section}: {key}" if section else key

@@ -1,0 +1,171 @@
+"""Nsight Compute raw page CSV (``ncu --page raw --csv``): one row per launch, one column per metric.
+
+Layout (FORMATS.md §3): noise, then the header ``"ID","Process ID",...`` with 11 identity columns
+(ncu >= 2023: ``... Block Size, Grid Size, Device, CC``) or 8 (2019.x: ``... Kernel Time, Context,
+Stream``), then the metric columns; line 2 of the block is the **units row** (empty identity cells),
+which is consumed and used to scale every metric column to SI base units
+(:func:`parsers.units.si_factor`: ``nsecond`` -> s, ``Kbyte`` -> byte, ``hz``; ``%`` stays percent).
+
+Values: all quoted; thousands separators (``"1,759,000.00"``); ``n/a``, ``nan``, ``(!) nan``,
+``no data`` and empty cells are missing. **Instanced values** ``"a; b; c"`` become one number by the
+metric's rollup: sum for ``<base>.sum*``, max for ``<base>.max*``, min for ``<base>.min*``, mean
+otherwise (``.avg`` and the legacy 2019 names such as ``inst_executed``). Legacy names are kept as
+they are; the analyzer maps aliases. Columns whose every non-missing value is text
+(``device__attribute_display_name``, ``launch__func_cache_config``) are not metrics: the display
+name fills ``device``, the others are listed in ``meta["text_columns"]``.
+
+Accounting: a launch is a distinct (ID, Process ID) row. ``records``: launches with at least one
+measured numeric metric (device/launch attributes do not count, a failed launch still has them);
+``missing``: launches whose every measured value is missing; ``rejected``: rows that cannot be read
+(cut-off line, wrong field count, non-integer ID) and repeated (ID, PID) rows. A cell that is text in
+an otherwise numeric column becomes NaN and adds one :class:`Rejected` line for its launch (the first
+such column, plus how many more); the launch itself stays a record, so that line is not counted in
+``accounting.rejected``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from parsers.model import InputAccounting, ParseResult, Rejected, normalize_kernels
+from parsers.ncu_csv import (
+    NON_METRIC_COLUMNS,
+    BadRow,
+    detect_decimal_comma,
+    error_lines,
+    fill_launch_identity,
+    identity_frame,
+    instance_reducer,
+    is_missing_text,
+    locate_blocks,
+    measured_columns,
+    no_data_error,
+    numeric_frame,
+    read_block,
+    rejected_launches,
+    sample_values,
+    split_valid_ids,
+)
+from parsers.source import ParseOptions, Source
+from parsers.units import si_factor
+
+FORMAT = "ncu-raw-csv"
+
+
+def parse(src: Source, opts: ParseOptions) -> ParseResult:
+    """Parse a raw-page export into the canonical kernel table (see module docstring)."""
+    text = src.text()
+    blocks = locate_blocks(text)
+    if not blocks:
+        raise no_data_error(src.path, text, 'no ncu CSV header ("ID","Process ID",...) found')
+    frames: list[pd.DataFrame] = []
+    line_parts: list[np.ndarray] = []
+    units: dict[str, str] = {}
+    bad: list[BadRow] = []
+    n_unit_rows = 0
+    for block in blocks:
+        df, nos, b = read_block(block, {len(block.header)})
+        bad += b
+        # Units rows: every identity cell empty (the first one after each header).
+        ident_cols = [c for c in df.columns if c in NON_METRIC_COLUMNS]
+        is_units = (df[ident_cols] == "").all(axis=1) if ident_cols else pd.Series(False, index=df.index)
+        for _, row in df.loc[is_units].iterrows():  # one per block
+            n_unit_rows += 1
+            for c in df.columns:
+                if c not in NON_METRIC_COLUMNS and c not in units:
+                    units[c] = str(row[c])
+        units_at = np.flatnonzero(is_units.to_numpy())
+        if len(units_at) == 1 and units_at[0] == 0:  # the usual place: no copy
+            df, nos = df.iloc[1:].reset_index(drop=True), nos[1:]
+        elif len(units_at):
+            df, nos = df.loc[~is_units.to_numpy()].reset_index(drop=True), nos[~is_units.to_numpy()]
+        df, nos, b = split_valid_ids(df, nos)
+        bad += b
+        frames.append(df)
+        line_parts.append(nos)
+    df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True).fillna("")
+    line_nos = np.concatenate(line_parts)
+    if len(df) == 0 and not bad:
+        raise no_data_error(src.path, text, "the ncu CSV header is present but there are no data rows")
+
+    # Repeated (ID, PID): keep the first, reject the others.
+    dup = df.duplicated(["ID", "Process ID"]).to_numpy()
+    if dup.any():
+        bad += [BadRow(int(n), f"repeats launch ID {i} of process {p}", i, p)
+                for i, p, n in zip(df.loc[dup, "ID"], df.loc[dup, "Process ID"], line_nos[dup], strict=True)]
+        df, line_nos = df.loc[~dup].reset_index(drop=True), line_nos[~dup]
+
+    sep = blocks[0].sep
+    metric_cols = [c for c in df.columns if c not in NON_METRIC_COLUMNS]
+    dc = detect_decimal_comma(sep, sample_values([df[c] for c in metric_cols[:200]]), opts.decimal_comma)
+
+    meta: dict[str, object] = {
+        "page": "raw",
+        "header": "old" if "Kernel Time" in df.columns else "new",
+        "separator": sep,
+        "decimal_comma": dc,
+        "units_row": n_unit_rows > 0,
+        "errors": error_lines(text),
+    }
+    nums, badm = numeric_frame(df, metric_cols, [instance_reducer(c) for c in metric_cols], dc)
+    # A column with unreadable cells and no number at all is a text attribute, not a metric.
+    text_mask = badm.any(axis=0) & np.isnan(nums).all(axis=0)
+    text_cols = [c for c, t in zip(metric_cols, text_mask, strict=True) if t]
+    device: pd.Series | None = None
+    if "device__attribute_display_name" in df.columns:
+        name = df["device__attribute_display_name"]
+        device = name.where(~is_missing_text(name))
+        text_cols = [c for c in text_cols if c != "device__attribute_display_name"]
+    keep = ~text_mask
+    for j, c in enumerate(metric_cols):
+        if c == "device__attribute_display_name":
+            keep[j] = False
+    kept = [c for c, k in zip(metric_cols, keep, strict=True) if k]
+    nums, badm = nums[:, keep], badm[:, keep]
+    unknown_units = {c: units[c] for c in kept if si_factor(units.get(c, "")) is None}
+    factors = np.array([si_factor(units.get(c, "")) or 1.0 for c in kept])
+    nums = nums * factors
+    meta["text_columns"] = text_cols
+    if unknown_units:
+        meta["unknown_units"] = unknown_units
+
+    ident = identity_frame(df, src.path, line_nos)
+    metrics = pd.DataFrame(nums, index=df.index, columns=kept)
+    kern = pd.concat([ident, metrics], axis=1)
+    if device is not None:
+        kern["device"] = device
+    kern = fill_launch_identity(kern)
+    kern["index"] = pd.array(np.arange(len(kern)), dtype="Int64")
+
+    measured = measured_columns(kept)
+    has_value = metrics[measured].notna().any(axis=1) if measured else pd.Series(False, index=df.index)
+    accepted = set(zip(df["ID"].str.strip(), df["Process ID"].str.strip(), strict=True)) if bad else set()
+    rejected = _bad_rows(src.path, bad)
+    rejected += _bad_cells(src.path, df, line_nos, pd.DataFrame(badm, columns=kept))
+    acc = InputAccounting(
+        path=src.path,
+        format=FORMAT,
+        records=int(has_value.sum()),
+        missing=int((~has_value).sum()),
+        rejected=rejected_launches(bad, accepted),
+    )
+    return ParseResult(accounting=acc, kernels=normalize_kernels(kern), rejected=rejected, meta=meta)
+
+
+def _bad_rows(path: str, bad: list[BadRow]) -> list[Rejected]:
+    return [Rejected(path, b.line, f"row not read: {b.reason}") for b in sorted(bad, key=lambda b: b.line)]
+
+
+def _bad_cells(path: str, df: pd.DataFrame, line_nos: np.ndarray, mask: pd.DataFrame) -> list[Rejected]:
+    """One :class:`Rejected` per launch with unreadable cells (first column named, others counted)."""
+    rows = np.flatnonzero(mask.any(axis=1).to_numpy())
+    out = []
+    for r in rows:
+        cols = mask.columns[mask.iloc[r].to_numpy()]
+        first = cols[0]
+        more = f" (and {len(cols) - 1} more columns)" if len(cols) > 1 else ""
+        out.append(Rejected(path, int(line_nos[r]),
+                            f"value {df.at[r, first]!r} in column {first} is not a number; "
+                            f"set to null{more}, launch kept"))
+    return out
