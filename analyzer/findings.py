@@ -112,10 +112,12 @@ def _best_rules(rules: Any) -> tuple[float | None, str | None, str | None]:
     for r in rules:
         if not isinstance(r, Mapping):
             continue
-        sp = r.get("speedup_pct")
-        ok = isinstance(sp, (int, float)) and not isinstance(sp, bool) and math.isfinite(sp) and sp > 0
-        if ok and (best[0] is None or sp > best[0]):
-            best = (float(min(sp, 100.0)), r.get("rule"), r.get("title"))
+        raw = r.get("speedup_pct")
+        if not isinstance(raw, (int, float)) or isinstance(raw, bool):
+            continue
+        sp = float(raw)
+        if math.isfinite(sp) and sp > 0 and (best[0] is None or sp > best[0]):
+            best = (min(sp, 100.0), r.get("rule"), r.get("title"))
     return best
 
 

@@ -1,0 +1,147 @@
+"""Ranked findings: arithmetic of the savings, ranking, partial metrics, DCGM merge."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analyzer.findings import RECOMMENDATIONS, rank_findings, recommendation
+
+NO_WINDOWS = SimpleNamespace(findings=[])
+
+
+def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    base = {"family": None, "label": "unknown", "limiter": "unknown", "duration_s": np.nan,
+            "achieved_flops_s": np.nan, "attainable_flops_s": np.nan, "evidence": [], "ncu_rules": []}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_roofline_gap_arithmetic_and_ranking() -> None:
+    df = frame([
+        # family A: 2 launches × 2 ms at 10% of attainable -> saving 2 × 2 ms × 0.9 = 3.6 ms
+        {"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 2e-3,
+         "achieved_flops_s": 1e11, "attainable_flops_s": 1e12},
+        {"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 2e-3,
+         "achieved_flops_s": 1e11, "attainable_flops_s": 1e12},
+        # family B: 6 ms at 90% -> saving 6 ms × 0.1 = 0.6 ms (more time, less to gain)
+        {"family": "B", "label": "compute-bound", "limiter": "tensor", "duration_s": 6e-3,
+         "achieved_flops_s": 9e11, "attainable_flops_s": 1e12},
+    ])
+    out = rank_findings(df, NO_WINDOWS, top=10)
+    assert [f["family"] for f in out] == ["A", "B"]
+    a, b = out
+    assert a["rank"] == 1 and b["rank"] == 2
+    assert a["est_saving_s"] == pytest.approx(3.6e-3)
+    assert b["est_saving_s"] == pytest.approx(0.6e-3)
+    # total = 10 ms: A holds 4/10 of the time, B 6/10
+    assert a["time_share"] == pytest.approx(0.4) and b["time_share"] == pytest.approx(0.6)
+    assert a["kernels"] == [0, 1] and b["kernels"] == [2]
+    # A: 3.6/10 = 0.36 >= 0.10 -> high; B: 0.6/10 = 0.06 -> medium
+    assert (a["severity"], b["severity"]) == ("high", "medium")
+    assert a["recommendation"] == RECOMMENDATIONS[("memory-bound", "dram")]
+    assert a["rule"] == "roofline.memory.dram"
+    for f in out:
+        assert set(f) >= {"rank", "rule", "severity", "title", "kernels", "time_share", "est_saving_s",
+                          "recommendation"}
+
+
+def test_achieved_above_attainable_is_clipped_to_zero_saving() -> None:
+    df = frame([{"family": "A", "label": "compute-bound", "limiter": "fp32", "duration_s": 1e-3,
+                 "achieved_flops_s": 2e12, "attainable_flops_s": 1e12}])
+    (f,) = rank_findings(df, NO_WINDOWS)
+    assert f["est_saving_s"] == 0.0 and f["severity"] == "low"
+
+
+def test_nvidia_speedup_preferred_and_not_summed_within_a_launch() -> None:
+    rules = [{"rule": "UncoalescedGlobalAccess", "title": "Uncoalesced Global Accesses", "speedup_pct": 40.0},
+             {"rule": "L1TEXLocalStore", "title": "Local stores", "speedup_pct": 25.0}]
+    df = frame([
+        {"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 1e-3,
+         "achieved_flops_s": 1e10, "attainable_flops_s": 1e12, "ncu_rules": rules},
+        {"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 3e-3,
+         "achieved_flops_s": 1e10, "attainable_flops_s": 1e12, "ncu_rules": rules[1:]},
+    ])
+    (f,) = rank_findings(df, NO_WINDOWS)
+    # launch 0: max(40, 25)% of 1 ms = 0.4 ms (not 65%); launch 1: 25% of 3 ms = 0.75 ms
+    assert f["est_saving_s"] == pytest.approx(0.4e-3 + 0.75e-3)
+    # main rule by summed saving: Local stores 0.75 ms > Uncoalesced 0.4 ms
+    assert f["rule"] == "ncu.L1TEXLocalStore"
+    assert "Local stores" in f["recommendation"]
+    assert any("roofline gap" in e for e in f["evidence"])
+
+
+def test_partial_metrics_rank_by_time_share_and_say_so() -> None:
+    df = frame([
+        {"family": "big", "duration_s": 8e-3},
+        {"family": "small", "duration_s": 2e-3},
+        {"family": "nolen"},
+    ])
+    out = rank_findings(df, NO_WINDOWS)
+    assert [f["family"] for f in out][:2] == ["big", "small"]
+    big = out[0]
+    assert big["est_saving_s"] is None
+    assert big["time_share"] == pytest.approx(0.8)
+    assert big["severity"] == "medium"  # capped: no estimate -> never "high"
+    assert any("ranked by share of GPU time only" in e for e in big["evidence"])
+    assert "ncu --set full" in big["recommendation"]
+
+
+def test_unknown_saving_upper_bound_outranks_small_known_saving() -> None:
+    df = frame([
+        {"family": "unmeasured", "duration_s": 5e-3},
+        {"family": "measured", "label": "memory-bound", "limiter": "dram", "duration_s": 5e-3,
+         "achieved_flops_s": 9.9e11, "attainable_flops_s": 1e12},
+    ])
+    out = rank_findings(df, NO_WINDOWS)
+    assert [f["family"] for f in out] == ["unmeasured", "measured"]
+
+
+def test_top_limits_and_window_findings_are_merged() -> None:
+    df = frame([{"family": f"F{i}", "label": "memory-bound", "limiter": "dram", "duration_s": 1e-3 * (i + 1),
+                 "achieved_flops_s": 1e10, "attainable_flops_s": 1e12} for i in range(10)])
+    wf = [{"rank": 1, "rule": "dcgm.idle", "severity": "low", "title": "GPU 0 idle", "kernels": [],
+           "time_share": 0.2, "est_saving_s": None, "recommendation": "pack jobs"}]
+    out = rank_findings(df, SimpleNamespace(findings=wf), top=3)
+    assert len(out) == 3
+    assert [f["rank"] for f in out] == [1, 2, 3]
+    assert any(f["rule"] == "dcgm.idle" and f["source"] == "dcgm" for f in out)
+    assert out[0]["family"] == "F9"  # the largest kernel family still leads
+
+
+def test_no_kernels_only_windows() -> None:
+    wf = [{"rank": 1, "rule": "r", "severity": "medium", "title": "t", "kernels": [], "time_share": 0.5,
+           "est_saving_s": None, "recommendation": "x"}]
+    out = rank_findings(frame([]).iloc[:0], SimpleNamespace(findings=wf))
+    assert len(out) == 1 and out[0]["rank"] == 1
+    assert rank_findings(frame([]).iloc[:0], NO_WINDOWS) == []
+
+
+def test_recommendations_cover_labels_and_limiters() -> None:
+    assert "CUDA graph" in recommendation("overhead-bound", "launch")
+    assert "tensor cores" in recommendation("compute-bound", "fp32")
+    assert "occupancy" in recommendation("memory-bound", "latency")
+    assert "fuse" in recommendation("memory-bound", "dram").lower()
+    assert "ncu --set full" in recommendation("unknown", "unknown")
+
+
+def test_scale_100k_launches_is_fast() -> None:
+    import time
+
+    n = 100_000
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({
+        "family": [f"f{i % 20000}" for i in range(n)], "label": "memory-bound", "limiter": "dram",
+        "duration_s": rng.random(n) * 1e-4, "achieved_flops_s": rng.random(n) * 1e12,
+        "attainable_flops_s": 1e13, "evidence": [[]] * n, "ncu_rules": [[]] * n,
+    })
+    t = time.perf_counter()
+    out = rank_findings(df, NO_WINDOWS, top=10)
+    assert time.perf_counter() - t < 10
+    assert len(out) == 10
+    for sev in {f["severity"] for f in out}:
+        savings = [f["est_saving_s"] for f in out if f["severity"] == sev]
+        assert savings == sorted(savings, reverse=True)
