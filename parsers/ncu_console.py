@@ -70,6 +70,7 @@ _DASHES = re.compile(r"^(\s*)-{3,}( -{3,})*\s*$")
 _RULE_START = re.compile(r"^(\s+)(WRN|INF|OPT|ERR)(\s+)(\S.*?)\s*$")
 _HEADER_LEAD = re.compile(r"^(\s+)(\S.*?)\s*$")
 _HEADER_KEY = re.compile(r", (Context|Stream|Device|CC|Invocations|Block Size|Grid Size) ([0-9][0-9.]*)$")
+_HEADER_HINTS = (", Context ", ", Stream ", ", Invocations ", " invocations")
 _HEADER_INVOC = re.compile(r", (\d+) invocations$")
 _HEADER_TIME = re.compile(r", (\d{4}-[A-Za-z]{3}-\d{2} \d{2}:\d{2}:\d{2})$")
 _HEADER_DIMS = re.compile(r" \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\)$")
@@ -200,6 +201,8 @@ def _feed(st: _State, n: int, line: str, decimal_comma: bool) -> None:
 
 def _kernel_header(line: str) -> tuple[str, dict[str, Any]] | None:
     """``(name, identity)`` when ``line`` is a kernel header, else ``None``."""
+    if not any(key in line for key in _HEADER_HINTS):
+        return None
     m = _HEADER_LEAD.match(line)
     if not m:
         return None
