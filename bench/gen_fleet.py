@@ -141,21 +141,22 @@ def host_samples(host: str, *, gpus: int = 8, seconds: int = 3600, start: dateti
 
 def write_fleet(dataset: Path, *, hosts: int = 2, gpus: int = 2, seconds: int = 600,
                 start: datetime = DEFAULT_START, seed: int = 0, chunk_s: int = 3600,
-                segment_s: int = 1800, prefix: str = "node") -> dict[str, int]:
+                segment_s: int = 1800, prefix: str = "node",
+                regime: str | None = None) -> dict[str, int]:
     """Write a synthetic fleet into ``dataset`` (one manifest entry per host); returns counts."""
     dataset.mkdir(parents=True, exist_ok=True)
     manifest = Manifest.load(dataset)
     rows = 0
     for h in range(hosts):
         host = f"{prefix}-{h:04d}"
-        key = f"gen_fleet:{host}:{gpus}:{seconds}:{start.isoformat()}:{seed}:{segment_s}"
+        key = f"gen_fleet:{host}:{gpus}:{seconds}:{start.isoformat()}:{seed}:{segment_s}:{regime}"
         digest = hashlib.sha256(key.encode()).hexdigest()
         if digest in manifest.sha256s():
             continue
         writer = PartitionWriter(dataset, digest[:16])
         for t0 in range(0, seconds, chunk_s):
             table = host_samples(host, gpus=gpus, seconds=min(chunk_s, seconds - t0), start=start,
-                                 segment_s=segment_s, seed=seed, t0_s=t0)
+                                 segment_s=segment_s, seed=seed, t0_s=t0, regime=regime)
             writer.write(table)
         files = writer.commit()
         manifest.entries.append({

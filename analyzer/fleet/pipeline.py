@@ -92,7 +92,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
               engine: str, scheduler: str | None, workers: int, window_s: float,
               device: str | None, top: int, command: str) -> dict[str, Any]:
     """The whole ``fleet`` job; returns the contract document (kind ``fleet``)."""
-    from analyzer.windows import KEY_COLUMNS, classify_windows
+    from analyzer.windows import KEY_COLUMNS, window_devices
 
     if window_s <= 0:
         raise InputError("--window", f"must be positive, got {window_s}", "e.g. --window 60")
@@ -106,13 +106,14 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     length = hi - lo
     prev_lo = lo - length
     files = select_files(manifest, prev_lo, hi)
-    spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), group_columns(by)),
+    labels = [*group_columns(by), "mig_profile"]  # workload labels kept per window; MIG share
+    spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), labels),
                             slices=((prev_lo, lo), (lo, hi)), window_s=window_s)
     prev_w, cur_w = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
                                     workers=workers)
     lint: list[dict[str, Any]] = []
-    windows = _classify(cur_w, device, classify_windows)
-    previous = _classify(prev_w, device, classify_windows)
+    windows = _classify(cur_w, device)
+    previous = _classify(prev_w, device)
     cur_roll = rollup(windows, by, window_s)
     if len(previous):
         table = trend(cur_roll, rollup(previous, by, window_s), by)
@@ -126,22 +127,22 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                      "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})
     groups = group_records(table, by)
     findings = fleet_findings(groups, top)
-    window_recs = window_records(windows)
-    if len(window_recs) > MAX_WINDOWS:
+    window_recs = window_records(windows.iloc[:MAX_WINDOWS])
+    if len(windows) > MAX_WINDOWS:
         lint.append({"code": "fleet-windows-capped",
-                     "message": f"{len(window_recs)} windows; the document lists the first "
+                     "message": f"{len(windows)} windows; the document lists the first "
                                 f"{MAX_WINDOWS} (roll-ups use all)", "kernels": []})
     inputs, rejected = _inputs(manifest, prev_lo, hi)
     doc = build_document(
-        kind="fleet", inputs=[], rejected=rejected, devices=_devices(device, windows),
-        findings=findings, windows=window_recs[:MAX_WINDOWS], lint=lint, command=command,
+        kind="fleet", inputs=[], rejected=rejected, devices=window_devices(windows, device),
+        findings=findings, windows=window_recs, lint=lint, command=command,
         extra={
             "groups": groups,
             "fleet": {
                 "dataset": str(dataset), "engine": engine, "by": list(by), "window_s": window_s,
                 "period": {"since": iso_ms(lo), "until": iso_ms(hi)},
                 "previous_period": {"since": iso_ms(prev_lo), "until": iso_ms(lo)},
-                "files_scanned": len(files), "windows_total": len(window_recs),
+                "files_scanned": len(files), "windows_total": len(windows),
                 "gpus": int(windows[["host", "gpu"]].drop_duplicates().shape[0]) if len(windows) else 0,
                 "gpu_hours": float(cur_roll["gpu_hours"].sum()) if len(cur_roll) else 0.0,
             },
@@ -153,50 +154,22 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     return doc
 
 
-def _classify(wide: pd.DataFrame | None, device: str | None, classify: Any) -> pd.DataFrame:
+def _classify(wide: pd.DataFrame | None, device: str | None) -> pd.DataFrame:
+    """Classified windows sorted by host, gpu, mig, start (an empty frame when none)."""
+    from analyzer.windows import classify_windows
+
     if wide is None or not len(wide):
-        return pd.DataFrame({"host": [], "gpu": [], "label": [], "start": []})
-    out = classify(wide, device)
-    return out if isinstance(out, pd.DataFrame) else out.windows
+        return pd.DataFrame({"host": [], "gpu": [], "mig": [], "model": [], "label": [], "start": []})
+    return classify_windows(wide, device)
 
 
 def window_records(windows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Contract ``windows`` entries, ordered by host, gpu, start."""
+    """Contract ``windows`` entries (the DCGM helper's record shape), ordered by host, gpu, start."""
     if not len(windows):
         return []
-    from analyzer.windows import PROFILE_METRICS
+    from analyzer.windows import WindowAnalysis
 
-    metric_cols = [m for m in PROFILE_METRICS if m in windows.columns]
-    w = windows.sort_values([c for c in ("host", "gpu", "mig", "start") if c in windows.columns],
-                            kind="stable")
-    recs: list[dict[str, Any]] = []
-    for r in w.to_dict("records"):
-        rec = {
-            "host": r.get("host"), "gpu": r.get("gpu"), "model": r.get("model"),
-            "start": r.get("start"), "end": r.get("end"),
-            "label": r.get("label"), "limiter": r.get("limiter", "unknown"),
-            "metrics": {m: r.get(m) for m in metric_cols},
-            "est_flops_s": r.get("est_flops_s"), "est_dram_bytes_s": r.get("est_dram_bytes_s"),
-        }
-        for extra in ("mig", "namespace", "pod", "container", "job"):
-            if extra in r:
-                rec[extra] = r[extra]
-        recs.append(rec)
-    return recs
-
-
-def _devices(device: str | None, windows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Contract ``devices`` for the models in the windows (built-in table, or ``--device``)."""
-    from analyzer.devices import load_device_option, lookup
-
-    out: list[dict[str, Any]] = []
-    user = load_device_option(device)
-    models = sorted({str(m) for m in windows["model"].dropna().unique()}) if "model" in windows else []
-    specs = [lookup(m) for m in models] + ([user] if user is not None else [])
-    for spec in specs:
-        if spec is not None and spec.as_contract() not in out:
-            out.append(spec.as_contract())
-    return out
+    return WindowAnalysis(windows=windows).records()
 
 
 def _inputs(manifest: Manifest, lo: int, hi: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

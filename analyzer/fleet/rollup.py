@@ -57,6 +57,12 @@ def group_columns(by: Sequence[str]) -> list[str]:
     return cols
 
 
+def _text(s: pd.Series) -> pd.Series:
+    """Values as text, missing as NONE_KEY (``astype(str)`` keeps missing values missing)."""
+    obj = s.astype("object")
+    return obj.where(obj.notna(), NONE_KEY).astype(str)
+
+
 def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.DataFrame:
     """One row per group: ``gpus``, ``windows``, ``gpu_hours``, ``hours_<label>``, ``share_<label>``,
     duration-weighted means of :data:`METRICS`, ``est_flops_s``/``est_dram_bytes_s`` (means),
@@ -67,9 +73,8 @@ def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.Data
         if c not in w.columns:
             w[c] = None
     for c in cols:
-        w[c] = w[c].astype("object").where(w[c].notna(), NONE_KEY).astype(str)
-    w["_gpu_id"] = (w["host"].astype("object").astype(str) + "\x1f" + w["gpu"].astype("object").astype(str)
-                    + "\x1f" + w["mig"].astype("object").astype(str))
+        w[c] = _text(w[c])
+    w["_gpu_id"] = _text(w["host"]) + "\x1f" + _text(w["gpu"]) + "\x1f" + _text(w["mig"])
     hours = window_s / 3600.0
     lab = w["label"].astype("object").where(w["label"].notna(), "unknown").astype(str)
     for label in LABELS:
@@ -154,14 +159,13 @@ def group_records(table: pd.DataFrame, by: Sequence[str]) -> list[dict[str, Any]
             "est_dram_bytes_s": r["est_dram_bytes_s"],
             "dram_utilization": r.get("dram_active"),
         }
-        if "moved" in r:
-            rec["previous"] = None if not np.isfinite(r.get("prev_gpu_hours", np.nan)) else {
-                "gpu_hours": r["prev_gpu_hours"],
-                "labels": {label: {"share": r[f"prev_share_{label}"]} for label in LABELS},
-                "metrics": {m: r[f"prev_{m}"] for m in METRICS if f"prev_{m}" in r},
-                "est_flops_s": r.get("prev_est_flops_s"),
-            }
-            rec["moved"] = r["moved"]
+        rec["previous"] = None if not np.isfinite(r.get("prev_gpu_hours", np.nan)) else {
+            "gpu_hours": r["prev_gpu_hours"],
+            "labels": {label: {"share": r[f"prev_share_{label}"]} for label in LABELS},
+            "metrics": {m: r[f"prev_{m}"] for m in METRICS if f"prev_{m}" in r},
+            "est_flops_s": r.get("prev_est_flops_s"),
+        }
+        rec["moved"] = r.get("moved", [])
         out.append(rec)
     return out
 
