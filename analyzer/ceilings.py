@@ -1,0 +1,341 @@
+"""Per-kernel ceilings (peak FLOP/s per class, bandwidth per level) with their provenance.
+
+Order of precedence per ceiling (formulas.md §4.3 [synthesis]: prefer ncu's own peaks):
+
+1. ``--device`` (a built-in name or a user file) where it gives that ceiling;
+2. the export: ``<metric>.peak_sustained`` x the unit's measured ``*__cycles_elapsed.avg.per_second``,
+   per kernel, exactly as ncu's roofline sections draw the roofs (formulas.md §1.1-1.6);
+3. the built-in table matched by device name, else CC + SM count (:func:`analyzer.devices.lookup`),
+   compute peaks rescaled to the measured SM clock when both are known (formulas.md §7 item 6).
+
+Columns (``CEILING_COLUMNS``): ``peak_fp64 peak_fp32 peak_fp16 peak_tensor bw_l1 bw_l2 bw_dram``.
+For each, ``source`` holds ``"export" | "builtin" | "user" | None`` and ``detail`` a short text.
+The L1/L2 ceilings follow the byte convention of that kernel's achieved bytes (ncu's
+``lsu_writeback``/``lts2xbar`` vs NERSC's ``*_t_bytes``), as formulas.md §7 item 1 requires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer import metrics as M
+from analyzer.devices import DeviceSpec, lookup
+
+PEAK_CLASSES = ("fp64", "fp32", "fp16", "tensor")
+CEILING_COLUMNS = tuple(f"peak_{c}" for c in PEAK_CLASSES) + tuple(f"bw_{lvl}" for lvl in M.LEVELS)
+
+# (FMA op, FLOPs per FMA) for the FP peaks (formulas.md §1.2-1.4: _x2 / _x4 derived metrics)
+_FMA = {"fp64": ("dfma", 2.0), "fp32": ("ffma", 2.0), "fp16": ("hfma", 4.0)}
+
+
+@dataclass
+class Ceilings:
+    """Ceilings per kernel (aligned to the kernel table's index) and the devices behind them."""
+
+    values: pd.DataFrame
+    source: pd.DataFrame
+    detail: pd.DataFrame
+    device_name: pd.Series
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    tensor_missing_peak: pd.Series | None = None  # variants with work but no known peak
+
+
+def tensor_peak_key(variant: str) -> tuple[str | None, float]:
+    """Device-table key and sparsity factor for an ``sm__ops_path_tensor_<variant>`` (formulas.md §1.6, §7 item 9)."""
+    factor = 2.0 if "sparsity_on" in variant else 1.0
+    v = variant.replace("_sparsity_on", "").replace("_sparsity_off", "")
+    if "fp64" in v:
+        return "fp64_tensor", factor
+    if "int8" in v:
+        return "int8", factor
+    if "int4" in v or "int1" in v:
+        return None, factor
+    if "fp8" in v or "fp6" in v or "fp4" in v:
+        return "fp8", factor
+    if "tf32" in v and "fp16" not in v:
+        return "tf32", factor
+    if "fp16_dst_fp16" in v:
+        return "tensor_fp16acc", factor
+    if "fp16" in v or "bf16" in v:
+        return "tensor", factor
+    return None, factor
+
+
+def _export_fp_peaks(df: pd.DataFrame, sm_hz: pd.Series) -> dict[str, tuple[pd.Series, pd.Series]]:
+    out = {}
+    for cls, (op, x) in _FMA.items():
+        recipes = (
+            M.Recipe((f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained",), x),
+            M.Recipe((f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{int(x)}",)),
+        )
+        per_cycle, src = M.resolve(df, recipes)
+        out[cls] = (per_cycle * sm_hz, src.where(src.isna(), src + " x sm__cycles_elapsed.avg.per_second"))
+    return out
+
+
+def _export_bw(df: pd.DataFrame, cc: pd.Series) -> dict[str, dict[str, tuple[pd.Series, pd.Series]]]:
+    """level -> convention -> (bytes/s ceiling, description)."""
+    def per(recipes: tuple[M.Recipe, ...], unit: str) -> tuple[pd.Series, pd.Series]:
+        per_cycle, src = M.resolve(df, recipes)
+        hz, _ = M.clock_hz(df, unit)
+        if unit == "l1tex":
+            hz = hz.fillna(M.clock_hz(df, "sm")[0])
+        return per_cycle * hz, src.where(src.isna(), src + f" x {unit}__cycles_elapsed.avg.per_second")
+
+    dram = per((M.Recipe(("dram__bytes.sum.peak_sustained",)),), "dram")
+    l2 = per((M.Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), M.L2_BYTES_PER_CYCLE),
+              M.Recipe(("derived__lts__lts2xbar_bytes.sum.peak_sustained",))), "lts")
+    l2n = per((M.Recipe(("lts__t_bytes.sum.peak_sustained",)),), "lts")
+    l1_by = {}
+    for k, name in (("lgds", "l1tex__lsu_writeback_active_mem_lgds"), ("lg", "l1tex__lsu_writeback_active_mem_lg"),
+                    ("all", "l1tex__lsu_writeback_active")):
+        dname = name.replace("l1tex__lsu_writeback_active", "derived__l1tex__lsu_writeback_bytes")
+        l1_by[k] = per((M.Recipe((f"{name}.sum.peak_sustained",), M.L1_BYTES_PER_CYCLE),
+                        M.Recipe((f"{dname}.sum.peak_sustained",))), "l1tex")
+    prefer = M.l1_order(cc)
+    l1v, l1s = pd.Series(np.nan, index=df.index), pd.Series(None, index=df.index, dtype="object")
+    for only_preferred in (True, False):
+        for k in ("lgds", "lg", "all"):
+            v, s = l1_by[k]
+            take = l1v.isna() & v.notna() & (prefer[k] if only_preferred else True)
+            l1v, l1s = l1v.mask(take, v), l1s.mask(take, s)
+    l1n = per((M.Recipe(("l1tex__t_bytes.sum.peak_sustained",)),), "l1tex")
+    return {"dram": {"ncu": dram}, "l2": {"ncu": l2, "nersc": l2n}, "l1": {"ncu": (l1v, l1s), "nersc": l1n}}
+
+
+def _device_keys(df: pd.DataFrame, launch: pd.DataFrame) -> pd.DataFrame:
+    name = df["device"].astype("string") if "device" in df.columns else pd.Series(pd.NA, index=df.index, dtype="string")
+    cc = df["cc"].astype("string") if "cc" in df.columns else pd.Series(pd.NA, index=df.index, dtype="string")
+    sms = launch["sm_count"].round().astype("Int64")
+    return pd.DataFrame({"name": name, "cc": cc, "sms": sms}, index=df.index)
+
+
+def _spec_per_row(keys: pd.DataFrame, option: DeviceSpec | None) -> tuple[pd.Series, dict[int, DeviceSpec]]:
+    """Row -> id of the device spec for it (``-1`` none). One lookup per distinct (name, cc, SMs)."""
+    ids = pd.Series(-1, index=keys.index, dtype="int64")
+    specs: dict[int, DeviceSpec] = {}
+    if option is not None:
+        specs[0] = option
+        return ids.where(False, 0), specs
+    uniq = keys.drop_duplicates()
+    by_name: dict[str, int] = {}
+    for row in uniq.itertuples(index=False):  # distinct devices, not kernels
+        nm = None if pd.isna(row.name) else str(row.name)
+        cc = None if pd.isna(row.cc) else str(row.cc)
+        sms = None if pd.isna(row.sms) else int(row.sms)
+        spec = lookup(nm, cc, sms)
+        if spec is None:
+            continue
+        sid = by_name.setdefault(spec.name, len(by_name))
+        specs[sid] = spec
+        mask = ((keys["name"] == row.name) if not pd.isna(row.name) else keys["name"].isna()) & \
+               ((keys["cc"] == row.cc) if not pd.isna(row.cc) else keys["cc"].isna()) & \
+               ((keys["sms"] == row.sms) if not pd.isna(row.sms) else keys["sms"].isna())
+        ids = ids.mask(mask.fillna(False).astype(bool), sid)
+    return ids, specs
+
+
+def _spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series, ops: pd.DataFrame
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Ceilings from device specs per row: (values per variant/class/level, detail text, source)."""
+    idx = ids.index
+    cols = [f"peak_{c}" for c in ("fp64", "fp32", "fp16")] + [f"bw_{lvl}" for lvl in M.LEVELS] + \
+        [f"tensor:{v}" for v in ops.columns] + ["peak_tensor_display"]
+    vals = pd.DataFrame(np.nan, index=idx, columns=cols)
+    detail = pd.DataFrame(None, index=idx, columns=cols, dtype="object")
+    source = pd.Series(None, index=idx, dtype="object")
+    for sid, spec in specs.items():
+        rows = ids == sid
+        if not rows.any():
+            continue
+        source = source.mask(rows, spec.source)
+        boost = spec.clock_mhz.get("sm")
+        ratio = (sm_hz[rows] / (boost * 1e6)) if boost else pd.Series(np.nan, index=idx[rows])
+        t_clock = spec.clock_mhz.get("tensor", boost)
+        t_ratio = (sm_hz[rows] / (t_clock * 1e6)) if t_clock else pd.Series(np.nan, index=idx[rows])
+        note = f" x measured SM clock / {boost:g} MHz" if boost else ""
+
+        def put(col: str, value: float | None, key: str, r: pd.Series, scaled: bool, factor: float = 1.0,
+                rows: pd.Series = rows, spec: DeviceSpec = spec, note: str = note) -> None:
+            if value is None:
+                return
+            v = pd.Series(value * factor, index=idx[rows])
+            if scaled:
+                v = v * r.fillna(1.0)
+            vals.loc[rows, col] = v
+            extra = " (2:4 sparse = 2 x dense)" if factor == 2.0 else ""
+            detail.loc[rows, col] = f"{spec.name}: {spec.sources.get(key, spec.source)}{extra}" + (note if scaled else "")
+
+        for c in ("fp64", "fp32", "fp16"):
+            put(f"peak_{c}", spec.peaks.get(c), c, ratio, True)
+        for lvl in M.LEVELS:
+            put(f"bw_{lvl}", spec.bandwidth.get(lvl), lvl, ratio, lvl == "l1")
+        for v in ops.columns:
+            key, factor = tensor_peak_key(v)
+            peak = spec.peaks.get(key) if key else None
+            if key == "tensor_fp16acc" and peak is None:
+                peak, key = spec.peaks.get("tensor"), "tensor"
+            put(f"tensor:{v}", peak, key or "tensor", t_ratio, True, factor)
+        put("peak_tensor_display", spec.peaks.get("tensor"), "tensor", t_ratio, True)
+    return vals, detail, source
+
+
+def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch: pd.DataFrame,
+                     tensor_ops: pd.DataFrame, bytes_conv: pd.DataFrame, option: DeviceSpec | None = None
+                     ) -> Ceilings:
+    """Every kernel's ceilings, each with its source (see the module docstring for the order)."""
+    idx = df.index
+    sm_hz, _ = M.clock_hz(df, "sm")
+    values = pd.DataFrame(np.nan, index=idx, columns=list(CEILING_COLUMNS))
+    source = pd.DataFrame(None, index=idx, columns=list(CEILING_COLUMNS), dtype="object")
+    detail = pd.DataFrame(None, index=idx, columns=list(CEILING_COLUMNS), dtype="object")
+
+    def fill(col: str, v: pd.Series, src_word: str | pd.Series, text: pd.Series) -> None:
+        take = values[col].isna() & v.notna() & (v > 0)
+        if take.any():
+            values.loc[take, col] = v[take]
+            source.loc[take, col] = src_word[take] if isinstance(src_word, pd.Series) else src_word
+            detail.loc[take, col] = text[take]
+
+    # 1. --device override
+    opt_ids, opt_specs = _spec_per_row(_device_keys(df, launch), option) if option else (None, {})
+    if option is not None and opt_ids is not None:
+        o_vals, o_detail, o_src = _spec_values(opt_ids, opt_specs, sm_hz, tensor_ops)
+        for col in CEILING_COLUMNS:
+            if col in o_vals:
+                fill(col, o_vals[col], o_src, o_detail[col])
+
+    # 2. export
+    fp = _export_fp_peaks(df, sm_hz)
+    for cls, (v, s) in fp.items():
+        fill(f"peak_{cls}", v, "export", s)
+    bw = _export_bw(df, cc)
+    for lvl, by_conv in bw.items():
+        conv = bytes_conv[lvl]
+        for cname, (v, s) in by_conv.items():
+            match = (conv == cname) | (conv.isna() & (cname == "ncu"))
+            fill(f"bw_{lvl}", v.where(match), "export", s)
+
+    # 3. built-in table
+    keys = _device_keys(df, launch)
+    ids, specs = _spec_per_row(keys, None)
+    b_vals, b_detail, b_src = _spec_values(ids, specs, sm_hz, tensor_ops)
+    for col in CEILING_COLUMNS:
+        if col in b_vals:
+            fill(col, b_vals[col], b_src, b_detail[col])
+
+    # tensor: serial-mix peak over the variants that did work (formulas.md §1.6: per-variant peaks)
+    t_val, t_src, t_det, t_missing = _tensor_peak(df, sm_hz, tensor_ops, (o_vals, o_detail, o_src) if option else None,
+                                                  (b_vals, b_detail, b_src))
+    fill("peak_tensor", t_val, t_src, t_det)
+
+    dev_name = pd.Series(None, index=idx, dtype="object")
+    if option is not None:
+        dev_name[:] = option.name
+    else:
+        names = {sid: s.name for sid, s in specs.items()}
+        dev_name = ids.map(names).astype("object")
+        if "device" in df.columns:
+            exported = df["device"].astype("object").where(df["device"].notna(), None)
+            dev_name = dev_name.where(dev_name.notna(), exported)
+    devices = _used_devices(df, values, source, detail, specs, ids, option)
+    return Ceilings(values, source, detail, dev_name.where(dev_name.notna(), None), devices, t_missing)
+
+
+def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
+                 opt: tuple[pd.DataFrame, pd.DataFrame, pd.Series] | None,
+                 builtin: tuple[pd.DataFrame, pd.DataFrame, pd.Series]
+                 ) -> tuple[pd.Series, pd.Series, pd.Series, pd.Series]:
+    """Σ ops / Σ (ops_v / peak_v) over variants with work; the FP16 dense peak when none did work."""
+    idx = df.index
+    num = pd.Series(0.0, index=idx)
+    den = pd.Series(0.0, index=idx)
+    all_export = pd.Series(True, index=idx)
+    missing = pd.Series("", index=idx, dtype="object")
+    for v in ops.columns:
+        work = ops[v].fillna(0.0)
+        has = work > 0
+        if not has.any():
+            continue
+        peak_v = pd.Series(np.nan, index=idx)
+        is_export = pd.Series(False, index=idx)
+        if opt is not None:
+            peak_v = peak_v.fillna(opt[0][f"tensor:{v}"])
+        col = f"sm__ops_path_tensor_{v}.sum.peak_sustained"
+        exp = M.column(df, col) * sm_hz
+        is_export = peak_v.isna() & exp.notna()
+        peak_v = peak_v.fillna(exp)
+        peak_v = peak_v.fillna(builtin[0][f"tensor:{v}"])
+        all_export &= ~has | is_export
+        unknown = has & (peak_v.isna() | (peak_v <= 0))
+        missing = missing.mask(unknown, missing + v + " ")
+        num = num + work.where(has, 0.0)
+        den = den + (work / peak_v).where(has, 0.0)
+    did_work = num > 0
+    val = (num / den).where(did_work & (missing == ""))
+    # nothing ran on the tensor cores: show the dense FP16/BF16 roof (export variant, else table)
+    disp = pd.Series(np.nan, index=idx)
+    disp_src = pd.Series(None, index=idx, dtype="object")
+    for v in ("src_fp16_dst_fp32", "src_fp16", "src_bf16_dst_fp32", "src_fp16_bf16_tf32_dst_fp32",
+              "src_fp16_dst_fp32_sparsity_off", "src_bf16_dst_fp32_sparsity_off"):
+        e = M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained") * sm_hz
+        take = disp.isna() & e.notna()
+        disp, disp_src = disp.mask(take, e), disp_src.mask(take, f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second")
+    val = val.where(did_work, disp)
+    src = pd.Series(None, index=idx, dtype="object")
+    src = src.mask(did_work & all_export & val.notna(), "export").mask(~did_work & disp.notna(), "export")
+    det = pd.Series(None, index=idx, dtype="object")
+    det = det.mask(did_work & all_export & val.notna(), "sm__ops_path_tensor_<variant>.sum.peak_sustained x sm__cycles_elapsed.avg.per_second (ops-weighted over variants)")
+    det = det.mask(~did_work & disp.notna(), disp_src)
+    other = val.notna() & src.isna()
+    fallback_src = (opt[2] if opt is not None else builtin[2])
+    src = src.mask(other, fallback_src.where(fallback_src.notna(), builtin[2]))
+    det = det.mask(other, "device table tensor peaks (ops-weighted over variants)")
+    # no work, no export peak: the table's dense FP16/BF16 roof
+    tbl = (opt[0]["peak_tensor_display"] if opt is not None else pd.Series(np.nan, index=idx)).fillna(builtin[0]["peak_tensor_display"])
+    tbl_det = (opt[1]["peak_tensor_display"] if opt is not None else pd.Series(None, index=idx, dtype="object")).fillna(builtin[1]["peak_tensor_display"])
+    take = val.isna() & ~did_work & tbl.notna()
+    val = val.mask(take, tbl)
+    src = src.mask(take, fallback_src.where(fallback_src.notna(), builtin[2]))
+    det = det.mask(take, tbl_det)
+    return val, src, det, missing.str.strip().replace("", None)
+
+
+def _used_devices(df: pd.DataFrame, values: pd.DataFrame, source: pd.DataFrame, detail: pd.DataFrame,
+                  specs: dict[int, DeviceSpec], ids: pd.Series, option: DeviceSpec | None) -> list[dict[str, Any]]:
+    """Contract ``devices[]``: the option / built-in specs used, plus one ``export`` entry per
+    exported device name holding the median of its kernels' export ceilings."""
+    out: list[dict[str, Any]] = []
+    if option is not None:
+        out.append(option.as_contract())
+    used_builtin = set(ids[(source == "builtin").any(axis=1)].unique())
+    out += [s.as_contract() for sid, s in specs.items() if sid in used_builtin and s.source == "builtin"]
+    exp_rows = (source == "export").any(axis=1)
+    if exp_rows.any():
+        name = df["device"].astype("object").where(df["device"].notna(), "unnamed device") if "device" in df.columns \
+            else pd.Series("unnamed device", index=df.index)
+        cc = df["cc"] if "cc" in df.columns else pd.Series(None, index=df.index)
+        sms = M.launch(df)["sm_count"]
+        for nm in name[exp_rows].unique():
+            rows = exp_rows & (name == nm)
+            peaks: dict[str, float] = {}
+            bws: dict[str, float] = {}
+            srcs: dict[str, str] = {}
+            for col in CEILING_COLUMNS:
+                sel = rows & (source[col] == "export")
+                if not sel.any():
+                    continue
+                key = col.split("_", 1)[1]
+                med = float(values.loc[sel, col].median())
+                (peaks if col.startswith("peak_") else bws)[key] = med
+                srcs[key] = str(detail.loc[sel, col].iloc[0]) + " (median over kernels)"
+            ccs = cc[rows].dropna()
+            smv = sms[rows].dropna()
+            spec = DeviceSpec(name=str(nm), source="export", sm_count=int(smv.iloc[0]) if len(smv) else None,
+                              cc=str(ccs.iloc[0]) if len(ccs) else None, peaks=peaks, bandwidth=bws, sources=srcs)
+            out.append(spec.as_contract())
+    return out

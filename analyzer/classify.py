@@ -1,0 +1,149 @@
+"""Label every kernel compute-, memory- or overhead-bound, name the limiter, vectorized.
+
+Input is a *facts* frame (built by :mod:`analyzer.kernels`), one row per kernel:
+
+==================  ==================================================================
+duration_s          seconds (NaN unknown)
+sol_compute_pct     ``sm__throughput.avg.pct_of_peak_sustained_elapsed``
+sol_memory_pct      ``gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed``
+waves, grid,        ``launch__waves_per_multiprocessor``, blocks, SMs
+sm_count
+compute_util        roofline FLOP/s over the compute roof (fraction)
+util_<class>        roofline FLOP/s of the class over its peak (fraction)
+bw_util_<lvl>       roofline bytes/s over the level's bandwidth (fraction)
+unit_<lvl>          SOL breakdown memory-unit throughput % (l1tex/lts/dram)
+pipe_<class>        compute pipe utilization % (tensor, fp64, fp32, fp16, alu)
+==================  ==================================================================
+
+Rules (formulas.md §3.1, §3.3, §5.2-5.3, §8):
+
+1. With both SOL % (NVIDIA's ``SOLBottleneck``, thresholds 80/60/10, waves < 1):
+   "High Throughput" (either side >= 80) -> bound on that side (both >= 80: the evidence below
+   decides); "Small Grid" / "Latency Issue" (both < 60) -> overhead-bound; 60-80 -> the side
+   ncu names ("High Compute/Memory Throughput"; "Balanced" -> the evidence decides).
+2. Without SOL: duration < 5 µs -> overhead (launch); grid < SMs or waves < 1 -> overhead
+   (small grid); else the roofline side with the larger utilization (a side seen alone must reach
+   60 %); else ``unknown``.
+3. Overhead limiter, in order: ``launch`` (< 5 µs, comparable to the 1.2-2.4 µs launch cost,
+   §5.2), ``small-grid`` (grid < SMs or waves < 1), ``tail`` (ncu Tail Effect: 1 <= waves < 5 with a
+   partial wave, §3.3), ``latency``.
+4. Which level or pipe: per level the larger of the roofline bandwidth utilization and the SOL
+   breakdown unit throughput; per class the larger of the roofline utilization and the pipe
+   utilization. The highest wins (``binding level``, ``dominant class``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analyzer.metrics import FLOP_CLASSES, LEVELS
+
+HIGH = 80.0  # SOLBottleneck no_bound_threshold
+LATENCY = 60.0  # latency_bound_threshold
+BALANCED = 10.0  # balanced_threshold
+WAVES = 1.0  # waves_threshold
+LAUNCH_S = 5e-6  # formulas.md §5.3: kernels below ~5 µs are comparable to launch cost
+TAIL_SPEEDUP = 20.0  # LaunchStatistics speedup_threshold (percent)
+
+LABELS = ("compute-bound", "memory-bound", "overhead-bound", "unknown")
+LEVEL_NAMES = {"l1": "L1", "l2": "L2", "dram": "DRAM"}
+
+
+def _col(f: pd.DataFrame, name: str) -> pd.Series:
+    return f[name].astype("float64") if name in f.columns else pd.Series(np.nan, index=f.index)
+
+
+def _argmax(frame: pd.DataFrame) -> pd.Series:
+    arr = frame.to_numpy(dtype="float64")
+    has = ~np.isnan(arr).all(axis=1)
+    pos = np.where(np.isnan(arr), -np.inf, arr).argmax(axis=1)
+    return pd.Series(np.where(has, np.array(frame.columns, dtype=object)[pos], None), index=frame.index, dtype="object")
+
+
+def sol_verdict(sol_c: pd.Series, sol_m: pd.Series, waves: pd.Series) -> pd.Series:
+    """NVIDIA's SOLBottleneck rule result title (formulas.md §3.1), ``None`` without both SOL %."""
+    has = sol_c.notna() & sol_m.notna()
+    high = has & ((sol_c >= HIGH) | (sol_m >= HIGH))
+    low = has & ~high & (sol_c < LATENCY) & (sol_m < LATENCY)
+    mid = has & ~high & ~low
+    diff = sol_c - sol_m
+    out = np.select(
+        [high, low & (waves < WAVES), low, mid & (diff.abs() >= BALANCED) & (diff > 0),
+         mid & (diff.abs() >= BALANCED), mid],
+        ["High Throughput", "Small Grid", "Latency Issue", "High Compute Throughput",
+         "High Memory Throughput", "Balanced Throughput"], default="")
+    return pd.Series(out, index=sol_c.index, dtype="object").replace("", None)
+
+
+def tail_effect(waves: pd.Series) -> pd.Series:
+    """ncu's Tail Effect condition (formulas.md §3.3): partial wave, >= 1 whole, speedup >= 20 %."""
+    whole = np.floor(waves)
+    partial = waves - whole
+    return (partial > 0) & (whole >= 1) & (100.0 / (1.0 + whole) >= TAIL_SPEEDUP)
+
+
+def side_utils(f: pd.DataFrame) -> pd.DataFrame:
+    """Per level / class utilization in %, combining roofline and SOL-breakdown evidence."""
+    out = pd.DataFrame(index=f.index)
+    for lvl in LEVELS:
+        out[f"mem_{lvl}"] = np.fmax(100.0 * _col(f, f"bw_util_{lvl}"), _col(f, f"unit_{lvl}"))
+    for c in FLOP_CLASSES:
+        out[f"cmp_{c}"] = np.fmax(100.0 * _col(f, f"util_{c}"), _col(f, f"pipe_{c}"))
+    mem = out[[f"mem_{lvl}" for lvl in LEVELS]]
+    cmp_ = out[[f"cmp_{c}" for c in FLOP_CLASSES]]
+    out["memory"] = mem.max(axis=1).where(mem.notna().any(axis=1))
+    comp = np.fmax(100.0 * _col(f, "compute_util"), cmp_.max(axis=1).where(cmp_.notna().any(axis=1)))
+    out["compute"] = np.fmax(comp, _col(f, "pipe_alu"))
+    level = _argmax(mem.set_axis(list(LEVELS), axis=1))
+    cls = _argmax(cmp_.set_axis(list(FLOP_CLASSES), axis=1))
+    alu_wins = _col(f, "pipe_alu") > cmp_.max(axis=1).fillna(-1.0)
+    out["level"] = level
+    out["class"] = cls.mask(alu_wins, None)
+    return out
+
+
+def classify(f: pd.DataFrame) -> pd.DataFrame:
+    """Label, limiter and NCU verdict per kernel (see the module docstring for the rules)."""
+    idx = f.index
+    sol_c, sol_m = _col(f, "sol_compute_pct"), _col(f, "sol_memory_pct")
+    waves, grid, sms = _col(f, "waves"), _col(f, "grid"), _col(f, "sm_count")
+    dur = _col(f, "duration_s")
+    verdict = sol_verdict(sol_c, sol_m, waves)
+    has_sol = verdict.notna()
+    u = side_utils(f)
+
+    launch = dur < LAUNCH_S
+    small = (grid < sms) | (waves < WAVES)
+    tail = tail_effect(waves)
+
+    both_known = u["memory"].notna() & u["compute"].notna()
+    mem_wins = u["memory"] >= u["compute"]
+    # SOL path
+    hi = verdict == "High Throughput"
+    hi_c_only = hi & (sol_c >= HIGH) & (sol_m < HIGH)
+    hi_m_only = hi & (sol_m >= HIGH) & (sol_c < HIGH)
+    undecided = (hi & ~hi_c_only & ~hi_m_only) | (verdict == "Balanced Throughput")
+    sol_mem = hi_m_only | (verdict == "High Memory Throughput") | \
+        (undecided & ((both_known & mem_wins) | (~both_known & (sol_m >= sol_c))))
+    sol_cmp = hi_c_only | (verdict == "High Compute Throughput") | (undecided & ~sol_mem)
+    sol_over = verdict.isin(["Small Grid", "Latency Issue"])
+    # no-SOL path
+    ns = ~has_sol
+    ns_over = ns & (launch | small)
+    only_mem = u["memory"].notna() & u["compute"].isna() & (u["memory"] >= LATENCY)
+    only_cmp = u["compute"].notna() & u["memory"].isna() & (u["compute"] >= LATENCY)
+    ns_mem = ns & ~ns_over & ((both_known & mem_wins) | only_mem)
+    ns_cmp = ns & ~ns_over & ((both_known & ~mem_wins) | only_cmp)
+
+    over = sol_over | ns_over
+    memb = sol_mem | ns_mem
+    cmpb = sol_cmp | ns_cmp
+    label = np.select([over, memb, cmpb], ["overhead-bound", "memory-bound", "compute-bound"], default="unknown")
+    over_lim = np.select([launch, small, tail], ["launch", "small-grid", "tail"], default="latency")
+    limiter = np.select(
+        [over, memb & u["level"].notna(), cmpb & u["class"].notna()],
+        [over_lim, u["level"].fillna("unknown"), u["class"].fillna("unknown")], default="unknown")
+    return pd.DataFrame({"label": label, "limiter": limiter, "sol_verdict": verdict,
+                         "memory_side_pct": u["memory"], "compute_side_pct": u["compute"],
+                         "launch_short": launch, "small_grid": small, "tail_effect": tail}, index=idx)

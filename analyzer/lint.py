@@ -1,0 +1,162 @@
+"""Data-quality lint for kernel profiles: what could not be evaluated and what looks wrong.
+
+Each item is the contract's ``{"code", "message", "kernels": [position...]}`` where a position is
+the kernel's row position in the results table, i.e. its index in the document's ``kernels``
+list (not the ncu launch ``index``). Codes:
+
+``missing-metrics``     a metric group absent for some kernels (duration, SOL, FLOPs, a level's bytes, a ceiling)
+``partial-counters``    a FLOP class with some of its add/mul/fma counters missing (counted as absent)
+``achieved-above-roof`` achieved FLOP/s or bytes/s above the ceiling: a units, counting or ceiling error
+``fp16-counters-zero``  tensor-core kernels whose FP16 SASS counters are zero (formulas.md §2.5)
+``tensor-uncounted``    tensor pipe busy but no ``sm__ops_path_tensor_*`` ops (FLOPs undercounted, §2.3)
+``tensor-peak-unknown`` tensor variants with work but no known peak (no tensor roof)
+``bytes-convention``    L1/L2 bytes in NERSC's ``*_t_bytes`` convention, not ncu's (formulas.md §1.7, §7)
+``legacy-metrics``      pre-2020 metric names (``sm__sol_pct``, ``dram__read_bytes``)
+``clock-control``       SM clock below the device's max clock: ncu locked clocks (formulas.md §2.5, §7 item 6)
+``cache-control``       caches flushed before each replay pass (ncu default ``--cache-control all``)
+``mixed-devices``       one input holds kernels from more than one device
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ABOVE_ROOF_TOL = {"export": 1.05, "builtin": 1.10, "user": 1.10}
+
+
+def _positions(mask: pd.Series) -> list[int]:
+    return [int(i) for i in np.flatnonzero(mask.fillna(False).to_numpy(dtype=bool))]
+
+
+def _item(code: str, message: str, mask: pd.Series) -> dict[str, Any] | None:
+    pos = _positions(mask)
+    return {"code": code, "message": message, "kernels": pos} if pos else None
+
+
+def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Lint items for a kernel results/facts frame with a 0..n-1 RangeIndex (positions)."""
+    f = facts.reset_index(drop=True)
+    n = len(f)
+    out: list[dict[str, Any] | None] = []
+
+    def count(mask: pd.Series) -> str:
+        return f"{int(mask.fillna(False).sum())} of {n} kernel(s)"
+
+    missing = {
+        "duration": (f["duration_s"].isna(), "kernel duration (gpu__time_duration.sum)",
+                     "no rates, roofline or launch-overhead check"),
+        "sol": (f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna(),
+                "SpeedOfLight % (sm__throughput / gpu__compute_memory_throughput)",
+                "NVIDIA's SOLBottleneck verdict cannot be reproduced; collect --section SpeedOfLight"),
+        "flops": (f["flops"].isna(), "FLOP counters (sm__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)",
+                  "no arithmetic intensity or compute roof; collect --set roofline"),
+    }
+    for lvl, metric in (("l1", "l1tex__lsu_writeback_active_mem_lg[ds].sum"), ("l2", "lts__lts2xbar_cycles_active.sum"),
+                        ("dram", "dram__bytes.sum")):
+        missing[f"bytes_{lvl}"] = (f[f"bytes_{lvl}"].isna(), f"{lvl.upper()} bytes ({metric})",
+                                   f"the {lvl.upper()} roof could not be evaluated")
+    for _key, (mask, what, effect) in missing.items():
+        out.append(_item("missing-metrics", f"{what} missing for {count(mask)}: {effect}.", mask))
+    for col, what in (("peak_fp32", "FP32 peak"), ("bw_dram", "DRAM bandwidth")):
+        mask = f[col].isna() & f["duration_s"].notna()
+        out.append(_item("missing-metrics", f"No {what} ceiling (neither in the export nor the device table) for "
+                         f"{count(mask)}: pass --device NAME or a ceilings file.", mask))
+
+    for cls in ("fp64", "fp32", "fp16"):
+        col = f"partial_{cls}"
+        if col in f.columns:
+            mask = f[col].notna()
+            if mask.any():
+                terms = ", ".join(sorted(set(" ".join(f.loc[mask, col].astype(str)).split())))
+                out.append(_item("partial-counters", f"{cls.upper()} FLOPs use only some counters ({terms} missing) "
+                                 f"for {count(mask)}: the class is undercounted.", mask))
+
+    # achieved above roof
+    above = pd.Series(False, index=f.index)
+    over_what: list[str] = []
+    for cls in ("fp64", "fp32", "fp16", "tensor"):
+        tol = f[f"src_peak_{cls}"].map(ABOVE_ROOF_TOL).astype("float64")
+        m = (f[f"flops_{cls}"] / f["duration_s"]) > tol * f[f"peak_{cls}"]
+        if m.any():
+            over_what.append(cls.upper())
+        above |= m.fillna(False)
+    for lvl in ("l1", "l2", "dram"):
+        tol = f[f"src_bw_{lvl}"].map(ABOVE_ROOF_TOL).astype("float64")
+        m = (f[f"bytes_{lvl}"] / f["duration_s"]) > tol * f[f"bw_{lvl}"]
+        if m.any():
+            over_what.append(lvl.upper())
+        above |= m.fillna(False)
+    out.append(_item("achieved-above-roof", f"Achieved rate above the ceiling ({', '.join(over_what)}) for {count(above)}: "
+                     "check units (auto-scaled Kbyte/Mbyte), per-invocation sums, split runs or the device ceilings.",
+                     above))
+
+    tensor_work = f["flops_tensor"].fillna(0) > 0
+    fp16_zero = f["fp16_counters_zero"].fillna(False).astype(bool) & tensor_work
+    out.append(_item("fp16-counters-zero", f"FP16 SASS counters are zero on {count(fp16_zero)} that use tensor cores: "
+                     "their FP16 work is only in sm__ops_path_tensor_* (counted as tensor), so the Half-precision "
+                     "roofline shows none (formulas.md §2.5).", fp16_zero))
+    unc = f["tensor_uncounted"].fillna(False).astype(bool)
+    out.append(_item("tensor-uncounted", f"Tensor pipe active but no sm__ops_path_tensor_* ops for {count(unc)}: tensor FLOPs "
+                     "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, formulas.md §2.3).", unc))
+    if "tensor_peak_missing" in f.columns:
+        tpm = f["tensor_peak_missing"].notna()
+        out.append(_item("tensor-peak-unknown", f"No peak for tensor variant(s) with work on {count(tpm)}: no tensor roof; "
+                         "collect sm__ops_path_tensor_*.sum.peak_sustained or pass --device.", tpm))
+    nersc = f["bytes_convention"].isin(["nersc", "mixed"])
+    out.append(_item("bytes-convention", f"L1/L2 bytes for {count(nersc)} use NERSC's l1tex__t_bytes / lts__t_bytes "
+                     "(all tag requests, reads and writes), not ncu's lsu_writeback x 128 / lts2xbar x 32: their "
+                     "intensities are not comparable with ncu's hierarchical roofline (formulas.md §1.7).", nersc))
+    legacy = f["legacy_metrics"].fillna(False).astype(bool)
+    out.append(_item("legacy-metrics", f"Pre-2020 metric names (sm__sol_pct, dram__read_bytes ...) used for {count(legacy)}: "
+                     "SOL % and DRAM bytes are read from them; L1/L2 levels are not available in that layout.", legacy))
+
+    # clocks: measured SM clock vs the device's max clock (device__attribute_clock_rate, kHz)
+    if "clock_ratio" in f.columns:
+        low = f["clock_ratio"] < 0.97
+        if low.any():
+            lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
+            out.append(_item("clock-control", f"SM clock ran at {lo:.0%}-{hi:.0%} of the device's max clock for {count(low)} "
+                             "(ncu's default --clock-control base): absolute FLOP/s and durations are at that clock; "
+                             "percent of peak is unaffected (formulas.md §2.5).", low))
+    out += _meta_lint(f, meta or {})
+
+    # several devices inside one input
+    if "device" in f.columns and "input" in f.columns:
+        dev = f["device"].astype("string").fillna("") + "|" + f.get("cc", pd.Series("", index=f.index)).astype("string").fillna("")
+        per_input = dev.groupby(f["input"].astype("string").fillna("")).transform("nunique")
+        mixed = per_input > 1
+        out.append(_item("mixed-devices", f"{count(mixed)} come from inputs that mix devices: ceilings are per kernel, but "
+                         "compare kernels across devices with care.", mixed))
+    return [o for o in out if o is not None]
+
+
+_CACHE_NONE = re.compile(r"--cache-control[= ]+none")
+_CLOCK_NONE = re.compile(r"--clock-control[= ]+none")
+
+
+def _meta_lint(f: pd.DataFrame, meta: dict[str, dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Cache/clock control from the recorded ncu command line (parser ``meta['command']``)."""
+    out: list[dict[str, Any] | None] = []
+    if not meta or "input" not in f.columns:
+        return out
+    flushed = pd.Series(False, index=f.index)
+    locked = pd.Series(False, index=f.index)
+    for path, info in meta.items():
+        cmd = str(info.get("command") or info.get("command_line") or "")
+        if not cmd or ("ncu" not in cmd and "nv-nsight-cu-cli" not in cmd):
+            continue
+        rows = f["input"].astype("string") == path
+        if not _CACHE_NONE.search(cmd):
+            flushed |= rows.fillna(False)
+        if not _CLOCK_NONE.search(cmd):
+            locked |= rows.fillna(False)
+    out.append(_item("cache-control", "Caches were flushed before every replay pass (ncu default --cache-control all) for "
+                     f"{int(flushed.sum())} kernel(s): DRAM bytes include cold-cache traffic a warm run may serve from L2 "
+                     "(formulas.md §2.5).", flushed))
+    out.append(_item("clock-control", "Clocks were locked to base (ncu default --clock-control base) for "
+                     f"{int(locked.sum())} kernel(s): durations and FLOP/s are at base clock (formulas.md §2.5).", locked))
+    return out
