@@ -326,8 +326,15 @@ def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.AL
     else:
         reason = (f"report only (no --fail-on): {len(reg)} regression(s) and {len(imp)} improvement(s) "
                   f"beyond {thr}. {how}.")
+    if fail:
+        summary = f"FAIL: {len(reg)} regression(s) beyond {thr}"
+    elif fail_on is not None:
+        summary = f"ok: no regression beyond {thr}"
+    else:
+        summary = f"report only: {len(reg)} regression(s), {len(imp)} improvement(s) beyond {thr}"
     return {
         "fail": bool(fail),
+        "summary": summary,
         "threshold_pct": fail_on,
         "classify_pct": threshold * 100.0,
         "alpha": alpha,
@@ -565,7 +572,8 @@ def findings(result: DiffResult) -> list[dict[str, Any]]:
         delta = r.get("delta_s") or 0.0
         out.append({
             "rank": rank, "rule": "diff-regression", "severity": severity,
-            "title": f"{r['series']} {pct(r['change'])}: {r['explanation']}",
+            "title": f"{r['series']}: median duration {pct(r['change'])}; "
+                     f"{str(r['explanation']).split(': ', 1)[-1]}",
             "kernels": [], "time_share": delta / base_total if base_total else 0.0,
             "est_saving_s": delta if delta > 0 else None,
             "recommendation": f"{r['note']}; compare the two profiles of this kernel in Nsight Compute "

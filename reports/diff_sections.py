@@ -1,0 +1,370 @@
+"""Sections of the ``rooftop diff`` report (HTML and Markdown), rendered only from the document dict.
+
+Reads the diff keys of the document: ``verdict``, ``totals``, ``families``, ``series``,
+``unmatched``, ``pairs``, ``sides`` and ``devices``. Every input-derived string (kernel, family
+and file names, NVTX paths) is escaped: :func:`esc`/:func:`table` for HTML, :func:`md_esc`/
+:func:`md_table` for Markdown, :func:`ptext` for plotly text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reports.html import Column, Section, esc, figure, fmt_num, fmt_time, table
+from reports.markdown import MdSection, md_esc, md_table
+from reports.plots import ceilings_of, ptext
+
+MAX_ARROWS = 60        # families drawn on the roofline (largest by time)
+MAX_ROWS = 200         # rows per HTML table (everything is in the JSON output)
+MD_ROWS = 15           # rows per Markdown table
+LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
+STATUS_COLORS = {"regressed": "#c92a2a", "improved": "#2b8a3e", "not significant": "#868e96",
+                 "within threshold": "#1971c2", "unmatched": "#adb5bd", "no duration": "#adb5bd"}
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        f = float(v)
+        return f if math.isfinite(f) else None
+    return None
+
+
+def chg(v: Any) -> str:
+    """A relative change (fraction) as ``+30.2 %``; ``—`` when undefined."""
+    f = _num(v)
+    return "—" if f is None else f"{100 * f:+.1f} %"
+
+
+def _pval(v: Any) -> str:
+    f = _num(v)
+    return "—" if f is None else f"{f:.2g}"
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for p in path:
+        obj = obj.get(p) if isinstance(obj, Mapping) else None
+    return obj
+
+
+def _config(r: Mapping[str, Any]) -> str:
+    parts = [f"grid {r.get('grid') if r.get('grid') is not None else '?'}",
+             f"block {r.get('block') if r.get('block') is not None else '?'}"]
+    if r.get("nvtx"):
+        parts.append(f"nvtx {r.get('nvtx')}")
+    return ", ".join(parts)
+
+
+def verdict_word(doc: Mapping[str, Any]) -> str:
+    v = doc.get("verdict") or {}
+    if v.get("fail"):
+        return "FAIL"
+    return "PASS" if v.get("threshold_pct") is not None else "REPORT"
+
+
+def _thr(verdict: Mapping[str, Any]) -> str:
+    f = _num(verdict.get("classify_pct"))
+    return "?" if f is None else f"{f:g}"
+
+
+def _series_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{**r, "config": _config(r), "n": f"{r.get('n_base')} → {r.get('n_cand')}"} for r in records]
+
+
+# ----------------------------------------------------------------------------- roofline with arrows
+
+
+def _level(rec: Mapping[str, Any]) -> str | None:
+    """The first level (DRAM, L2, L1) where both sides have a finite positive intensity."""
+    for lvl in LEVEL_NAMES:
+        b = _num(_get(rec, "baseline", "intensity", lvl))
+        c = _num(_get(rec, "candidate", "intensity", lvl))
+        if b and c and b > 0 and c > 0:
+            return lvl
+    return None
+
+
+def _point(rec: Mapping[str, Any], side: str, lvl: str) -> tuple[float, float] | None:
+    x = _num(_get(rec, side, "intensity", lvl))
+    y = _num(_get(rec, side, "achieved_flops_s"))
+    return (x, y) if x and y and x > 0 and y > 0 else None
+
+
+def roofline_arrows_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """Roofline with one arrow per family from its baseline point to its candidate point."""
+    fams = list(doc.get("families") or [])
+    placed = []
+    for rec in fams:
+        lvl = _level(rec)
+        if lvl is None:
+            continue
+        pb, pc = _point(rec, "baseline", lvl), _point(rec, "candidate", lvl)
+        if pb and pc:
+            t = (_num(_get(rec, "baseline", "duration_s")) or 0.0) + (_num(_get(rec, "candidate", "duration_s")) or 0.0)
+            placed.append((t, rec, lvl, pb, pc))
+    notes = []
+    if not placed:
+        return None, "No family has FLOPs and bytes on both sides, so no point can be placed."
+    placed.sort(key=lambda p: -p[0])
+    if len(placed) > MAX_ARROWS:
+        notes.append(f"Showing the {MAX_ARROWS} largest of {len(placed)} families by time.")
+        placed = placed[:MAX_ARROWS]
+    traces: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    xs: list[float] = []
+    ys: list[float] = []
+    by_status: dict[str, list[tuple[Mapping[str, Any], str, tuple[float, float], tuple[float, float]]]] = {}
+    for _, rec, lvl, b, c in placed:
+        by_status.setdefault(str(rec.get("status") or "within threshold"), []).append((rec, lvl, b, c))
+        xs += [b[0], c[0]]
+        ys += [b[1], c[1]]
+        if abs(math.log10(c[0] / b[0])) + abs(math.log10(c[1] / b[1])) > 1e-6:
+            annotations.append({
+                "x": math.log10(c[0]), "y": math.log10(c[1]), "ax": math.log10(b[0]), "ay": math.log10(b[1]),
+                "xref": "x", "yref": "y", "axref": "x", "ayref": "y", "text": "", "showarrow": True,
+                "arrowhead": 2, "arrowsize": 1.2, "arrowwidth": 1.5,
+                "arrowcolor": STATUS_COLORS.get(str(rec.get("status")), "#495057"),
+            })
+    for status, items in by_status.items():
+        color = STATUS_COLORS.get(status, "#495057")
+        hover_b = [f"<b>{ptext(r.get('family'), 160)}</b> (baseline)<br>{LEVEL_NAMES[lvl]} AI {b[0]:.3g} FLOP/B"
+                   f"<br>{ptext(fmt_num(b[1], 'FLOP/s'))}" for r, lvl, b, _ in items]
+        hover_c = [f"<b>{ptext(r.get('family'), 160)}</b> (candidate, {ptext(status)})<br>{LEVEL_NAMES[lvl]} AI "
+                   f"{c[0]:.3g} FLOP/B<br>{ptext(fmt_num(c[1], 'FLOP/s'))}<br>{ptext(r.get('explanation'), 300)}"
+                   for r, lvl, _, c in items]
+        traces.append({"type": "scatter", "mode": "markers", "name": f"{status}: baseline",
+                       "legendgroup": status, "x": [i[2][0] for i in items], "y": [i[2][1] for i in items],
+                       "hovertext": hover_b, "hoverinfo": "text",
+                       "marker": {"symbol": "circle-open", "size": 9, "color": color},
+                       "meta": {"role": "baseline"}})
+        traces.append({"type": "scatter", "mode": "markers", "name": f"{status}: candidate",
+                       "legendgroup": status, "x": [i[3][0] for i in items], "y": [i[3][1] for i in items],
+                       "hovertext": hover_c, "hoverinfo": "text",
+                       "marker": {"symbol": "circle", "size": 9, "color": color},
+                       "meta": {"role": "candidate"}})
+    devices = list(doc.get("devices") or [])
+    compute, bandwidth = ceilings_of(devices[0]) if devices else ([], [])
+    if not compute and not bandwidth:
+        notes.append("No device ceilings: measured points only.")
+    ridge = [cc.value / bw.value for cc in compute[:1] for bw in bandwidth]
+    allx = [v for v in xs + ridge if v > 0]
+    lo, hi = min(min(allx) / 4, 1e-2), max(max(allx) * 4, 1e2)
+    for ceil in compute:
+        traces.append({"type": "scatter", "mode": "lines",
+                       "name": f"{ptext(ceil.name)} {ptext(fmt_num(ceil.value, 'FLOP/s'))}",
+                       "legendgroup": "ceilings", "x": [lo, hi], "y": [ceil.value, ceil.value], "hoverinfo": "name",
+                       "line": {"color": "#222", "width": 1.2, "dash": "solid" if ceil is compute[0] else "dot"},
+                       "meta": {"role": "ceiling"}})
+    top = compute[0].value if compute else None
+    for bw in bandwidth:
+        x_end = min(hi, top / bw.value) if top else hi
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{ptext(bw.name)} {ptext(fmt_num(bw.value, 'B/s'))}",
+                       "legendgroup": "ceilings", "x": [lo, x_end], "y": [bw.value * lo, bw.value * x_end],
+                       "hoverinfo": "name",
+                       "line": {"color": {"DRAM": "#c2255c", "L2": "#e8590c", "L1": "#f08c00"}.get(bw.name, "#555"),
+                                "width": 1.2},
+                       "meta": {"role": "ceiling"}})
+    yall = [v for v in ys + [cc.value for cc in compute] if v > 0]
+    layout = {
+        "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP/byte)"},
+                  "range": [math.log10(lo), math.log10(hi)]},
+        "yaxis": {"type": "log", "title": {"text": "performance (FLOP/s)"},
+                  "range": [math.log10(min(yall) / 4), math.log10(max(yall) * 3)]},
+        "annotations": annotations,
+        "height": 560,
+    }
+    return figure(traces, layout), " ".join(notes)
+
+
+# ----------------------------------------------------------------------------- HTML sections
+
+
+def _kpi(value: str, caption: str) -> str:
+    return f'<div class="kpi"><b>{esc(value)}</b><span>{esc(caption)}</span></div>'
+
+
+def verdict_section(doc: Mapping[str, Any]) -> Section:
+    v = doc.get("verdict") or {}
+    t = doc.get("totals") or {}
+    word = verdict_word(doc)
+    sev = {"FAIL": "high", "PASS": "low", "REPORT": "info"}[word]
+    sides = doc.get("sides") or {}
+    kpis = [
+        _kpi(f"{fmt_time(_get(t, 'baseline', 'duration_s'))} → {fmt_time(_get(t, 'candidate', 'duration_s'))}",
+             f"total kernel time ({chg(_get(t, 'change', 'duration'))})"),
+        _kpi(f"{_get(t, 'matched', 'launches') or 0}", f"matched launches ({chg(_get(t, 'matched', 'change'))})"),
+        _kpi(str(_get(t, "new", "launches") or 0), f"new launches ({fmt_time(_get(t, 'new', 'duration_s'))})"),
+        _kpi(str(_get(t, "vanished", "launches") or 0),
+             f"vanished launches ({fmt_time(_get(t, 'vanished', 'duration_s'))})"),
+        _kpi(str(len(v.get("regressions") or [])), "regressions"),
+        _kpi(str(len(v.get("improvements") or [])), "improvements"),
+    ]
+    side_lines = "".join(
+        f"<li>{esc(s)}: <span class=kname>{esc(_get(sides, s, 'path'))}</span> "
+        f"({esc(_get(sides, s, 'source'))}, {esc(_get(sides, s, 'kernels'))} launches)</li>"
+        for s in ("baseline", "candidate") if s in sides)
+    body = (f'<p><span class="sev sev-{sev}">{esc(word)}</span> {esc(v.get("reason"))}</p>'
+            f'<div class="kpis">{"".join(kpis)}</div><ul class="note">{side_lines}</ul>'
+            f'<p class="note">A series is one kernel family with one launch configuration and NVTX path; '
+            f'its launches are repeats. Test: {esc(v.get("test"))} at α={esc(v.get("alpha"))}; '
+            "series with too few launches are judged by the threshold alone and marked so.</p>")
+    return Section("Verdict", body, anchor="verdict")
+
+
+def roofline_section(doc: Mapping[str, Any]) -> Section | None:
+    fig, note = roofline_arrows_figure(doc)
+    if fig is None:
+        return Section("Roofline: baseline → candidate", f'<p class="note">{esc(note)}</p>', anchor="roofline")
+    body = ('<p class="note">One arrow per kernel family, from its time-weighted baseline point (open '
+            "circle) to its candidate point (filled), at the DRAM level (L2 or L1 where DRAM bytes are "
+            "missing). Left = less intensity (more bytes per FLOP); down = fewer FLOP/s. Colour: "
+            f"verdict of the family. {esc(note)}</p>")
+    return Section("Roofline: baseline → candidate", body, plots=[fig], anchor="roofline")
+
+
+SERIES_COLUMNS = [
+    Column("family", "family"), Column("config", "launch config"), Column("change", "median Δ", chg, numeric=True),
+    Column("median_base_s", "baseline median", fmt_time, numeric=True),
+    Column("median_cand_s", "candidate median", fmt_time, numeric=True),
+    Column("delta_s", "Δ total time", fmt_time, numeric=True), Column("n", "launches"),
+    Column("p_adjusted", "p (Holm)", _pval, numeric=True), Column("note", "method"),
+    Column("explanation", "why"),
+]
+
+
+def changes_section(doc: Mapping[str, Any]) -> list[Section]:
+    v = doc.get("verdict") or {}
+    out = []
+    for key, title in (("regressions", "Regressions"), ("improvements", "Improvements")):
+        rows = _series_rows(v.get(key) or [])
+        if not rows:
+            body = f'<p class="note">No {esc(key)} beyond {esc(_thr(v))} %.</p>'
+        else:
+            more = (f'<p class="note">{len(rows) - MAX_ROWS} more in the JSON output.</p>'
+                    if len(rows) > MAX_ROWS else "")
+            body = table(rows[:MAX_ROWS], SERIES_COLUMNS) + more
+        out.append(Section(title, body, anchor=key))
+    return out
+
+
+def families_section(doc: Mapping[str, Any]) -> Section | None:
+    fams = list(doc.get("families") or [])
+    if not fams:
+        return None
+    rows = []
+    for f in fams:
+        tb = _num(_get(f, "baseline", "duration_s")) or 0.0
+        tc = _num(_get(f, "candidate", "duration_s")) or 0.0
+        rows.append({
+            "family": f.get("family"), "status": f.get("status"), "launches": f.get("launches"),
+            "tb": tb, "tc": tc, "d": tc - tb, "dur": _get(f, "change", "duration"),
+            "fl": _get(f, "change", "achieved_flops_s"), "dram": _get(f, "change", "bytes", "dram"),
+            "labels": f"{_get(f, 'baseline', 'label') or '?'} → {_get(f, 'candidate', 'label') or '?'}",
+            "why": f.get("explanation"),
+        })
+    rows.sort(key=lambda r: -abs(r["d"]))
+    cols = [Column("family", "family"), Column("status", "status"), Column("launches", "matched", numeric=True),
+            Column("tb", "baseline time", fmt_time, numeric=True), Column("tc", "candidate time", fmt_time, numeric=True),
+            Column("dur", "time Δ", chg, numeric=True), Column("fl", "FLOP/s Δ", chg, numeric=True),
+            Column("dram", "DRAM bytes Δ", chg, numeric=True), Column("labels", "label"), Column("why", "why")]
+    more = f'<p class="note">{len(rows) - MAX_ROWS} more in the JSON output.</p>' if len(rows) > MAX_ROWS else ""
+    return Section("Families (matched launches, time-weighted)", table(rows[:MAX_ROWS], cols) + more,
+                   anchor="families")
+
+
+UNMATCHED_COLUMNS = [Column("family", "family"), Column("name", "kernel"), Column("config", "launch config"),
+                     Column("ordinal", "k-th launch", numeric=True),
+                     Column("duration_s", "duration", fmt_time, numeric=True), Column("label", "label"),
+                     Column("input", "input")]
+
+
+def unmatched_section(doc: Mapping[str, Any]) -> Section:
+    un = doc.get("unmatched") or {}
+    parts = ['<p class="note">Launches with no partner on the other side (same family, launch '
+             "configuration, NVTX path and k-th launch). A renamed kernel shows as one vanished and one new. "
+             "Not gated.</p>"]
+    for key in ("new", "vanished"):
+        rows = [{**r, "config": _config(r)} for r in un.get(key) or []]
+        parts.append(f"<h3>{esc(key)} ({len(rows)})</h3>")
+        if rows:
+            parts.append(table(rows[:MAX_ROWS], UNMATCHED_COLUMNS))
+            if len(rows) > MAX_ROWS:
+                parts.append(f'<p class="note">{len(rows) - MAX_ROWS} more in the JSON output.</p>')
+    return Section("New and vanished kernels", "".join(parts), anchor="unmatched")
+
+
+def pairs_section(doc: Mapping[str, Any]) -> Section | None:
+    pairs = list(doc.get("pairs") or [])
+    if not pairs:
+        return None
+    rows = []
+    for p in pairs:
+        tb = _num(_get(p, "baseline", "duration_s"))
+        tc = _num(_get(p, "candidate", "duration_s"))
+        rows.append({"name": _get(p, "candidate", "name"), "series": p.get("series"), "ordinal": p.get("ordinal"),
+                     "tb": tb, "tc": tc, "d": (tc - tb) if tb is not None and tc is not None else None,
+                     "dur": _get(p, "change", "duration"), "why": p.get("explanation")})
+    rows.sort(key=lambda r: -abs(r["d"] or 0.0))
+    cols = [Column("name", "kernel"), Column("series", "series"), Column("ordinal", "k-th", numeric=True),
+            Column("tb", "baseline", fmt_time, numeric=True), Column("tc", "candidate", fmt_time, numeric=True),
+            Column("dur", "Δ", chg, numeric=True), Column("why", "why")]
+    return Section("Matched launches (largest time changes)", table(rows[:MAX_ROWS], cols), anchor="pairs",
+                   note=f"{min(len(rows), MAX_ROWS)} of {len(rows)} matched launches; all in the JSON output.")
+
+
+def sections(doc: dict[str, Any]) -> list[Section]:
+    """The diff page's own sections, in order."""
+    out: list[Section] = [verdict_section(doc)]
+    roof = roofline_section(doc)
+    if roof:
+        out.append(roof)
+    out += changes_section(doc)
+    fam = families_section(doc)
+    if fam:
+        out.append(fam)
+    out.append(unmatched_section(doc))
+    pairs = pairs_section(doc)
+    if pairs:
+        out.append(pairs)
+    return out
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+
+def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
+    """Verdict, totals, regressions, improvements, families and unmatched kernels for a ticket."""
+    v = doc.get("verdict") or {}
+    t = doc.get("totals") or {}
+    lines = [f"**{verdict_word(doc)}**: {md_esc(v.get('reason'), limit=2000)}", "",
+             f"- Total kernel time: {fmt_time(_get(t, 'baseline', 'duration_s'))} → "
+             f"{fmt_time(_get(t, 'candidate', 'duration_s'))} ({chg(_get(t, 'change', 'duration'))})",
+             f"- Matched launches: {_get(t, 'matched', 'launches') or 0} "
+             f"({chg(_get(t, 'matched', 'change'))} time); new: {_get(t, 'new', 'launches') or 0}, "
+             f"vanished: {_get(t, 'vanished', 'launches') or 0}",
+             f"- Test: {md_esc(v.get('test'))} at α={md_esc(v.get('alpha'))}; too few launches → threshold only"]
+    out = [MdSection("Verdict", "\n".join(lines))]
+    cols: list[Any] = [("series", "series"), ("change", "median Δ", chg), ("delta_s", "Δ time", fmt_time),
+                       ("n", "launches"), ("p_adjusted", "p (Holm)", _pval), ("note", "method"),
+                       ("explanation", "why")]
+    for key, title in (("regressions", "Regressions"), ("improvements", "Improvements")):
+        rows = _series_rows(v.get(key) or [])
+        if rows:
+            more = f"\n\n_{len(rows) - MD_ROWS} more in the JSON output._" if len(rows) > MD_ROWS else ""
+            out.append(MdSection(title, md_table(rows[:MD_ROWS], cols) + more))
+        else:
+            out.append(MdSection(title, f"None beyond {md_esc(_thr(v))} %."))
+    un = doc.get("unmatched") or {}
+    un_lines = []
+    for key in ("new", "vanished"):
+        recs = un.get(key) or []
+        names = sorted({str(r.get("family")) for r in recs})
+        shown = ", ".join(md_esc(n, limit=80) for n in names[:10])
+        un_lines.append(f"- {key}: {len(recs)} launch(es)" + (f" of {len(names)} families: {shown}" if recs else "")
+                        + (" …" if len(names) > 10 else ""))
+    out.append(MdSection("New and vanished kernels", "\n".join(un_lines)))
+    return out
