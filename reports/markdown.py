@@ -180,7 +180,7 @@ def lint_md_section(doc: dict[str, Any]) -> MdSection | None:
     lint = doc.get("lint") or []
     if not lint:
         return None
-    lines = [f"- `{md_esc(x.get('code')).replace('`', '')}` {md_esc(x.get('message'), limit=300)}"
+    lines = [f"- **{md_esc(x.get('code'))}** {md_esc(x.get('message'), limit=300)}"
              for x in lint[:20]]
     if len(lint) > 20:
         lines.append(f"- … {len(lint) - 20} more in the JSON output")

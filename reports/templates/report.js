@@ -1,5 +1,5 @@
 /* rooftop report: draws the figures embedded as JSON and makes tables sortable.
-   Data is read from <script type="application/json"> elements only; nothing is fetched. */
+   Data is read from JSON script elements only; nothing is fetched. */
 (function () {
   "use strict";
   function readJSON(id) {
@@ -23,6 +23,7 @@
         modeBarButtonsToRemove: ["sendDataToCloud"]
       });
     });
+    document.body.setAttribute("data-draw-ms", String(Math.round(performance.now())));
     document.body.setAttribute("data-plots-ready", String(Object.keys(figs).length));
   }
   function cellValue(td) {

@@ -1,0 +1,226 @@
+"""Reports from the document dict: golden Markdown/JSON, HTML safety and self-containment, scale,
+the section API for fleet/diff, output writing and the terminal summary."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reports.escape import esc, md, script_json
+from reports.html import SECTIONS_BY_KIND, Column, Section, figure, render_html, table
+from reports.json_report import render_json
+from reports.markdown import MD_SECTIONS_BY_KIND, MdSection, md_table, render_markdown
+from reports.outputs import print_summary, write_outputs
+from tests.regen_golden import GOLDEN, HOSTILE_NAMES, big_document, sample_document
+
+FIG_RE = re.compile(r'<script type="application/json" id="rooftop-figures">(.*?)</script>', re.S)
+
+
+@pytest.fixture(scope="module")
+def sample_html() -> str:
+    return render_html(sample_document())
+
+
+# ----------------------------------------------------------------------------- golden files
+
+def test_markdown_matches_golden() -> None:
+    """Regenerate with `python tests/regen_golden.py` after an intended change."""
+    assert render_markdown(sample_document()) == (GOLDEN / "sample.md").read_text(encoding="utf-8")
+
+
+def test_json_matches_golden_and_round_trips() -> None:
+    doc = sample_document()
+    text = render_json(doc)
+    assert text == (GOLDEN / "sample.json").read_text(encoding="utf-8")
+    assert json.loads(text) == doc
+
+
+def test_json_is_strict_nan_becomes_null() -> None:
+    doc = {"kind": "analyze", "x": float("nan"), "y": [float("inf"), 1.5], "z": {"w": -math.inf}}
+    back = json.loads(render_json(doc))
+    assert back == {"kind": "analyze", "x": None, "y": [None, 1.5], "z": {"w": None}}
+    assert "NaN" not in render_json(doc) and "Infinity" not in render_json(doc)
+
+
+# ----------------------------------------------------------------------------- HTML
+
+def test_html_self_contained(sample_html: str) -> None:
+    from plotly.offline import get_plotlyjs
+
+    js = get_plotlyjs()
+    assert sample_html.count(js[:2000]) == 1  # plotly.js inlined exactly once
+    assert sample_html.count('http-equiv="Content-Security-Policy"') == 1
+    assert "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:" in sample_html
+    page = sample_html.replace(js, "")
+    assert not re.search(r"<(script|img|link|iframe)[^>]*\s(src|href)\s*=", page, re.I)
+    assert "cdn." not in page.lower()
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", page, flags=re.S)
+    assert not re.search(r"<[a-z][^>]*\son[a-z]+\s*=", markup, re.I), "no inline event handlers"
+
+
+def test_hostile_names_are_escaped_everywhere(sample_html: str) -> None:
+    page = sample_html
+    for raw in ("<img src=x onerror=alert(1)>", "</script><script>alert(1)</script>", "<b>bold</b>",
+                "<script>alert(2)</script>"):
+        assert raw not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page  # shown as text in the kernel table
+    # exactly three script elements: figures JSON, plotly.js, the page script
+    assert page.count("<script") == 3 and page.count("</script>") == 3
+    for ch in ("\u2028", "\u2029"):
+        assert ch not in FIG_RE.search(page).group(1)  # type: ignore[union-attr]
+
+
+def test_embedded_figures_parse_and_hover_text_is_escaped(sample_html: str) -> None:
+    figs = json.loads(FIG_RE.search(sample_html).group(1))  # type: ignore[union-attr]
+    roof = next(f for f in figs.values() if any((t.get("meta") or {}).get("role") == "points" for t in f["data"]))
+    points = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "points"]
+    hover = " ".join(h for t in points for h in t["hovertext"])
+    assert "&lt;img src=x onerror=alert(1)&gt;" in hover and "<img" not in hover
+    # 6 families with FLOPs and bytes at all three levels -> 6 x 3 markers (the unknown one has none)
+    assert sum(len(t["x"]) for t in points) == 5 * 3
+    windows = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "windows"]
+    assert sum(len(t["x"]) for t in windows) == 4  # 2 GPUs x 2 non-idle windows with estimates
+    ceilings = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "ceiling"]
+    assert len(ceilings) == 3 + 3  # fp64, fp32, tensor; DRAM, L2, L1
+
+
+def test_roofline_aggregates_by_family_with_time_weighted_intensity() -> None:
+    doc = sample_document()
+    # add_kernel: 2 launches, each 1e9 FLOP / 1.2e10 DRAM bytes / 4 ms
+    figs = json.loads(FIG_RE.search(render_html(doc)).group(1))  # type: ignore[union-attr]
+    roof = next(iter(figs.values()))
+    dram = [t for t in roof["data"] if (t.get("meta") or {}).get("level") == "dram"]
+    xs = [(x, y) for t in dram for x, y, h in zip(t["x"], t["y"], t["hovertext"], strict=True) if "add_kernel" in h]
+    # AI = 2e9 / 2.4e10 = 0.08333 FLOP/B; FLOP/s = 2e9 / 8e-3 s = 2.5e11
+    assert xs == [(pytest.approx(2e9 / 2.4e10), pytest.approx(2.5e11))]
+
+
+def test_sections_present(sample_html: str) -> None:
+    for anchor in ("summary", "roofline", "findings", "kernels", "timelines", "shares", "wfindings",
+                   "lint", "inputs", "provenance"):
+        assert f'id="{anchor}"' in sample_html
+    assert "0" * 64 in sample_html  # input checksum
+    assert "rooftop analyze run.ncu.csv dmon.txt --md out.md" in sample_html
+
+
+def test_no_kernels_no_windows_renders() -> None:
+    doc = sample_document()
+    doc.update(kernels=[], windows=[], findings=[], timelines={}, devices=[])
+    page = render_html(doc)
+    assert 'id="findings"' in page and 'id="roofline"' not in page
+
+
+def test_partial_metrics_document_renders() -> None:
+    doc = sample_document()
+    for k in doc["kernels"]:
+        k.update(flops=None, bytes={"l1": None, "l2": None, "dram": None},
+                 intensity={"l1": None, "l2": None, "dram": None}, achieved_flops_s=None)
+    page = render_html(doc)
+    assert "intensity unknown" in page
+
+
+def test_100k_kernels_under_10_mb() -> None:
+    page = render_html(big_document(100_000))
+    assert len(page.encode("utf-8")) < 10 * 1024 * 1024
+    assert "Top 500 of 100000 launches" in page
+
+
+# ----------------------------------------------------------------------------- section API
+
+def test_section_api_for_fleet_and_diff(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def sections(doc: dict[str, Any]) -> list[Section]:
+        calls.append("html")
+        fig = figure([{"type": "bar", "x": ["a"], "y": [1]}], title="groups")
+        return [Section("Fleet groups", table([{"g": "<pod>"}], [("g", "group")]), plots=[fig])]
+
+    def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
+        calls.append("md")
+        return [MdSection("Fleet groups", md_table([{"g": "a|b"}], [("g", "group")]))]
+
+    mod = types.ModuleType("reports.fleet_sections")
+    mod.sections = sections  # type: ignore[attr-defined]
+    mod.markdown_sections = markdown_sections  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "reports.fleet_sections", mod)
+    doc = sample_document()
+    doc["kind"] = "fleet"
+    page = render_html(doc)
+    text = render_markdown(doc)
+    assert calls == ["html", "md"]
+    assert "Fleet groups" in page and "&lt;pod&gt;" in page and "rooftop fleet report" in page
+    assert "| a\\|b |" in text
+    assert "fleet" in SECTIONS_BY_KIND and "diff" in MD_SECTIONS_BY_KIND
+
+
+def test_missing_kind_module_gives_notice(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def fake(name: str, *a: Any) -> Any:
+        if name == "reports.diff_sections":
+            raise ModuleNotFoundError(name=name)
+        return real(name, *a)
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    doc = sample_document()
+    doc["kind"] = "diff"
+    assert "not available" in render_html(doc)
+    assert "not available" in render_markdown(doc)
+
+
+def test_table_escapes_and_sorts_numbers() -> None:
+    html = table([{"a": "<x>", "b": 2.5}], [Column("a", "A&B"), Column("b", "n", lambda v: f"{v} s", numeric=True)])
+    assert "&lt;x&gt;" in html and "A&amp;B" in html and 'data-v="2.5"' in html and "2.5 s" in html
+
+
+# ----------------------------------------------------------------------------- escaping
+
+def test_escape_helpers() -> None:
+    assert esc('<a href="x">&') == "&lt;a href=&quot;x&quot;&gt;&amp;"
+    s = script_json({"n": "</script><!-- \u2028 & >"})
+    assert "<" not in s and ">" not in s and "&" not in s and "\u2028" not in s
+    assert json.loads(s) == {"n": "</script><!-- \u2028 & >"}
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES + ["a|b", "x\r\ny", "![img](http://e/x.png)", "`code`"])
+def test_markdown_cell_cannot_break_table(name: str) -> None:
+    out = md_table([{"n": name, "m": "ok"}], [("n", "name"), ("m", "other")])
+    row = out.splitlines()[2]
+    assert len(out.splitlines()) == 3
+    assert len(re.findall(r"(?<!\\)\|", row)) == 3  # only the 3 table pipes are unescaped
+    assert "<" not in row and "`" not in row and "](" not in row.replace("\\](", "")
+    assert md(name).count("\n") == 0
+
+
+# ----------------------------------------------------------------------------- outputs
+
+def test_write_outputs_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = sample_document()
+    doc["kernels"][2]["name"] = "evil\x1b[2J\x1b]0;title\x07"
+    doc["findings"][0]["title"] = "bad\x1b[31mred\nline"
+    paths = [tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.json"]
+    write_outputs(doc, html=str(paths[0]), md=str(paths[1]), json_path=str(paths[2]))
+    assert all(p.stat().st_size > 0 for p in paths)
+    assert json.loads(paths[2].read_text(encoding="utf-8"))["kind"] == "analyze"
+    assert not list(tmp_path.glob(".*.tmp"))
+    print_summary(doc, top=2, outputs=[str(p) for p in paths])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "badred line" not in out and "bad [31mred line" in out
+    assert "1. [high]" in out and "\n  3. " not in out
+    assert str(paths[0]) in out and "memory-bound" in out
+
+
+def test_write_outputs_missing_folder_raises_output_error(tmp_path: Path) -> None:
+    from reports.atomic import OutputError
+
+    with pytest.raises(OutputError):
+        write_outputs(sample_document(), html=None, md=str(tmp_path / "nope" / "r.md"), json_path=None)
