@@ -15,7 +15,7 @@ NO_WINDOWS = SimpleNamespace(findings=[])
 
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    base = {"family": None, "label": "unknown", "limiter": "unknown", "duration_s": np.nan,
+    base: dict[str, Any] = {"family": None, "label": "unknown", "limiter": "unknown", "duration_s": np.nan,
             "achieved_flops_s": np.nan, "attainable_flops_s": np.nan, "evidence": [], "ncu_rules": []}
     return pd.DataFrame([{**base, **r} for r in rows])
 
