@@ -198,7 +198,7 @@ def combine_partials(parts: pd.DataFrame | list[pd.DataFrame]) -> pd.DataFrame:
     num = [c for c in df.columns if c.endswith(("__sum", "__n", "__zero")) and
            c[: c.rindex("__")] not in LABEL_COLUMNS] + ["n_samples"]
     key = _keystr(df)
-    codes, uniques = pd.factorize(key, sort=True)
+    codes, _uniques = pd.factorize(key, sort=True)
     first = pd.Series(np.arange(len(df))).groupby(codes).min().to_numpy()
     out = df.iloc[first][KEY_COLUMNS].reset_index(drop=True)
     grouped = df[num].groupby(codes, sort=True)
@@ -276,7 +276,7 @@ def resolve_devices(models: list[Any], device: str | None) -> dict[Any, Any]:
     for m in models:
         try:
             out[m] = d.lookup(m) if isinstance(m, str) and m else None
-        except Exception:  # noqa: BLE001 - an odd model string must never stop the analysis
+        except Exception:  # an odd model string must never stop the analysis
             out[m] = None
     return out
 
@@ -302,7 +302,11 @@ def _classify_row(r: dict[str, Any]) -> tuple[str, str, list[str]]:
         return None if v is None or not np.isfinite(v) else float(v)
 
     gr, sm, dram, util = val("gr_active"), val("sm_active"), val("dram_active"), val("gpu_util")
-    pipes = {p: val(c) for p, c in PIPES.items() if val(c) is not None}
+    pipes: dict[str, float] = {}
+    for p, c in PIPES.items():
+        pv = val(c)
+        if pv is not None:
+            pipes[p] = pv
     busy = gr if gr is not None else util
     signals = [x for x in (gr, sm, dram, *pipes.values()) if x is not None]
     if gr is None and util is not None:

@@ -30,6 +30,8 @@ _SMI_DMON = re.compile(r"^#\s*gpu\s+(pwr|sm|gtemp|mtemp|mem|enc|dec|mclk|pclk)\b
 _PROF = re.compile(r"^==(PROF|ERROR|WARNING)==", re.M)
 # Query JSON behind a pasted curl/kubectl line; dmon rows pasted without their header lines.
 _PROM_JSON_NOISY = re.compile(r'^\s*\{\s*"status"\s*:|"resultType"\s*:\s*"(vector|matrix)"', re.M)
+_SMI_CSV_LOGGER = re.compile(r"^\s*timestamp\s*,.*\b(memory\.used|utilization\.gpu|power\.draw|temperature\.gpu)\b",
+                             re.M | re.I)
 _DMON_ROWS = re.compile(r"^\s*(GPU|GPU-I|GPU-CI)\s+\d+\s+(N/A|-?\d+(\.\d+)?)(\s+(N/A|-?\d+(\.\d+)?))*\s*$", re.M)
 
 
@@ -58,7 +60,7 @@ def detect_format(src: Source) -> str | None:
         return DCGM_DMON
     if _SMI_DMON.search(text):
         return SMI_DMON
-    if _SMI_CSV.search(text):
+    if _SMI_CSV.search(text) or _SMI_CSV_LOGGER.search(text):
         return SMI_CSV
     if _PROM_META.search(text) or (len(_PROM_LINE.findall(text)) >= 1 and "DCGM_FI_" in text):
         return PROM_TEXT

@@ -1,0 +1,123 @@
+"""Prometheus HTTP API query results (``/api/v1/query`` vector, ``/api/v1/query_range`` matrix).
+
+Also VictoriaMetrics' compatible answer (extra ``isPartial``/``stats`` keys, integer epochs).
+Text before the JSON object (the ``curl``/``kubectl`` command, a progress meter) is skipped.
+
+A sample is one ``value`` (vector) or one ``values`` pair (matrix) of a series whose
+``__name__`` is a DCGM field. Series of other metrics are skipped and counted in
+``meta["other_series"]``. ``NaN``/``±Inf`` and DCGM blank sentinels are missing; a value that is
+not a number or a malformed pair is rejected.
+
+Labels: host from ``Hostname``|``hostname``, else ``kubernetes_node``, ``nodename``, ``instance``;
+workload from ``exported_namespace``/``exported_pod``/``exported_container`` when present, else
+``namespace``/``pod``/``container`` -- except when those name the exporter's own pod (a container
+or pod containing ``dcgm-exporter``, added by target discovery), which is no workload and is nulled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from parsers import dcgm_fields as F
+from parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
+from parsers.source import ParseOptions, Source
+
+FORMAT = "prometheus-json"
+_HOST = ("Hostname", "hostname", "kubernetes_node", "nodename", "instance")
+
+
+def _first(metric: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    for n in names:
+        v = metric.get(n)
+        if isinstance(v, str) and v and not F.is_string_sentinel(v):
+            return v
+    return None
+
+
+def _workload(metric: dict[str, Any]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    exported = any(f"exported_{k}" in metric for k in ("namespace", "pod", "container"))
+    for k in ("namespace", "pod", "container"):
+        out[k] = _first(metric, (f"exported_{k}",) if exported else (k,))
+    if not exported and any("dcgm-exporter" in (out[k] or "") for k in ("pod", "container")):
+        out = {k: None for k in out}
+    return out
+
+
+def _load(src: Source) -> dict[str, Any]:
+    text = src.text()
+    i = text.find("{")
+    while i >= 0:
+        try:
+            doc, _ = json.JSONDecoder().raw_decode(text, i)
+        except ValueError:
+            i = text.find("\n{", i + 1)
+            i = i + 1 if i >= 0 else -1
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
+            return doc
+        i = text.find("{", i + 1)
+    raise InputError(src.path, "no Prometheus query result ({\"status\", \"data\": {...}}) found",
+                     "save the body of /api/v1/query or /api/v1/query_range")
+
+
+def parse(src: Source, opts: ParseOptions) -> ParseResult:
+    doc = _load(src)
+    data = doc["data"]
+    rtype = data.get("resultType")
+    if doc.get("status") not in (None, "success"):
+        raise InputError(src.path, f"query failed: {doc.get('error', doc.get('status'))}", "re-run the query")
+    if rtype not in ("vector", "matrix"):
+        raise InputError(src.path, f"resultType {rtype!r} is not a series result", "query a vector or a range")
+    rows: dict[str, list[Any]] = {c: [] for c in SAMPLE_SCHEMA.names}
+    rejected: list[Rejected] = []
+    missing = other = sentinels = 0
+    for k, series in enumerate(data.get("result") or []):
+        metric = series.get("metric") or {} if isinstance(series, dict) else {}
+        name = metric.get("__name__", "")
+        fid = F.BY_NAME.get(name)
+        pairs = [series.get("value")] if rtype == "vector" else list(series.get("values") or [])
+        if fid is None:
+            if isinstance(name, str) and name.startswith("DCGM_FI_"):
+                rejected += [Rejected(src.path, None, f"series {k}: unknown DCGM field {name!r}")] * len(pairs)
+            else:
+                other += 1
+            continue
+        labels = {
+            "host": _first(metric, _HOST), "gpu": _first(metric, ("gpu",)),
+            "uuid": _first(metric, ("UUID", "uuid", "gpu_uuid")), "model": _first(metric, ("modelName", "model_name")),
+            "mig": _first(metric, ("GPU_I_ID",)), "mig_profile": _first(metric, ("GPU_I_PROFILE",)),
+            **_workload(metric), "job": _first(metric, ("hpc_job",)),
+        }
+        factor = F.TO_CANONICAL.get(fid, 1.0)
+        for pair in pairs:
+            try:
+                ts = float(pair[0])
+                raw = pair[1]
+                value = float(raw)
+            except (TypeError, ValueError, IndexError):
+                rejected.append(Rejected(src.path, None, f"series {k} ({name}): bad sample {str(pair)[:60]}"))
+                continue
+            if not math.isfinite(value) or F.sentinel_mask(np.array([value]))[0]:
+                missing += 1
+                sentinels += int(math.isfinite(value))
+                continue
+            rows["timestamp"].append(round(ts * 1000))
+            rows["field_id"].append(fid)
+            rows["field"].append(name)
+            rows["value"].append(value * factor)
+            for c, v in labels.items():
+                rows[c].append(v)
+    n = len(rows["value"])
+    arrays = {c: pa.array(rows[c], type=SAMPLE_SCHEMA.field(c).type) if c != "timestamp" else
+              pa.array(np.asarray(rows[c], dtype="int64").astype("datetime64[ms]"), pa.timestamp("ms"))
+              .cast(pa.timestamp("ms", tz="UTC")) for c in SAMPLE_SCHEMA.names}
+    table = pa.table(arrays).cast(SAMPLE_SCHEMA)
+    acc = InputAccounting(src.path, FORMAT, records=n, missing=missing, rejected=len(rejected))
+    meta = {"result_type": rtype, "other_series": other, "sentinels": sentinels}
+    return ParseResult(accounting=acc, samples=table, rejected=rejected, meta=meta)
