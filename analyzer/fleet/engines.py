@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from parsers.model import SAMPLE_SCHEMA, InputError
 
 FANIN = 8
+CONNECT_TIMEOUT = "30s"  # waiting for a --scheduler to answer
 BATCH_ROWS = 1_000_000
 
 Partials = tuple["pd.DataFrame | None", ...]  # one partial per time slice
@@ -129,7 +130,7 @@ class TreeReducer:
 def run_local(paths: Sequence[str], spec: ScanSpec,
               progress: Callable[[int], None] | None = None) -> Partials | None:
     """Map and reduce in this process, one fragment at a time."""
-    reducer = TreeReducer(lambda items: combine_many(*items))
+    reducer = TreeReducer(lambda items: combine_many(*items), fanin=FANIN)
     for i, path in enumerate(paths):
         reducer.add(fragment_partials(path, spec))
         if progress:
@@ -148,7 +149,7 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
                          "pip install 'rooftop[fleet]'") from exc
     if scheduler:
         try:
-            client = Client(scheduler, timeout="30s")
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             raise InputError(scheduler, f"no Dask scheduler answers there ({exc})",
                              "check the address, or drop --scheduler for a local cluster") from exc
@@ -169,7 +170,7 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
 
 def run_dask(paths: Sequence[str], spec: ScanSpec, client: Any) -> Partials | None:
     """Map and reduce on a Dask cluster: same functions, same tree, futures instead of values."""
-    reducer = TreeReducer(lambda items: client.submit(combine_many, *items, pure=False))
+    reducer = TreeReducer(lambda items: client.submit(combine_many, *items, pure=False), fanin=FANIN)
     futures = client.map(fragment_partials, list(paths), spec=spec, pure=False)
     for fut in futures:
         reducer.add(fut)

@@ -1,0 +1,62 @@
+"""Local and Dask engines give identical fleet results (a real 2-worker, process-based LocalCluster)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("analyzer.windows")
+
+from analyzer.fleet import engines
+from analyzer.fleet.pipeline import run_fleet
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from gen_fleet import write_fleet
+
+START = datetime(2026, 11, 20, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.slow
+def test_local_and_dask_give_identical_groups(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    # 5 hosts x 2 GPUs x 900 s; 2 partitions per host (chunk crosses no day) -> 5 files;
+    # fan-in 2 so the reduction tree has several levels on both engines
+    write_fleet(root, hosts=5, gpus=2, seconds=900, start=START, seed=3, segment_s=300)
+    monkeypatch.setattr(engines, "FANIN", 2)
+    kw = dict(since=None, until=None, by=["host", "namespace"], workers=2, window_s=60, device=None,
+              top=10, command="")
+    local = run_fleet(root, engine="local", scheduler=None, **kw)
+    dask = run_fleet(root, engine="dask", scheduler=None, **kw)
+    assert local["groups"] and local["groups"] == dask["groups"]  # exact, not approximately
+    assert local["windows"] == dask["windows"]
+    assert local["findings"] == dask["findings"]
+    assert local["fleet"]["files_scanned"] == dask["fleet"]["files_scanned"] == 5
+    assert dask["fleet"]["engine"] == "dask"
+
+
+@pytest.mark.slow
+def test_dask_on_an_existing_scheduler(tmp_path):
+    from distributed import LocalCluster
+
+    root = tmp_path / "ds"
+    write_fleet(root, hosts=2, gpus=1, seconds=300, start=START, seed=4)
+    kw = dict(since=None, until=None, by=["host"], workers=1, window_s=60, device=None, top=5, command="")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = run_fleet(root, engine="dask", scheduler=cluster.scheduler_address, **kw)
+    local = run_fleet(root, engine="local", scheduler=None, **kw)
+    assert remote["groups"] == local["groups"]
+
+
+def test_unreachable_scheduler_is_an_input_error(tmp_path, monkeypatch):
+    from parsers.model import InputError
+
+    monkeypatch.setattr(engines, "CONNECT_TIMEOUT", "1s")
+    root = tmp_path / "ds"
+    write_fleet(root, hosts=1, gpus=1, seconds=60, start=START)
+    with pytest.raises(InputError, match="no Dask scheduler"):
+        run_fleet(root, engine="dask", scheduler="tcp://127.0.0.1:9", since=None, until=None,
+                  by=["host"], workers=1, window_s=60, device=None, top=5, command="")
