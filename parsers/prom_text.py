@@ -27,7 +27,8 @@ scaled by :data:`parsers.dcgm_fields.TO_CANONICAL`.
 
 Timestamps: an explicit trailing millisecond timestamp (``promtool tsdb dump`` style) wins.
 Otherwise scrapes are told apart by repetition: scrape index of a line = running maximum of "how
-many times this (metric, labels) series appeared before" (a repeated series starts a new scrape),
+many times this series appeared before" (a repeated series starts a new scrape; a series is the
+field plus host/gpu/UUID/GPU-instance values, so label drift between scrapes does not hide it),
 and scrape *k* is stamped ``start + k * interval``. ``interval`` is dcgm-exporter's default
 collect interval, 30 s, unless ``ParseOptions.interval_s`` is set to something other than its
 default; ``start`` is ``ParseOptions.start`` or the file's mtime minus ``n_scrapes * interval``.
@@ -176,8 +177,12 @@ def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
             rejected.append(Rejected(path, int(nos[i]), why))
     keep = pa.array(~bad)
 
-    # scrape index from series repetition (only over lines that are samples)
-    key = pc.filter(pc.binary_join_element_wise(name, pc.fill_null(labels, ""), "\x00"), keep)
+    lab = pc.filter(labels, keep)
+    lcols = {col: _label(lab, names, state) for col, names in LABELS.items()}
+    # scrape index from series repetition (only over lines that are samples). A series is its field
+    # and GPU identity, so label drift between scrapes (Hostname -> hostname, pod churn) still repeats.
+    ident = [pc.fill_null(lcols[c], "") for c in ("host", "gpu", "uuid", "mig")]
+    key = pc.binary_join_element_wise(pc.cast(pa.array(fid[~bad]), pa.string()), *ident, "\x00")
     dkey = pc.dictionary_encode(key)
     kidx = np.asarray(dkey.indices, dtype="int64")
     prior = np.array([state.counts.get(k, 0) for k in dkey.dictionary.to_pylist()], dtype="int64")
@@ -209,9 +214,7 @@ def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
         "value": pa.array(v * factor, pa.float64()),
         "missing": pa.array(missing),
     }
-    lab = pc.filter(labels, keep)
-    for col, names in LABELS.items():
-        cols[col] = _label(lab, names, state)
+    cols.update(lcols)
     return pa.table(cols)
 
 
