@@ -90,11 +90,18 @@ def identify(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def series_ids(frame: pd.DataFrame) -> pd.Series:
-    """Readable series id: ``family ⟨grid G, block B⟩`` plus `` @ nvtx`` when there is one."""
+    """Readable series id: ``family ⟨grid G, block B⟩`` plus `` @ nvtx`` when there is one.
+
+    The configuration is not repeated when the family name already ends with it
+    (``analyzer.families`` writes ``name (grid G, block B)``).
+    """
     grid = frame["grid"].astype(str).where(frame["grid"] >= 0, "?")
     block = frame["block"].astype(str).where(frame["block"] >= 0, "?")
-    at = ("  @ " + frame["nvtx"]).where(frame["nvtx"] != "", "")
-    return frame["family"] + " ⟨grid " + grid + ", block " + block + "⟩" + at
+    config = "grid " + grid + ", block " + block
+    has = pd.Series([f.endswith(f"({c})") for f, c in zip(frame["family"], config, strict=True)],
+                    index=frame.index, dtype=bool)
+    at = (" @ " + frame["nvtx"]).where(frame["nvtx"] != "", "")
+    return frame["family"] + (" ⟨" + config + "⟩").where(~has, "") + at
 
 
 @dataclass
@@ -179,12 +186,13 @@ def explain(frame: pd.DataFrame) -> list[str]:
     n = len(frame)
     dur = _col(frame, "duration_s_change")
     flops = _col(frame, "flops_change")
-    byte_ch = np.column_stack([_col(frame, f"bytes_{lv}_change") for lv in LEVELS]) if n else np.empty((0, 3))
-    int_ch = np.column_stack([_col(frame, f"intensity_{lv}_change") for lv in LEVELS]) if n else np.empty((0, 3))
+    levels = ("dram", "l2", "l1")  # on equal changes, name DRAM (the classic roofline) first
+    byte_ch = np.column_stack([_col(frame, f"bytes_{lv}_change") for lv in levels]) if n else np.empty((0, 3))
+    int_ch = np.column_stack([_col(frame, f"intensity_{lv}_change") for lv in levels]) if n else np.empty((0, 3))
     mag = np.abs(np.log1p(np.where(np.isfinite(byte_ch) & (byte_ch > -1), byte_ch, 0.0)))
     top = mag.argmax(axis=1) if n else np.empty(0, dtype=int)
     top_mag = mag[np.arange(n), top] if n else np.empty(0)
-    names = list(LEVELS.values())
+    names = [LEVELS[lv] for lv in levels]
     lab_b, lab_c = _str_col(frame, "label_base").to_numpy(), _str_col(frame, "label_cand").to_numpy()
     lim_b, lim_c = _str_col(frame, "limiter_base").to_numpy(), _str_col(frame, "limiter_cand").to_numpy()
     notable = math.log1p(NOTABLE)
@@ -716,6 +724,22 @@ def load_side(path: str, side: str, device: str | None) -> Side:
                 rejected=parsed.rejected(), devices=list(ka.devices), lint=list(ka.lint))
 
 
+def _side_lint(sides: list[Side]) -> list[dict[str, Any]]:
+    """Each side's lint tagged with ``side``; one entry with side ``both`` when both say the same.
+
+    ``kernels`` indices refer to that side's own analysis (positions in its kernel list).
+    """
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for name, side in zip(SIDES, sides, strict=True):
+        for lt in side.lint:
+            key = (str(lt.get("code")), str(lt.get("message")))
+            if key in out and out[key]["side"] != name:
+                out[key]["side"] = "both"
+            else:
+                out.setdefault(key, {**lt, "side": name})
+    return list(out.values())
+
+
 def _device_lint(b: pd.DataFrame, c: pd.DataFrame) -> list[dict[str, Any]]:
     db = sorted(set(_str_col(b, "device")) - {""})
     dc = sorted(set(_str_col(c, "device")) - {""})
@@ -738,7 +762,7 @@ def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: st
     devices: list[dict[str, Any]] = []
     for side in sides:
         devices += [d for d in side.devices if d not in devices]
-    lint = [lt for side in sides for lt in side.lint] + _device_lint(result.baseline, result.candidate)
+    lint = _side_lint(sides) + _device_lint(result.baseline, result.candidate)
     extra = {
         "sides": {s: {"path": side.path, "source": side.source, "kernels": len(side.results)}
                   for s, side in zip(SIDES, sides, strict=True)},
