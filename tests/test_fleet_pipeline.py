@@ -237,3 +237,37 @@ def test_night_over_night_regression_is_flagged(tmp_path, windows_module):
     # both GPUs x 10 windows per host, 1/6 GPU-hour each way; est. FLOP/s from the H100/A100 peaks
     assert slow["gpu_hours"] == pytest.approx(20 / 60) and slow["previous"]["gpu_hours"] == pytest.approx(20 / 60)
     assert doc["devices"]
+
+
+def test_cli_ingest_and_fleet_with_hostile_names(tmp_path, windows_module):
+    import json
+
+    from click.testing import CliRunner
+    from gen_fleet import host_samples, prometheus_text
+
+    from analyzer.cli import main
+
+    pytest.importorskip("parsers.prom_text")
+    t = host_samples('<script>alert(1)</script>"|`x`', gpus=1, seconds=180, start=START,
+                     fields=[1001, 1002, 1004, 1005])
+    src = tmp_path / "scrape.prom"
+    src.write_text(prometheus_text(t))
+    ds = tmp_path / "ds"
+    runner = CliRunner()
+    r = runner.invoke(main, ["ingest", str(src), "--to", str(ds)])
+    assert r.exit_code == 0, r.output
+    assert "ingested 1 input(s)" in r.output
+    r = runner.invoke(main, ["ingest", str(src), "--to", str(ds)])
+    assert "skipped 1 input(s)" in r.output
+    html, md, js = tmp_path / "f.html", tmp_path / "f.md", tmp_path / "f.json"
+    r = runner.invoke(main, ["fleet", str(ds), "--by", "host,pod", "--html", str(html), "--md", str(md),
+                             "--json", str(js), "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(js.read_text())
+    assert doc["kind"] == "fleet" and doc["groups"][0]["key"]["host"].startswith("<script>")
+    assert doc["groups"][0]["windows"] == 3  # 180 s at 60 s windows
+    page = html.read_text()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+    assert "<script>alert" not in md.read_text()
+    r = runner.invoke(main, ["fleet", str(tmp_path / "missing")])
+    assert r.exit_code == 2 and "not a rooftop dataset" in r.output

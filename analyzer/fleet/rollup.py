@@ -195,7 +195,7 @@ def fleet_findings(groups: list[dict[str, Any]], top: int) -> list[dict[str, Any
         if ovh["share"] >= OVERHEAD_SHARE:
             cands.append(_finding(
                 "fleet-overhead-bound", "high" if ovh["share"] >= 0.5 else "medium",
-                f"{key}: overhead-bound {ovh['share']:.0%} of GPU-time (engine busy, SMs mostly idle)",
+                f"{key}: overhead-bound {ovh['share']:.0%} of GPU-time (launch or host overhead)",
                 g, ovh["gpu_hours"], total_h, None,
                 "The GPU waits on the host or runs tiny kernels: capture CUDA graphs, batch small "
                 "launches, add data-loader workers / pinned memory, overlap copies; confirm with an "

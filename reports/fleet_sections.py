@@ -1,0 +1,204 @@
+"""Sections of the ``rooftop fleet`` report (HTML and Markdown), rendered only from the document dict.
+
+Reads the fleet keys of the document: ``fleet`` (period, engine, totals), ``groups`` (one per
+``--by`` group: ``key``, ``gpus``, ``gpu_hours``, ``labels``, ``metrics``, ``est_flops_s``,
+``previous``, ``moved``) and, when present, ``kernel_join`` (predicted vs observed DCGM signature).
+Every input-derived string (host, pod, namespace names) is escaped: :func:`esc`/:func:`table` for
+HTML, :func:`md_esc`/:func:`md_table` for Markdown, :func:`ptext` for plotly text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reports.html import Column, Section, esc, fmt_num, fmt_pct, table
+from reports.markdown import MdSection, md_esc, md_table
+from reports.plots import label_share_figure
+
+LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle")
+MAX_ROWS = 200  # groups per HTML table (all of them are in the JSON output)
+MD_ROWS = 15
+PLOT_ROWS = 40
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        f = float(v)
+        return f if math.isfinite(f) else None
+    return None
+
+
+def _key(key: Mapping[str, Any] | None) -> str:
+    if not key:
+        return "(all)"
+    return ", ".join(f"{k}={'(none)' if v is None else v}" for k, v in key.items())
+
+
+def _change(cur: Any, prev: Any) -> float | None:
+    c, p = _num(cur), _num(prev)
+    if c is None or p is None or p == 0:
+        return None
+    return c / p - 1.0
+
+
+def _pct_change(v: Any) -> str:
+    f = _num(v)
+    return "—" if f is None else f"{100 * f:+.0f} %"
+
+
+def _ratio(v: Any) -> str:
+    f = _num(v)
+    return "—" if f is None else f"{f:.2f}"
+
+
+def group_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Flat rows for the group tables (shared by HTML and Markdown)."""
+    rows: list[dict[str, Any]] = []
+    for g in doc.get("groups") or []:
+        labels = g.get("labels") or {}
+        metrics = g.get("metrics") or {}
+        prev = g.get("previous") or {}
+        row: dict[str, Any] = {
+            "group": _key(g.get("key")), "gpus": g.get("gpus"), "gpu_hours": _num(g.get("gpu_hours")),
+            "sm_active": _num(metrics.get("sm_active")), "tensor_active": _num(metrics.get("tensor_active")),
+            "dram_active": _num(metrics.get("dram_active")), "est_flops_s": _num(g.get("est_flops_s")),
+            "d_hours": _change(g.get("gpu_hours"), prev.get("gpu_hours")),
+            "moved": "; ".join(str(m) for m in g.get("moved") or []),
+        }
+        for lab in LABELS:
+            row[lab] = _num((labels.get(lab) or {}).get("share"))
+        rows.append(row)
+    return rows
+
+
+def _fleet_shares(doc: Mapping[str, Any]) -> tuple[dict[str, float], float]:
+    hours = {lab: 0.0 for lab in LABELS}
+    total = 0.0
+    for g in doc.get("groups") or []:
+        total += _num(g.get("gpu_hours")) or 0.0
+        for lab in LABELS:
+            hours[lab] += _num(((g.get("labels") or {}).get(lab) or {}).get("gpu_hours")) or 0.0
+    return ({lab: h / total for lab, h in hours.items()} if total else {}), total
+
+
+def _share_bar(shares: Mapping[str, float]) -> str:
+    parts = [f'<i class="lab-{esc(lab)}" style="width:{100 * shares.get(lab, 0.0):.3f}%" '
+             f'title="{esc(lab)} {fmt_pct(shares.get(lab, 0.0))}"></i>' for lab in LABELS]
+    legend = "".join(f'<i class="lab-{esc(lab)}"></i>{esc(lab)} {fmt_pct(shares.get(lab, 0.0))} '
+                     for lab in LABELS if shares.get(lab, 0.0) > 0)
+    return f'<div class="bar">{"".join(parts)}</div><div class="legend note">{legend}</div>'
+
+
+GROUP_COLUMNS: list[Column] = [
+    Column("group", "group"),
+    Column("gpus", "GPUs", numeric=True),
+    Column("gpu_hours", "GPU-hours", lambda v: fmt_num(v), numeric=True),
+    *[Column(lab, lab, fmt_pct, numeric=True) for lab in LABELS],
+    Column("sm_active", "SM active", _ratio, numeric=True),
+    Column("tensor_active", "tensor active", _ratio, numeric=True),
+    Column("dram_active", "DRAM util.", _ratio, numeric=True),
+    Column("est_flops_s", "est. FLOP/s", lambda v: fmt_num(v, "FLOP/s"), numeric=True),
+    Column("d_hours", "Δ GPU-h", _pct_change, numeric=True),
+    Column("moved", "moved night over night"),
+]
+
+
+def sections(doc: dict[str, Any]) -> list[Section]:
+    """Fleet-specific HTML sections: period and fleet shares, groups, night-over-night, join."""
+    out: list[Section] = []
+    fl = doc.get("fleet") or {}
+    period = fl.get("period") or {}
+    prev = fl.get("previous_period") or {}
+    shares, total = _fleet_shares(doc)
+    by = ", ".join(str(b) for b in fl.get("by") or [])
+    body = (
+        f"<p>Period <b>{esc(period.get('since'))}</b> to <b>{esc(period.get('until'))}</b> "
+        f"(previous: {esc(prev.get('since'))} to {esc(prev.get('until'))}); "
+        f"{esc(fl.get('gpus'))} GPUs, {esc(fmt_num(total))} GPU-hours in "
+        f"{esc(fl.get('windows_total'))} windows of {esc(fl.get('window_s'))} s; "
+        f"engine {esc(fl.get('engine'))}, {esc(fl.get('files_scanned'))} partition files.</p>"
+        + (_share_bar(shares) if shares else "<p class=note>No samples in this period.</p>")
+    )
+    out.append(Section("Fleet", body, anchor="fleet"))
+    rows = group_rows(doc)
+    if rows:
+        shown = rows[:MAX_ROWS]
+        note = f"{len(rows)} groups; the first {MAX_ROWS} by GPU-hours are shown." if len(rows) > MAX_ROWS else ""
+        plot_rows = [{"group": r["group"], **{lab: r[lab] or 0.0 for lab in LABELS}} for r in rows[:PLOT_ROWS]]
+        out.append(Section(f"Groups by {by or 'host'}", table(shown, GROUP_COLUMNS),
+                           plots=[label_share_figure(plot_rows, by or "host", LABELS)],
+                           anchor="groups", note=note))
+        moved = [r for r in rows if r["moved"] and r["moved"] != "new this period"]
+        if moved:
+            out.append(Section("Night over night", table(moved[:MAX_ROWS], [
+                Column("group", "group"), Column("gpu_hours", "GPU-hours", lambda v: fmt_num(v), numeric=True),
+                Column("d_hours", "Δ GPU-h", _pct_change, numeric=True), Column("moved", "what moved")]),
+                anchor="trend"))
+    join = doc.get("kernel_join")
+    if join:
+        out.append(Section("Kernels vs DCGM", _join_html(join), anchor="join"))
+    return out
+
+
+def _join_rows(join: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [dict(r) for r in join.get("comparison") or []]
+
+
+JOIN_COLUMNS: list[Column] = [
+    Column("metric", "metric"), Column("predicted_busy", "predicted (kernels)", _ratio, numeric=True),
+    Column("expected", "expected", _ratio, numeric=True), Column("observed", "DCGM", _ratio, numeric=True),
+    Column("verdict", "verdict"), Column("meaning", "what it means"),
+]
+
+
+def _join_html(join: Mapping[str, Any]) -> str:
+    pred = join.get("predicted") or {}
+    head = (f"<p>{esc(pred.get('kernels'))} profiled kernels, {esc(fmt_num(pred.get('kernel_time_s'), 's'))}"
+            " of kernel time, weighted by duration.</p>")
+    notes = "".join(f"<li>{esc(a)}</li>" for a in pred.get("assumptions") or [])
+    return head + table(_join_rows(join), JOIN_COLUMNS, sortable=False) + (f"<ul class=note>{notes}</ul>" if notes else "")
+
+
+def _md_pct(v: Any) -> str:
+    f = _num(v)
+    return "—" if f is None else f"{100 * f:.0f}%"
+
+
+def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
+    """Fleet-specific Markdown sections: period, top groups, what moved, kernel join."""
+    out: list[MdSection] = []
+    fl = doc.get("fleet") or {}
+    period = fl.get("period") or {}
+    shares, total = _fleet_shares(doc)
+    lines = [f"Period {md_esc(period.get('since'))} to {md_esc(period.get('until'))}: "
+             f"{md_esc(fl.get('gpus'))} GPUs, {total:.1f} GPU-hours, engine {md_esc(fl.get('engine'))}."]
+    if shares:
+        lines.append("Fleet GPU-time: " + ", ".join(f"{lab} {_md_pct(shares.get(lab))}" for lab in LABELS))
+    out.append(MdSection("Fleet", "\n\n".join(lines)))
+    rows = group_rows(doc)
+    if rows:
+        cols: list[Any] = [("group", "group"), ("gpus", "GPUs"),
+                           ("gpu_hours", "GPU-h", lambda v: "—" if v is None else f"{v:.1f}"),
+                           *[(lab, lab, _md_pct) for lab in ("idle", "compute-bound", "memory-bound",
+                                                             "overhead-bound")],
+                           ("sm_active", "SM act.", _ratio), ("tensor_active", "tensor", _ratio),
+                           ("dram_active", "DRAM", _ratio), ("d_hours", "Δ GPU-h", _pct_change)]
+        body = md_table(rows[:MD_ROWS], cols)
+        if len(rows) > MD_ROWS:
+            body += f"\n\n{len(rows) - MD_ROWS} more groups in the HTML/JSON report."
+        out.append(MdSection(f"Groups by {md_esc(', '.join(str(b) for b in fl.get('by') or []))}", body))
+        moved = [r for r in rows if r["moved"] and r["moved"] != "new this period"]
+        if moved:
+            out.append(MdSection("Night over night", md_table(moved[:MD_ROWS], [("group", "group"),
+                                                                               ("moved", "what moved")])))
+    join = doc.get("kernel_join")
+    if join:
+        out.append(MdSection("Kernels vs DCGM", md_table(_join_rows(join), [
+            ("metric", "metric"), ("predicted_busy", "predicted", _ratio), ("expected", "expected", _ratio),
+            ("observed", "DCGM", _ratio), ("verdict", "verdict"), ("meaning", "what it means")])))
+    return out
+
+
+__all__: Sequence[str] = ["group_rows", "markdown_sections", "sections"]
