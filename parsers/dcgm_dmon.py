@@ -45,7 +45,7 @@ _UNITS = re.compile(r"^\s*(ID|Id)\b")
 _ENTITY = re.compile(
     r"^(?P<kind>GPU-I|GPU-CI|GPU|Switch|CPU Core|CPU|CX|vGPU|SW)\s+(?P<id>\d+)(?:\s+LINK\s+(?P<link>\d+))?$"
 )
-_ROW_START = re.compile(r"^\s*(GPU-I|GPU-CI|GPU|Switch|CPU|CX|vGPU|SW)\s+\d+\b")
+_ROW_START = re.compile(r"^\s*(GPU-I|GPU-CI|GPU|Switch|CPU Core|CPU|CX|vGPU|SW)\s+\d+\b")
 _COMMAND = re.compile(r"dcgmi\s+dmon\b.*?\s-e\s+([0-9][0-9,\s]*[0-9])")
 _STAMP = re.compile(
     r"^\s*(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\d{10}(?:\.\d+)?)\s+"
