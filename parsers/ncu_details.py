@@ -10,7 +10,8 @@ empty field; these shapes are accepted, any other field count is a rejected row.
 Metric rows become kernel-table columns in SI base units (units are auto-scaled per row: ``Mbyte``
 in one kernel, ``Kbyte`` in the next; :func:`parsers.units.si_factor`):
 
-* ``Metric Name`` containing ``__`` is a metric ID (``--metrics`` rows): keyed by the ID;
+* ``Metric Name`` containing ``__`` is a metric ID (``--metrics`` rows): keyed by the ID; so is
+  any space-free name in section ``Command line profiler metrics`` (``flop_count_sp.sum``);
 * otherwise it is a section display label: keyed by :func:`parsers.ncu_labels.lookup_label`
   ``(section, label)`` when mapped, else ``"<section>: <label>"``, or
   ``"<section>: <body item> / <label>"`` when a ``Body Item Label`` tells repeats apart.
@@ -63,6 +64,7 @@ FORMAT = "ncu-details-csv"
 REQUIRED = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 RULE_FIELDS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
 PRIO_ID, PRIO_LABEL, PRIO_BODY = 0, 1, 2
+CMD_SECTION = "Command line profiler metrics"
 
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
@@ -155,7 +157,7 @@ def _keys(m: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     keys, prios = [], []
     for u in uniq:
         s, b, n = u.split("\x1f")
-        if "__" in n:
+        if "__" in n or (s == CMD_SECTION and " " not in n):  # flop_count_sp.sum has no "__"
             keys.append(n)
             prios.append(PRIO_ID)
             continue
