@@ -32,6 +32,7 @@ _PROF = re.compile(r"^==(PROF|ERROR|WARNING)==", re.M)
 _PROM_JSON_NOISY = re.compile(r'^\s*\{\s*"status"\s*:|"resultType"\s*:\s*"(vector|matrix)"', re.M)
 _SMI_CSV_LOGGER = re.compile(r"^\s*timestamp\s*,.*\b(memory\.used|utilization\.gpu|power\.draw|temperature\.gpu)\b",
                              re.M | re.I)
+_SMI_DMON_DT = re.compile(r"^#\s*(Date\s+)?Time\s+gpu\s", re.M | re.I)  # nvidia-smi dmon -o DT / -o T
 _DMON_ROWS = re.compile(r"^\s*(GPU|GPU-I|GPU-CI)\s+\d+\s+(N/A|-?\d+(\.\d+)?)(\s+(N/A|-?\d+(\.\d+)?))*\s*$", re.M)
 
 
@@ -58,7 +59,7 @@ def detect_format(src: Source) -> str | None:
         return NCU_DETAILS if '"Metric Name"' in header else NCU_RAW
     if _DMON.search(text):
         return DCGM_DMON
-    if _SMI_DMON.search(text):
+    if _SMI_DMON.search(text) or _SMI_DMON_DT.search(text):
         return SMI_DMON
     if _SMI_CSV.search(text) or _SMI_CSV_LOGGER.search(text):
         return SMI_CSV
