@@ -71,6 +71,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     seen: set[str] = set()
     last_gpu: str | None = None
     headers = 0
+    n_rows = 0
     # collected per value cell
     c_tick: list[int] = []
     c_stamp: list[int] = []
@@ -131,6 +132,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             tick += 1
             last_gpu = None
         seen.add(entity)
+        n_rows += 1
         kind, eid, link = em.group("kind"), em.group("id"), em.group("link")
         gpu: str | None
         mig: str | None = None
@@ -159,7 +161,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             c_field.append(short + suffix)
             c_val.append(val)
             c_line.append(n)
-    meta: dict[str, object] = {"errors": errors, "ticks": tick + 1, "headers": headers,
+    meta: dict[str, object] = {"errors": errors, "ticks": tick + 1, "headers": headers, "rows": n_rows,
                                "interval_s": float(opts.interval_s)}
     if not c_val and not rejected:
         if errors:

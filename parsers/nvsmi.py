@@ -109,7 +109,7 @@ def parse_csv(src: Source, opts: ParseOptions) -> ParseResult:
         raise InputError(src.path, "no nvidia-smi --query-gpu header line", "run nvidia-smi with --format=csv")
     df = pd.DataFrame(rows, columns=header, dtype="object")
     mapped = [c for c in header if c in F.SMI_QUERY]
-    meta: dict[str, object] = {"headers": headers,
+    meta: dict[str, object] = {"headers": headers, "rows": len(df),
                                "unmapped_columns": [c for c in header if c not in F.SMI_QUERY and c not in
                                                     ("timestamp", "index", "gpu", "uuid", "name")]}
     # rejected rows count the cells they would have given
@@ -206,7 +206,7 @@ def parse_dmon(src: Source, opts: ParseOptions) -> ParseResult:
                                ts_ms[sel], [e for e, k in zip(ent, sel, strict=True) if k], acc, rejected)
     samples = pa.concat_tables(parts) if parts else SAMPLE_SCHEMA.empty_table()
     rejected.sort(key=lambda r: r.line or 0)
-    meta = {"ticks": int(ticks.max()) + 1 if len(ticks) else 0, "columns": header}
+    meta = {"ticks": int(ticks.max()) + 1 if len(ticks) else 0, "columns": header, "rows": len(recs)}
     return ParseResult(accounting=acc, samples=samples, rejected=rejected, meta=meta)
 
 
