@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,33 +105,105 @@ def series_ids(frame: pd.DataFrame) -> pd.Series:
     return frame["family"] + (" ⟨" + config + "⟩").where(~has, "") + at
 
 
+_CONFIG_SUFFIX = re.compile(r" \(grid [^()]*, block [^()]*\)$")
+
+
+def base_names(family: pd.Series) -> pd.Series:
+    """Family names without the `` (grid G, block B)`` suffix that ``analyzer.families`` adds."""
+    return family.astype(str).str.replace(_CONFIG_SUFFIX, "", regex=True)
+
+
 @dataclass
 class Matched:
-    """Result of :func:`match_kernels`. ``pairs`` has ``<col>_base`` / ``<col>_cand`` columns."""
+    """Result of :func:`match_kernels`.
+
+    ``pairs``: key columns (``family, grid, block, nvtx, ordinal, series``, from the side whose
+    launch configuration is known), ``match`` (``"config"`` or ``"name-order"``) and
+    ``<col>_base`` / ``<col>_cand`` for every carried and numeric column. ``baseline`` /
+    ``candidate``: the identified frames, with the series of launches matched by name and order
+    renamed to their partner's, so both sides of a pair are in the same series.
+    """
 
     pairs: pd.DataFrame
     new: pd.DataFrame
     vanished: pd.DataFrame
+    baseline: pd.DataFrame
+    candidate: pd.DataFrame
+
+
+def _pair_rows(b: pd.DataFrame, c: pd.DataFrame, on: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    m = b[[*on, "_row"]].merge(c[[*on, "_row"]], on=on, how="inner", suffixes=("_b", "_c"), sort=False)
+    return m["_row_b"].to_numpy(dtype=int), m["_row_c"].to_numpy(dtype=int)
 
 
 def match_kernels(baseline: pd.DataFrame, candidate: pd.DataFrame) -> Matched:
-    """Pair launches on (family, grid, block, nvtx, ordinal); the rest are new or vanished.
+    """Pair launches by identity; what does not pair is new or vanished.
+
+    1. ``config``: same family, grid, block, NVTX path and ordinal (k-th such launch).
+    2. ``name-order``: only for what one side cannot tell — a launch configuration it does not
+       know (old exports without Block/Grid columns), or NVTX paths when that side carries none
+       at all (CSV exported from a report that has them): same base kernel name (and NVTX path
+       where both sides have them), k-th launch of that name among the launches step 1 left
+       unmatched; a pair whose configurations are both known and differ is not made.
 
     Both inputs must come from :func:`identify`.
     """
     keys = [*KEY, "ordinal"]
-    cols = keys + ["series"] + [c for c in CARRIED + NUMERIC if c in baseline.columns or c in candidate.columns]
-    b = baseline.reindex(columns=cols)
-    c = candidate.reindex(columns=cols)
-    merged = b.merge(c, on=[*keys, "series"], how="outer", suffixes=("_base", "_cand"), indicator=True,
-                     sort=False)
-    both = merged["_merge"] == "both"
-    pairs = merged[both].drop(columns="_merge").reset_index(drop=True)
-    key_idx = pd.MultiIndex.from_frame(merged.loc[merged["_merge"] == "left_only", keys])
-    vanished = b.set_index(keys).loc[key_idx].reset_index() if len(key_idx) else b.iloc[:0]
-    key_idx = pd.MultiIndex.from_frame(merged.loc[merged["_merge"] == "right_only", keys])
-    new = c.set_index(keys).loc[key_idx].reset_index() if len(key_idx) else c.iloc[:0]
-    return Matched(pairs=pairs, new=new.reset_index(drop=True), vanished=vanished.reset_index(drop=True))
+    b = baseline.assign(_row=np.arange(len(baseline)), _base=base_names(baseline["family"]))
+    c = candidate.assign(_row=np.arange(len(candidate)), _base=base_names(candidate["family"]))
+    rb1, rc1 = _pair_rows(b, c, keys)
+    nvtx_b, nvtx_c = bool((b["nvtx"] != "").any()), bool((c["nvtx"] != "").any())
+    nvtx_unknown = nvtx_b != nvtx_c
+    ub = b[~np.isin(b["_row"], rb1)]
+    uc = c[~np.isin(c["_row"], rc1)]
+    cfg_b = (b["grid"].to_numpy() >= 0) & (b["block"].to_numpy() >= 0)
+    cfg_c = (c["grid"].to_numpy() >= 0) & (c["block"].to_numpy() >= 0)
+    if nvtx_unknown:
+        loose = set(ub["_base"]) & set(uc["_base"])
+    else:
+        loose = set(ub.loc[~cfg_b[ub["_row"]], "_base"]) | set(uc.loc[~cfg_c[uc["_row"]], "_base"])
+    fb = ub[ub["_base"].isin(loose)]
+    fc = uc[uc["_base"].isin(loose)]
+    fb = fb.assign(_nv="" if nvtx_unknown else fb["nvtx"])
+    fc = fc.assign(_nv="" if nvtx_unknown else fc["nvtx"])
+    fb = fb.assign(_ord=fb.groupby(["_base", "_nv"], sort=False).cumcount())
+    fc = fc.assign(_ord=fc.groupby(["_base", "_nv"], sort=False).cumcount())
+    rb2, rc2 = _pair_rows(fb, fc, ["_base", "_nv", "_ord"])
+    both_cfg = cfg_b[rb2] & cfg_c[rc2]
+    conflict = both_cfg & ((b["grid"].to_numpy()[rb2] != c["grid"].to_numpy()[rc2])
+                           | (b["block"].to_numpy()[rb2] != c["block"].to_numpy()[rc2]))
+    ok = ~conflict & (~both_cfg | nvtx_unknown)
+    rb2, rc2 = rb2[ok], rc2[ok]
+    # the key of a name-order pair comes from the side that knows more (configuration, then NVTX)
+    info_b = cfg_b[rb2] * 2 + int(nvtx_b)
+    info_c = cfg_c[rc2] * 2 + int(nvtx_c)
+    b_known = info_b >= info_c
+    rb, rc = np.concatenate([rb1, rb2]), np.concatenate([rc1, rc2])
+    match = np.array(["config"] * len(rb1) + ["name-order"] * len(rb2), dtype=object)
+    key_cols = [*keys, "series"]
+    key = b[key_cols].iloc[rb].reset_index(drop=True)
+    if len(rb2):
+        from_c = c[key_cols].iloc[rc2[~b_known]].to_numpy()
+        key.iloc[len(rb1) + np.flatnonzero(~b_known)] = from_c
+    values = [col for col in CARRIED + NUMERIC if col in b.columns or col in c.columns]
+    vb = b.reindex(columns=values).iloc[rb].reset_index(drop=True).add_suffix("_base")
+    vc = c.reindex(columns=values).iloc[rc].reset_index(drop=True).add_suffix("_cand")
+    pairs = pd.concat([key, pd.DataFrame({"match": match}), vb, vc], axis=1)
+    for col in ("grid", "block", "ordinal"):
+        pairs[col] = pairs[col].astype("int64")
+    # one series per pair on both sides, so the verdict compares like with like
+    base_out = baseline.copy()
+    cand_out = candidate.copy()
+    if len(rb2):
+        series_b = base_out["series"].to_numpy(dtype=object).copy()
+        series_c = cand_out["series"].to_numpy(dtype=object).copy()
+        series_b[rb2[~b_known]] = series_c[rc2[~b_known]]
+        series_c[rc2[b_known]] = series_b[rb2[b_known]]
+        base_out["series"], cand_out["series"] = series_b, series_c
+    drop = ["_row", "_base"]
+    new = c[~np.isin(c["_row"], rc)].drop(columns=drop).reset_index(drop=True)
+    vanished = b[~np.isin(b["_row"], rb)].drop(columns=drop).reset_index(drop=True)
+    return Matched(pairs=pairs, new=new, vanished=vanished, baseline=base_out, candidate=cand_out)
 
 
 # --------------------------------------------------------------------------- deltas & explanations
@@ -334,7 +407,12 @@ def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.AL
     else:
         reason = (f"report only (no --fail-on): {len(reg)} regression(s) and {len(imp)} improvement(s) "
                   f"beyond {thr}. {how}.")
-    if fail:
+    if not compared:
+        reason = ("nothing to compare: no kernel launch matched between the two runs "
+                  "(see the new and vanished kernels; a renamed kernel is one of each)")
+    if not compared:
+        summary = "nothing matched: no verdict"
+    elif fail:
         summary = f"FAIL: {len(reg)} regression(s) beyond {thr}"
     elif fail_on is not None:
         summary = f"ok: no regression beyond {thr}"
@@ -421,8 +499,8 @@ def compare(baseline: pd.DataFrame, candidate: pd.DataFrame, *, fail_on: float |
     if fail_on is not None and (not math.isfinite(fail_on) or fail_on < 0):
         raise InputError("--fail-on", f"{fail_on!r} is not a percentage ≥ 0", "e.g. --fail-on 5")
     threshold = (fail_on if fail_on is not None else REPORT_PCT) / 100.0
-    b, c = identify(baseline), identify(candidate)
-    m = match_kernels(b, c)
+    m = match_kernels(identify(baseline), identify(candidate))
+    b, c = m.baseline, m.candidate
     pairs = pair_deltas(m.pairs)
     families = group_deltas(pairs, by="family")
     series = series_table(b, c, m.pairs, threshold, alpha)

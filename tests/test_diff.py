@@ -300,3 +300,36 @@ def test_payload_is_json_and_complete() -> None:
     assert payload["verdict"]["fail"] is True and payload["verdict"]["threshold_pct"] == 10
     fam = payload["families"][0]
     assert fam["baseline"]["intensity"]["dram"] == pytest.approx(20.0)
+
+
+def test_unknown_config_matches_by_name_and_order() -> None:
+    """Old exports have no Block/Grid: those launches pair by base name and k-th launch."""
+    b = frame([{**kernel("gemm", 1.0), "grid": None, "block": None},
+               {**kernel("gemm", 2.0), "grid": None, "block": None},
+               {**kernel("copy", 5.0), "grid": None, "block": None}])
+    c = frame([kernel("gemm (grid 128, block 256)", 1.0), kernel("gemm (grid 128, block 256)", 2.2),
+               kernel("other (grid 128, block 256)", 7.0)])
+    r = compare(b, c, fail_on=5)
+    assert r.pairs["match"].tolist() == ["name-order", "name-order"]
+    assert r.pairs["family"].tolist() == ["gemm (grid 128, block 256)"] * 2  # key from the side that knows
+    assert r.pairs["duration_s_cand"].tolist() == [1.0, 2.2]
+    assert r.vanished["family"].tolist() == ["copy"] and r.new["family"].tolist() == ["other (grid 128, block 256)"]
+    # both sides of the pairs are one series: 1.0, 2.0 -> 1.0, 2.2; median 1.5 -> 1.6 = +6.7 %
+    s = r.series.set_index("series").loc["gemm (grid 128, block 256)"]
+    assert (s["n_base"], s["n_cand"]) == (2, 2) and s["change"] == pytest.approx(1.6 / 1.5 - 1)
+
+
+def test_nvtx_missing_on_one_side_matches_by_name_and_order() -> None:
+    b = frame([kernel("k", 1.0), kernel("k", 2.0)])                      # a CSV: no NVTX at all
+    c = frame([kernel("k", 1.0, nvtx="a:fwd"), kernel("k", 2.0, nvtx="a:bwd")])
+    r = compare(b, c, fail_on=1)
+    assert r.pairs["nvtx"].tolist() == ["a:fwd", "a:bwd"] and (r.pairs["match"] == "name-order").all()
+    assert not len(r.new) and not len(r.vanished) and not r.verdict["fail"]
+
+
+def test_known_configs_that_differ_never_pair_by_name() -> None:
+    b = frame([kernel("k", 1.0, grid=64)])
+    c = frame([kernel("k", 1.0, grid=128)])
+    r = compare(b, c, fail_on=5)
+    assert not len(r.pairs) and len(r.new) == 1 and len(r.vanished) == 1
+    assert r.verdict["reason"].startswith("nothing to compare") and not r.verdict["fail"]
