@@ -237,6 +237,26 @@ def regex_mask(s: pd.Series, pattern: str) -> np.ndarray:
     return np.asarray(pc.fill_null(pc.match_substring_regex(a, pattern), False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def factorize_columns(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Codes of the distinct value combinations of ``cols`` (first-appearance order) and the
+    combinations themselves; no per-row string building."""
+    combined = np.zeros(len(df), dtype=np.int64)
+    uniques = []
+    for c in cols:
+        codes, uniq = pd.factorize(df[c])
+        uniques.append(np.asarray(uniq, dtype=object))
+        combined = combined * (len(uniq) + 1) + codes
+    codes, first_combo = pd.factorize(combined)
+    # Decode each distinct combination back to its column values.
+    combos: list[tuple[str, ...]] = []
+    if len(codes):
+        first_row = np.full(len(first_combo), -1)
+        first_row[codes[::-1]] = np.arange(len(codes))[::-1]
+        cols_vals = [df[c].to_numpy(dtype=object)[first_row] for c in cols]
+        combos = [tuple(str(v) for v in t) for t in zip(*cols_vals, strict=True)]
+    return np.asarray(codes), combos
+
+
 def split_valid_ids(df: pd.DataFrame, line_nos: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
     """Drop rows whose ``ID`` or ``Process ID`` is not an integer; they become :class:`BadRow`."""
     ok = pd.Series(regex_mask(df["ID"], _INT_RE) & regex_mask(df["Process ID"], _INT_RE), index=df.index)
@@ -359,11 +379,15 @@ def numeric_frame(
             vals_l.append(s.to_numpy(dtype=object)[r])
     if rows_l:
         ri, ci = np.concatenate(rows_l), np.concatenate(cols_l)
-        cells = pd.Series(np.concatenate(vals_l), dtype=str)
-        red = pd.Series(np.asarray(reducers, dtype=object)[ci], dtype=object)
-        vals, vbad = numeric_column(cells, red, decimal_comma)
-        nums[ri, ci] = vals.to_numpy(dtype="float64", na_value=np.nan)
-        bad[ri, ci] = vbad.to_numpy(dtype=bool)
+        cells = np.concatenate(vals_l)
+        red = np.asarray(reducers, dtype=object)[ci]
+        for r in np.unique(red):
+            # Text attributes and repeated values: convert each distinct text once.
+            sel = red == r
+            codes, uniq = pd.factorize(cells[sel])
+            vals, vbad = numeric_column(pd.Series(np.asarray(uniq, dtype=object), dtype=str), str(r), decimal_comma)
+            nums[ri[sel], ci[sel]] = vals.to_numpy(dtype="float64", na_value=np.nan)[codes]
+            bad[ri[sel], ci[sel]] = vbad.to_numpy(dtype=bool)[codes]
     return nums, bad
 
 
@@ -476,5 +500,9 @@ def measured_columns(metric_cols: list[str]) -> list[str]:
 
 def is_missing_text(s: pd.Series) -> pd.Series:
     """True where a printed value is a missing marker (``n/a``, ``(!) nan``, empty ...)."""
-    t = s.astype(str).str.strip().str.replace(r"^\(!\)\s*", "", regex=True).str.lower()
-    return t.isin(MISSING_TOKENS)
+
+    def miss(u: pd.Series) -> pd.Series:
+        t = u.str.strip().str.replace(r"^\(!\)\s*", "", regex=True).str.lower()
+        return t.isin(MISSING_TOKENS)
+
+    return _by_unique(s, miss).astype(bool)

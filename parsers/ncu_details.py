@@ -44,6 +44,7 @@ from parsers.ncu_csv import (
     BadRow,
     detect_decimal_comma,
     error_lines,
+    factorize_columns,
     fill_launch_identity,
     identity_frame,
     instance_reducer,
@@ -94,9 +95,9 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         raise no_data_error(src.path, text, "the ncu CSV header is present but there are no data rows")
 
     # Launches in order of first appearance.
-    ids, pids = df["ID"].str.strip(), df["Process ID"].str.strip()
-    codes, uniq = pd.factorize(ids + "\x00" + pids)
-    n_launch = len(uniq)
+    codes, launch_keys = factorize_columns(df, ["ID", "Process ID"])
+    n_launch = len(launch_keys)
+    ids, pids = df["ID"], df["Process ID"]
     first = np.full(n_launch, -1)
     first[codes[::-1]] = np.arange(len(codes))[::-1]
 
@@ -110,8 +111,11 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
                 for i, p, n in zip(ids[neither], pids[neither], line_nos[neither], strict=True)]
 
     sep = blocks[0].sep
-    mrows = df.loc[is_metric]
-    dc = detect_decimal_comma(sep, sample_values([mrows["Metric Value"]]), opts.decimal_comma)
+    mcols = [c for c in ("Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Metric Value")
+             if c in df.columns]
+    mrows = df.loc[is_metric, mcols]
+    sample = sample_values([mrows["Metric Value"]]) if sep == ";" else []
+    dc = detect_decimal_comma(sep, sample, opts.decimal_comma)
     wide, bad_cells, meta_m = _metrics(mrows, codes[is_metric], line_nos[is_metric], n_launch, dc)
     meta: dict[str, object] = {
         "page": "details",
@@ -129,7 +133,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
 
     measured = measured_columns(list(wide.columns))
     has_value = wide[measured].notna().any(axis=1).to_numpy() if measured else np.zeros(n_launch, bool)
-    accepted = {tuple(k.split("\x00")) for k in uniq}
+    accepted = {(str(i).strip(), str(p).strip()) for i, p in launch_keys} if bad else set()
     rejected = [Rejected(src.path, b.line, f"row not read: {b.reason}") for b in sorted(bad, key=lambda b: b.line)]
     for launch, (line, col, val, more) in sorted(bad_cells.items()):
         extra = f" (and {more} more)" if more else ""
@@ -142,21 +146,21 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         missing=int(n_launch - has_value.sum()),
         rejected=rejected_launches(bad, accepted),
     )
-    rules = _rules(df.loc[is_rule], codes[is_rule], src.path, dc)
+    rcols = [c for c in ("Section Name", *RULE_FIELDS) if c in df.columns]
+    rules = _rules(df.loc[is_rule, rcols], codes[is_rule], src.path, dc)
     return ParseResult(accounting=acc, kernels=normalize_kernels(kern), rules=rules,
                        rejected=rejected, meta=meta)
 
 
 def _keys(m: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Column key and priority of each metric row (vectorized over unique label combinations)."""
-    sec = m["Section Name"].str.strip()
-    body = m["Body Item Label"].str.strip() if "Body Item Label" in m.columns else pd.Series("", index=m.index)
-    name = m["Metric Name"].str.strip()
-    combo = sec + "\x1f" + body + "\x1f" + name
-    codes, uniq = pd.factorize(combo)
+    cols = ["Section Name", "Body Item Label", "Metric Name"] if "Body Item Label" in m.columns else [
+        "Section Name", "Metric Name"]
+    codes, uniq = factorize_columns(m, cols)
     keys, prios = [], []
     for u in uniq:
-        s, b, n = u.split("\x1f")
+        s, n = str(u[0]).strip(), str(u[-1]).strip()
+        b = str(u[1]).strip() if len(u) == 3 else ""
         if "__" in n or (s == CMD_SECTION and " " not in n):  # flop_count_sp.sum has no "__"
             keys.append(n)
             prios.append(PRIO_ID)

@@ -98,7 +98,8 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
 
     sep = blocks[0].sep
     metric_cols = [c for c in df.columns if c not in NON_METRIC_COLUMNS]
-    dc = detect_decimal_comma(sep, sample_values([df[c] for c in metric_cols[:200]]), opts.decimal_comma)
+    sample = sample_values([df[c] for c in metric_cols[:200]]) if sep == ";" else []
+    dc = detect_decimal_comma(sep, sample, opts.decimal_comma)
 
     meta: dict[str, object] = {
         "page": "raw",
