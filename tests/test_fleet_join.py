@@ -97,3 +97,16 @@ def test_device_spec_from_results_device_column():
     sig = predict_signature(k)
     # H100 SXM built-in: tensor 989.4e12 -> A: 1.8e15/3/989.4e12 = 0.6064
     assert sig["busy"]["tensor_active"] == pytest.approx(3 * (1.8e15 / 3 / 989.4e12) / 4)
+
+
+def test_kernel_join_renders_in_fleet_sections():
+    from analyzer.document import jsonable
+    from analyzer.fleet.join import kernel_join
+    from reports.fleet_sections import markdown_sections, sections
+
+    join = jsonable(kernel_join(_kernels(), pd.DataFrame({"gr_active": [0.8], "tensor_active": [0.36]}), CEIL))
+    doc = {"kind": "fleet", "groups": [], "fleet": {}, "kernel_join": join}
+    html = next(s for s in sections(doc) if s.title == "Kernels vs DCGM").html_body
+    assert "tensor_active" in html and "agrees" in html and "ran no kernel" in html
+    md = next(s for s in markdown_sections(doc) if s.title == "Kernels vs DCGM").body
+    assert "| gr\\_active | 1.00 | 1.00 | 0.80 | lower |" in md  # cells are Markdown-escaped

@@ -191,3 +191,11 @@ def compare_signature(predicted: dict[str, Any], windows_df: pd.DataFrame) -> li
                      "ratio": o / expected if expected > 0 else None, "verdict": verdict,
                      "meaning": meaning})
     return rows
+
+
+def kernel_join(results: pd.DataFrame, windows_df: pd.DataFrame,
+                ceilings: Mapping[str, float] | Any | None = None) -> dict[str, Any]:
+    """The document's ``kernel_join`` entry (rendered by ``reports.fleet_sections``):
+    ``{"predicted": predict_signature(...), "comparison": compare_signature(...)}``."""
+    predicted = predict_signature(results, ceilings)
+    return {"predicted": predicted, "comparison": compare_signature(predicted, windows_df)}
