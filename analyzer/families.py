@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 ANON = "(anonymous)"
-_ANON_FORMS = re.compile(r"\(anonymous namespace\)|\{anonymous\}|<unnamed>|`anonymous namespace'")
+_ANON_FORMS = re.compile(
+    r"\(anonymous namespace\)|\{anonymous\}|<unnamed>|`anonymous namespace'|(?<![\w<])unnamed>(?=::)")
 _OPENERS = {"<": ">", "(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 _OPERATORS = re.compile(r"operator\s*(\(\)|<<=?|>>=?|<=?|>=?|\[\]|->\*?|[-+*/%^&|~!=,]+)")

@@ -126,12 +126,14 @@ def fmt_time(seconds: Any) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    """A table column: ``key`` into each row, header text, optional cell formatter."""
+    """A table column: ``key`` into each row, header text, optional cell formatter, and an
+    optional CSS class for its cells (``"name"``: monospace, wraps long kernel names)."""
 
     key: str
     header: str
     fmt: Callable[[Any], str] | None = None
     numeric: bool = False
+    css: str = ""
 
 
 
@@ -164,6 +166,8 @@ def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str | tuple[str, 
             text = c.fmt(value) if c.fmt else ("—" if value is None else str(value))
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 out.append(f'<td class="num" data-v="{float(value)!r}">{esc(text)}</td>')
+            elif c.css:
+                out.append(f'<td class="{esc(c.css)}"><div>{esc(text)}</div></td>')
             else:
                 out.append(f"<td>{esc(text)}</td>")
         out.append("</tr>")
@@ -350,7 +354,8 @@ def _finding_html(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) ->
     if ks:
         meta.append(f"{len(ks)} launch{'es' if len(ks) != 1 else ''}")
     if f.get("label"):
-        meta.append(f"{esc(f.get('label'))} / {esc(f.get('limiter') or 'unknown')}")
+        lim = f.get("limiter")
+        meta.append(esc(f.get("label")) + (f" / {esc(lim)}" if lim else ""))
     names = ""
     if ks:
         first = ks[0]
@@ -393,7 +398,8 @@ def kernel_table_section(doc: dict[str, Any]) -> Section | None:
             "ai_dram": _num(inten.get("dram")), "ai_l2": _num(inten.get("l2")),
             "ai_l1": _num(inten.get("l1")), "input": k.get("input"), "index": k.get("index"),
         })
-    cols = [Column("pos", "#", numeric=True), Column("name", "kernel"), Column("family", "family"),
+    cols = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"),
+            Column("family", "family", css="name"),
             Column("label", "label"), Column("limiter", "limiter"),
             Column("duration_s", "duration", fmt_time, numeric=True),
             Column("share", "share", fmt_pct, numeric=True),

@@ -29,7 +29,8 @@ from reports.escape import md as md_esc
 __all__ = ["MD_SECTIONS_BY_KIND", "MdSection", "md_esc", "md_lazy", "md_table", "render_markdown"]
 
 TOP_KERNELS = 10
-NAME_LIMIT = 120
+NAME_LIMIT = 120   # kernel names in the top-kernels table
+CELL_LIMIT = 600   # any other cell (titles, recommendations)
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,11 @@ MdBuilder = Callable[[dict[str, Any]], "MdSection | list[MdSection] | None"]
 
 
 def md_table(rows: Iterable[Mapping[str, Any]],
-             columns: Sequence[tuple[str, str] | tuple[str, str, Callable[[Any], str]]]) -> str:
+             columns: Sequence[tuple[str, str] | tuple[str, str, Callable[[Any], str]]],
+             limit: int = CELL_LIMIT) -> str:
     """A pipe table; ``columns`` are ``(key, header)`` or ``(key, header, formatter)``. Every
-    cell is escaped (formatter output too), so input strings cannot break the table."""
+    cell is escaped (formatter output too), so input strings cannot break the table; cells
+    longer than ``limit`` characters are shortened with an ellipsis."""
     heads = [md_esc(c[1]) for c in columns]
     out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for row in rows:
@@ -54,7 +57,7 @@ def md_table(rows: Iterable[Mapping[str, Any]],
         for c in columns:
             value = row.get(c[0])
             text = c[2](value) if len(c) > 2 else ("—" if value is None else str(value))
-            cells.append(md_esc(text, limit=NAME_LIMIT) or " ")
+            cells.append(md_esc(text, limit=limit) or " ")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -173,7 +176,7 @@ def top_kernels_md_section(doc: dict[str, Any]) -> MdSection | None:
                        ("d", "duration", fmt_time), ("share", "share", fmt_pct),
                        ("flops", "FLOP/s", lambda v: fmt_si(v)), ("ai", "AI DRAM", lambda v: fmt_si(v))]
     more = f"\n\n_Top {TOP_KERNELS} of {len(kernels)} launches by duration._" if len(kernels) > TOP_KERNELS else ""
-    return MdSection("Top kernels", md_table(rows, cols) + more)
+    return MdSection("Top kernels", md_table(rows, cols, limit=NAME_LIMIT) + more)
 
 
 def lint_md_section(doc: dict[str, Any]) -> MdSection | None:

@@ -460,7 +460,7 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
                     continue
                 traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t[sl],
                                "y": [v if isinstance(v, (int, float)) else None for v in list(vals)[sl]],
-                               "line": {"color": color, "width": 1.2}})
+                               "line": {"color": color, "width": 1.2, "shape": "hv"}})
         elif g is not None:
             sl = _decimate(len(g))
             t = [x.isoformat() if pd.notna(x) else None for x in g["start"]][sl]

@@ -23,6 +23,8 @@ from analyzer.families import assign_families, base_name, display_name
     ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false>(T2 *, const T1 *, int)",
      "(anonymous)::softmax_warp_forward"),
     ("void <unnamed>::softmax_warp_forward<float>(float*)", "(anonymous)::softmax_warp_forward"),
+    # ncu console's simplified names lose the leading '<' (corpus: AlpriElse silu console log)
+    ("void unnamed>::gemm_naive_kernel(const float *, float *, int)", "(anonymous)::gemm_naive_kernel"),
     # Itanium-mangled names
     ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEviT0_",
      "at::native::vectorized_elementwise_kernel"),

@@ -224,3 +224,19 @@ def test_write_outputs_missing_folder_raises_output_error(tmp_path: Path) -> Non
 
     with pytest.raises(OutputError):
         write_outputs(sample_document(), html=None, md=str(tmp_path / "nope" / "r.md"), json_path=None)
+
+
+def test_ceilings_of_contract_and_nested_shapes() -> None:
+    from reports.plots import ceilings_of
+
+    dev = {"name": "X", "source": "builtin",
+           "ceilings": {"fp64": 1e13, "fp32": 2e13, "tensor_fp16acc": 4e14, "dram": 2e12, "l2": 5e12, "l1": 1e13},
+           "sources": {"fp32": "datasheet", "dram": "HBM3 spec"}, "sm_count": 132, "cc": "9.0"}
+    compute, bandwidth = ceilings_of(dev)
+    assert [c.name for c in compute] == ["tensor_fp16acc", "fp32", "fp64"]
+    assert [(b.name, b.value) for b in bandwidth] == [("DRAM", 2e12), ("L2", 5e12), ("L1", 1e13)]
+    assert compute[1].source == "datasheet" and bandwidth[0].source == "HBM3 spec"
+    nested = {"ceilings": {"flops_s": {"fp32": {"value": 3e13, "source": "ncu"}}, "bytes_s": {"dram": 1e12}}}
+    c2, b2 = ceilings_of(nested)
+    assert (c2[0].name, c2[0].value, c2[0].source) == ("fp32", 3e13, "ncu") and b2[0].value == 1e12
+    assert ceilings_of({"ceilings": {"fp32": float("nan"), "dram": -1, "l2": "x"}}) == ([], [])
