@@ -319,6 +319,8 @@ def _classify_row(r: dict[str, Any]) -> tuple[str, str, list[str]]:
     activity = max(signals)
     if activity < IDLE_MAX:
         return "idle", "none", [*ev, f"all activity < {IDLE_MAX} (max {activity:.3f})"]
+    if gr is None and sm is None and dram is None and not pipes:
+        return "mixed", "unknown", [*ev, f"GPU_UTIL {_fmt(activity)}: busy, but what limits it is unknown"]
     top_pipe, top_val = (max(pipes.items(), key=lambda kv: kv[1]) if pipes else ("", 0.0))
     if gr is not None:
         ev.append(f"GR active {_fmt(gr)}")

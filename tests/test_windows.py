@@ -1,0 +1,233 @@
+"""DCGM windows: partial sums by hand, combine == whole, classification rules, estimates, lint."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import analyzer.windows as W
+from analyzer.devices import DeviceSpec
+from parsers import ParseOptions, parse_path
+from parsers.model import SAMPLE_SCHEMA
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
+START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = pd.Timestamp(START)
+STUB = DeviceSpec(name="Stub GPU", source="user", sm_count=100, cc="8.0",
+                  peaks={"tensor": 1e15, "fp64": 5e13, "fp32": 6e13, "fp16": 1.2e14},
+                  bandwidth={"dram": 3e12}, sources={})
+
+
+def samples(rows: list[tuple[float, str, int, float]], **labels: Any) -> pd.DataFrame:
+    """(seconds after T0, gpu, field_id, value) -> a SAMPLE_SCHEMA-shaped DataFrame."""
+    df = pd.DataFrame(rows, columns=["t", "gpu", "field_id", "value"])
+    out = pd.DataFrame({
+        "timestamp": (T0 + pd.to_timedelta(df["t"], unit="s")).astype("datetime64[ms, UTC]"),
+        "host": "h", "gpu": df["gpu"], "uuid": None, "model": labels.pop("model", "Stub GPU"),
+        "mig": None, "mig_profile": None, "field_id": df["field_id"].astype("int32"), "field": "",
+        "value": df["value"].astype("float64"),
+        "namespace": None, "pod": None, "container": None, "job": None,
+    })
+    for k, v in labels.items():
+        out[k] = v
+    return out
+
+
+def as_table(df: pd.DataFrame) -> pa.Table:
+    return pa.Table.from_pandas(df, schema=SAMPLE_SCHEMA, preserve_index=False)
+
+
+@pytest.fixture
+def stub_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    import analyzer.devices as D
+
+    monkeypatch.setattr(D, "lookup", lambda name, cc=None, sm_count=None: STUB if name == "Stub GPU" else None)
+    monkeypatch.setattr(D, "load_device_option", lambda opt: STUB if opt else None)
+
+
+def test_partials_by_hand() -> None:
+    s = samples([(0, "0", 1001, 0.2), (30, "0", 1001, 0.4), (0, "0", 1002, 0.1), (30, "0", 1002, 0.0),
+                 (60, "0", 1001, 0.9), (5, "0", 150, 40.0)])  # 150 (temperature) is not windowed
+    s["pod"] = ["a", "a", "b", None, "c", "a"]
+    p = W.window_partials(s, 60.0)
+    assert list(p["window_start"]) == [T0.value // 10**6, T0.value // 10**6 + 60_000]
+    w0 = p.iloc[0]
+    assert w0["gr_active__sum"] == pytest.approx(0.6) and w0["gr_active__n"] == 2   # 0.2 + 0.4
+    assert w0["sm_active__sum"] == pytest.approx(0.1) and w0["sm_active__n"] == 2
+    assert w0["sm_active__zero"] == 1 and w0["n_samples"] == 4
+    assert (w0["pod"], w0["pod__n"]) == ("a", 2)  # a twice, b once, null not counted
+    assert w0["last_ts"] - w0["first_ts"] == 30_000
+    f = W.finish_windows(p)
+    assert f["gr_active"].tolist() == [pytest.approx(0.3), pytest.approx(0.9)]  # 0.6 / 2
+    assert np.isnan(f["sm_active"].iloc[1])  # no SM samples in the second window
+    assert (f["end"] - f["start"]).dt.total_seconds().tolist() == [60.0, 60.0]
+
+
+def test_combine_equals_whole_in_any_split() -> None:
+    r = parse_path(FIX / "dmon_v3_phases.txt", ParseOptions(start=START, interval_s=5.0))
+    df = r.samples.to_pandas()
+    df["pod"] = np.where(np.arange(len(df)) % 3 == 0, "x", "y")
+    whole = W.finish_windows(W.window_partials(df, 60.0))
+    for parts in ([df.iloc[:400], df.iloc[400:901], df.iloc[901:]], [df.iloc[::2], df.iloc[1::2]],
+                  [df[df.gpu == "0"], df[df.gpu == "1"]]):
+        partials = [W.window_partials(p, 60.0) for p in parts]
+        nested = W.combine_partials([W.combine_partials(partials[:1]), *partials[1:]])
+        got = W.finish_windows(nested)
+        pd.testing.assert_frame_equal(got.drop(columns=["pod"]), whole.drop(columns=["pod"]),
+                                      check_exact=False, rtol=1e-12, check_dtype=False)
+        assert got["pod"].tolist() == whole["pod"].tolist()
+
+
+def test_label_counts_merge() -> None:
+    a = W.window_partials(samples([(0, "0", 1001, 0.5)] * 2, pod=["a", "a"]), 60.0)
+    b = W.window_partials(samples([(1, "0", 1001, 0.5)] * 3, pod=["b", "b", "b"]), 60.0)
+    c = W.window_partials(samples([(2, "0", 1001, 0.5)] * 2, pod=["a", "a"]), 60.0)
+    m = W.combine_partials([a, b, c])
+    assert (m["pod"].iat[0], m["pod__n"].iat[0]) == ("a", 4)  # a: 2 + 2 beats b: 3
+    assert m["gr_active__n"].iat[0] == 7 and m["n_samples"].iat[0] == 7
+    # documented heuristic: only each partition's top value travels (a 1 + b 2 | a 3 -> a 3)
+    d = W.window_partials(samples([(0, "0", 1001, 0.5)] * 3, pod=["a", "b", "b"]), 60.0)
+    e = W.window_partials(samples([(1, "0", 1001, 0.5)] * 3, pod=["a", "a", "a"]), 60.0)
+    assert W.combine_partials([d, e])["pod"].iat[0] == "a"
+
+
+CASES = [
+    # (metrics, label, limiter)
+    ({"gr_active": 0.01, "sm_active": 0.01, "dram_active": 0.02}, "idle", "none"),
+    ({"gr_active": 0.9, "sm_active": 0.8, "tensor_active": 0.1, "dram_active": 0.7}, "memory-bound", "dram"),
+    ({"gr_active": 0.9, "sm_active": 0.9, "tensor_active": 0.8, "dram_active": 0.5}, "compute-bound", "tensor"),
+    # DRAM 0.5 is 0.625 of its practical 0.8 peak, above tensor 0.6: memory wins
+    ({"gr_active": 0.9, "sm_active": 0.9, "tensor_active": 0.6, "dram_active": 0.5}, "memory-bound", "dram"),
+    ({"gr_active": 0.95, "sm_active": 0.9, "fp64_active": 0.7, "dram_active": 0.2}, "compute-bound", "fp64"),
+    ({"gr_active": 0.9, "sm_active": 0.1, "tensor_active": 0.01}, "overhead-bound", "launch"),
+    ({"gr_active": 0.2, "sm_active": 0.15, "dram_active": 0.05}, "overhead-bound", "host"),
+    ({"gr_active": 0.9, "sm_active": 0.7, "tensor_active": 0.05, "dram_active": 0.1}, "mixed", "latency"),
+    ({"gr_active": 0.9, "sm_active": 0.7, "tensor_active": 0.05, "dram_active": 0.3}, "mixed", "dram"),
+    ({"gpu_util": 0.01}, "idle", "none"),
+    ({"gpu_util": 0.5}, "mixed", "unknown"),
+    ({"gpu_util": 1.0, "sm_active": 0.1}, "overhead-bound", "launch"),  # GPU_UTIL saturates with tiny kernels
+    ({}, "mixed", "unknown"),
+]
+
+
+def _wide(rows: list[dict[str, float]], model: str = "Stub GPU", profile: str | None = None) -> pd.DataFrame:
+    base = {"host": "h", "gpu": "0", "uuid": None, "model": model, "mig": None, "window_start": 0,
+            "mig_profile": profile}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+@pytest.mark.parametrize(("metrics", "label", "limiter"), CASES)
+def test_classification_rules(metrics: dict[str, float], label: str, limiter: str) -> None:
+    out = W.classify_windows(_wide([metrics], model="unknown model"))
+    assert (out["label"].iat[0], out["limiter"].iat[0]) == (label, limiter)
+    assert isinstance(out["evidence"].iat[0], list) and out["evidence"].iat[0]
+
+
+def test_estimates_with_stub_device(stub_devices: None) -> None:
+    row = {"gr_active": 0.9, "sm_active": 0.9, "tensor_active": 0.5, "fp32_active": 0.1, "dram_active": 0.4}
+    out = W.classify_windows(_wide([row]))
+    # 0.5 x 1e15 + 0.1 x 6e13 = 5.06e14 FLOP/s; 0.4 x 3e12 = 1.2e12 B/s; 5.06e14 / 1.2e12 = 421.67 FLOP/B
+    assert out["est_flops_s"].iat[0] == pytest.approx(5.06e14)
+    assert out["est_dram_bytes_s"].iat[0] == pytest.approx(1.2e12)
+    assert out["est_intensity"].iat[0] == pytest.approx(421.6666, rel=1e-4)
+    assert out["device"].iat[0] == "Stub GPU"
+    # MIG 3g.40gb: values are relative to the instance, peaks scaled by 3/7
+    mig = W.classify_windows(_wide([row], profile="3g.40gb"))
+    assert mig["est_flops_s"].iat[0] == pytest.approx(5.06e14 * 3 / 7)
+    # --device overrides the model name; an unknown model has no estimate
+    forced = W.classify_windows(_wide([row], model="whatever"), device="stub.yaml")
+    assert forced["est_flops_s"].iat[0] == pytest.approx(5.06e14)
+    none = W.classify_windows(_wide([row], model="whatever"))
+    assert np.isnan(none["est_flops_s"].iat[0]) and none["device"].iat[0] is None
+    assert W.window_devices(out)[0]["name"] == "Stub GPU"
+
+
+EXPECTED = {
+    "0": ["idle", "idle", "compute-bound/tensor", "compute-bound/tensor", "memory-bound/dram",
+          "memory-bound/dram", "overhead-bound/launch", "overhead-bound/launch", "overhead-bound/host",
+          "overhead-bound/host"],
+    "1": ["memory-bound/dram", "memory-bound/dram", "idle", "idle", "compute-bound/tensor", "compute-bound/tensor",
+          "compute-bound/fp64", "compute-bound/fp64", "idle", "idle"],
+}
+
+
+@pytest.mark.parametrize(("name", "interval"), [("dmon_v2_phases.txt", 5.0), ("dmon_v3_phases.txt", 5.0),
+                                                ("dmon_v4_phases.txt", 5.0), ("prom_scrapes_phases.prom", 1.0)])
+def test_fixture_phases(name: str, interval: float) -> None:
+    r = parse_path(FIX / name, ParseOptions(start=START, interval_s=interval))
+    wa = W.analyze_windows(r.samples, window_s=60.0)
+    w = wa.windows
+    for gpu, want in EXPECTED.items():
+        g = w[w.gpu == gpu].sort_values("start")
+        got = [lab if lim == "none" else f"{lab}/{lim}" for lab, lim in zip(g["label"], g["limiter"], strict=True)]
+        assert got == want, gpu
+        assert [(t - T0).total_seconds() for t in g["start"]] == [60.0 * i for i in range(10)]
+
+
+def test_fixture_mig_phases() -> None:
+    wa = W.analyze_windows(parse_path(FIX / "prom_tsdb_mig.prom").samples)
+    w = wa.windows.sort_values(["mig", "start"])
+    labels = {m: g["label"].tolist() for m, g in w.groupby("mig")}
+    assert labels == {"1": ["compute-bound"] * 2 + ["memory-bound"] * 2 + ["idle"] * 2,
+                      "2": ["idle"] * 2 + ["overhead-bound"] * 2 + ["compute-bound"] * 2}
+    assert set(w["namespace"]) == {"ns1", "ns2"}
+    f = [x for x in wa.findings if x["rule"] == "dcgm-idle-allocated"]
+    assert {x["group"] for x in f} == {"namespace ns1", "namespace ns2"}
+
+
+def test_findings_and_records_shape() -> None:
+    r = parse_path(FIX / "prom_scrapes_phases.prom", ParseOptions(start=START))
+    wa = W.analyze_windows(r.samples)
+    assert [f["rank"] for f in wa.findings] == list(range(1, len(wa.findings) + 1))
+    for f in wa.findings:
+        assert {"rank", "rule", "severity", "title", "kernels", "time_share", "est_saving_s",
+                "recommendation", "gpu_hours", "group"} <= set(f)
+        assert f["kernels"] == [] and 0 < f["time_share"] <= 1
+    mem = next(f for f in wa.findings if f["rule"] == "dcgm-memory-bound")
+    # GPU 1 is memory-bound for 2 of the 20 one-minute windows: 2 min = 0.0333 GPU-hours, share 0.1
+    assert mem["gpu_hours"] == pytest.approx(2 / 60) and mem["time_share"] == pytest.approx(0.1)
+    assert "DRAM-active 0.85" in mem["title"]
+    recs = wa.records()
+    assert len(recs) == 20
+    assert {"host", "gpu", "model", "start", "end", "label", "limiter", "metrics", "est_flops_s",
+            "est_dram_bytes_s"} <= set(recs[0])
+    assert recs[0]["start"].endswith("Z") and "gr_active" in recs[0]["metrics"]
+    tl = wa.timelines()
+    assert set(tl) == {"node-a/0", "node-a/1"} and len(tl["node-a/0"]["t"]) == 10
+    assert tl["node-a/0"]["label"][2] == "compute-bound"
+    assert any(x["code"] == "dcgm-exporter-30s-interval" for x in wa.lint)
+
+
+def test_empty_table() -> None:
+    wa = W.analyze_windows(SAMPLE_SCHEMA.empty_table())
+    assert wa.windows.empty and wa.records() == [] and wa.timelines() == {} and wa.lint == []
+    only_temp = as_table(samples([(0, "0", 150, 40.0)]))
+    assert W.analyze_windows(only_temp).windows.empty
+
+
+def _lint_codes(df: pd.DataFrame) -> set[str]:
+    return {x["code"] for x in W.analyze_windows(as_table(df)).lint}
+
+
+def test_lint_multiplexing_zeros_pre_hopper_only() -> None:
+    rows = [(t, "0", 1001, 0.8) for t in range(0, 60, 5)] + [(t, "0", 1002, 0.0) for t in range(0, 60, 5)]
+    assert "dcgm-multiplexing-zeros" in _lint_codes(samples(rows, model="NVIDIA A100-SXM4-80GB"))
+    assert "dcgm-multiplexing-zeros" not in _lint_codes(samples(rows, model="NVIDIA H100 80GB HBM3"))
+
+
+def test_lint_gaps_missing_profiling_and_sentinels() -> None:
+    rows = [(t, "0", 1001, 0.5) for t in range(0, 60, 5)] + [(t, "0", 1001, 0.5) for t in range(600, 660, 5)]
+    assert "dcgm-sampling-gap" in _lint_codes(samples(rows))  # 545 s gap vs 5 s interval
+    only_util = [(t, "0", 203, 0.3) for t in range(0, 60, 5)]
+    assert "dcgm-no-profiling-fields" in _lint_codes(samples(only_util))
+    bad = [(0, "0", 1001, 0.5), (5, "0", 1005, 140737488355328.0), (10, "0", 1002, 3.0)]
+    codes = _lint_codes(samples(bad))
+    assert {"dcgm-sentinel-values", "dcgm-implausible-ratio"} <= codes
+    clean = [(t, "0", 1001, 0.5) for t in range(0, 60, 5)]
+    assert _lint_codes(samples(clean)) == set()
