@@ -53,7 +53,7 @@ class DeviceSpec:
         return {
             "name": self.name,
             "source": self.source,
-            "ceilings": {**self.peaks, **{f"bw_{k}": v for k, v in self.bandwidth.items()}},
+            "ceilings": {**self.peaks, **self.bandwidth},
             "sources": dict(self.sources),
             "sm_count": self.sm_count,
             "cc": self.cc,

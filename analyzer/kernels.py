@@ -47,11 +47,28 @@ def si(value: float | None, unit: str) -> str:
     if value == 0:
         return f"0 {unit}"
     k = int(max(-5, min(6, math.floor(math.log10(abs(value)) / 3))))
+    if abs(round(value / 1000**k, 1)) >= 999.5 and k < 6:
+        k += 1
     return f"{value / 1000 ** k:.3g} {_PREFIX[k]}{unit}"
 
 
+_PREFIXES = np.array([_PREFIX[k] for k in range(-5, 7)], dtype=object)
+
+
 def _si_series(values: pd.Series, unit: str) -> list[str]:
-    return [si(v, unit) for v in values.to_numpy(dtype="float64")]
+    """:func:`si` for a whole column at once."""
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype="float64")
+    finite = np.isfinite(v)
+    nz = finite & (v != 0)
+    k = np.zeros(len(v), dtype=int)
+    k[nz] = np.clip(np.floor(np.log10(np.abs(v[nz])) / 3), -5, 6).astype(int)
+    mant = np.where(finite, v / np.power(1000.0, k), 0.0)
+    bump = np.abs(np.round(mant, 1)) >= 999.5  # 999.9 would print as 1e+03: use the next prefix
+    k = np.where(bump & (k < 6), k + 1, k)
+    mant = np.where(finite, v / np.power(1000.0, k), 0.0)
+    text = list(map("%.3g ".__mod__, mant.tolist()))
+    out = [t + p + unit for t, p in zip(text, _PREFIXES[k + 5].tolist(), strict=True)]
+    return [o if ok else "n/a" for o, ok in zip(out, finite.tolist(), strict=True)]
 
 
 def stored_sol_verdicts(rules: pd.DataFrame) -> pd.Series:
@@ -115,7 +132,10 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.Data
     f = pd.DataFrame(index=df.index)
     for col in ("index", "input", "id", "name"):
         f[col] = df[col] if col in df.columns else None
-    f["device"] = ceil.device_name
+    exported = df["device"].astype("object").where(df["device"].notna(), None) if "device" in df.columns \
+        else pd.Series(None, index=df.index, dtype="object")
+    f["device"] = exported.where(exported.notna(), ceil.device_name)
+    f["ceiling_device"] = ceil.device_name
     f["cc"] = df["cc"] if "cc" in df.columns else None
     f["duration_s"] = dur
     f["duration_source"] = dur_src
@@ -157,114 +177,125 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.Data
     return f, ceil.devices
 
 
+def _obj(values: Any) -> np.ndarray:
+    """Strings as an object array (``None``/NaN -> "")."""
+    ser = pd.Series(values)
+    return np.asarray(ser.astype("object").where(ser.notna(), "").astype(str).tolist(), dtype=object)
+
+
+def _num(values: Any, fmt: str) -> np.ndarray:
+    v = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
+    text = np.asarray(list(map(fmt.__mod__, np.nan_to_num(v).tolist())), dtype=object)
+    return np.where(np.isfinite(v), text, "?")
+
+
 def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
-    """The evidence, in words, for every kernel (numbers formatted once per column)."""
+    """The evidence, in words, for every kernel; each sentence is built for a whole column at once."""
     n = len(f)
-    frags: list[list[str | None]] = []
+    frags: list[np.ndarray] = []
 
-    def add(mask: pd.Series, texts: list[str] | pd.Series) -> None:
-        m = mask.fillna(False).to_numpy(dtype=bool)
-        t = list(texts)
-        frags.append([t[i] if m[i] else None for i in range(n)])
+    def add(mask: pd.Series | np.ndarray, texts: np.ndarray | str) -> None:
+        m = np.asarray(pd.Series(mask).fillna(False).to_numpy(dtype=bool))
+        t = np.full(n, texts, dtype=object) if isinstance(texts, str) else texts
+        frags.append(np.where(m, t, None))
 
+    def fin(col: str) -> np.ndarray:
+        return np.isfinite(pd.to_numeric(f[col], errors="coerce").to_numpy(dtype="float64"))
+
+    lim, label = c["limiter"], c["label"]
     # 1. NVIDIA's SOL verdict
-    sc, sm_ = f["sol_compute_pct"], f["sol_memory_pct"]
-    sol_txt = [f"NCU Speed Of Light: compute (SM) {a:.1f}%, memory {b:.1f}% -> SOLBottleneck \"{v}\" "
-               "(thresholds 80/60/10, waves < 1; formulas.md §3.1)"
-               + (" [legacy sm__sol_pct / gpu__compute_memory_sol_pct]" if s == "legacy" else "")
-               for a, b, v, s in zip(sc, sm_, c["sol_verdict"], f["sol_source"], strict=True)]
-    add(c["sol_verdict"].notna(), sol_txt)
-    stored = f.get("ncu_stored_verdict")
-    if stored is not None:
-        add(stored.notna(), [f"NCU's own stored verdict: \"{v}\"" for v in stored])
+    legacy = np.where(f["sol_source"] == "legacy", " [legacy sm__sol_pct / gpu__compute_memory_sol_pct]", "")
+    add(c["sol_verdict"].notna(),
+        "NCU Speed Of Light: compute (SM) " + _num(f["sol_compute_pct"], "%.1f") + "%, memory "
+        + _num(f["sol_memory_pct"], "%.1f") + "% -> SOLBottleneck \"" + _obj(c["sol_verdict"])
+        + "\" (thresholds 80/60/10, waves < 1; formulas.md §3.1)" + legacy)
+    if "ncu_stored_verdict" in f.columns:
+        add(f["ncu_stored_verdict"].notna(), "NCU's own stored verdict: \"" + _obj(f["ncu_stored_verdict"]) + "\"")
 
     # 2. overhead reasons
-    lim, label = c["limiter"], c["label"]
-    over = label == "overhead-bound"
-    dur_s = _si_series(f["duration_s"], "s")
-    add(over & (lim == "launch"), [f"Duration {d} < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch "
-                                   "cost (formulas.md §5.2); batch, fuse or graph-capture such launches" for d in dur_s])
-    gtxt = [f"Grid of {'?' if pd.isna(g) else int(g)} block(s) on {'?' if pd.isna(s) else int(s)} SMs"
-            f" ({'?' if pd.isna(w) else f'{w:.2f}'} waves): SMs sit idle (ncu Small Grid, formulas.md §3.3)"
-            for g, s, w in zip(f["grid"], f["sm_count"], f["waves"], strict=True)]
-    add(over & (lim == "small-grid"), gtxt)
-    ttxt = [f"{w:.2f} waves: the partial last wave can take up to {100.0 / (1 + math.floor(w)):.0f}% of the runtime "
-            "(ncu Tail Effect, formulas.md §3.3)" if pd.notna(w) else "" for w in f["waves"]]
-    add(over & (lim == "tail"), ttxt)
-    add(over & (lim == "latency"), ["Compute and memory both below 60% of peak with at least one full wave: "
-                                    "latency-bound (stalls, occupancy, dependencies), not throughput-bound "
-                                    "(ncu Latency Issue, formulas.md §3.1, §5.3)"] * n)
+    over = (label == "overhead-bound").to_numpy()
+    add(over & (lim == "launch").to_numpy(),
+        "Duration " + np.asarray(_si_series(f["duration_s"], "s"), dtype=object)
+        + f" < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost (formulas.md §5.2); "
+        "batch, fuse or graph-capture such launches")
+    add(over & (lim == "small-grid").to_numpy(),
+        "Grid of " + _num(f["grid"].astype("float64"), "%.0f") + " block(s) on " + _num(f["sm_count"], "%.0f")
+        + " SMs (" + _num(f["waves"], "%.2f") + " waves): SMs sit idle (ncu Small Grid, formulas.md §3.3)")
+    add(over & (lim == "tail").to_numpy(),
+        _num(f["waves"], "%.2f") + " waves: the partial last wave can take up to "
+        + _num(100.0 / (1.0 + np.floor(f["waves"])), "%.0f") + "% of the runtime (ncu Tail Effect, formulas.md §3.3)")
+    add(over & (lim == "latency").to_numpy(),
+        "Compute and memory both below 60% of peak with at least one full wave: latency-bound (stalls, "
+        "occupancy, dependencies), not throughput-bound (ncu Latency Issue, formulas.md §3.1, §5.3)")
 
     # 3. work and compute roof
-    flops_t = _si_series(f["flops"], "FLOP")
-    ach = _si_series(f["achieved_flops_s"], "FLOP/s")
-    peak = _si_series(f["compute_peak"], "FLOP/s")
-    mix = []
-    for row in zip(*(f[f"flops_{k}"] for k in M.FLOP_CLASSES), f["flops"], strict=True):
-        tot = row[-1]
-        parts = [f"{k} {100.0 * v / tot:.0f}%" for k, v in zip(M.FLOP_CLASSES, row[:-1], strict=True)
-                 if pd.notna(v) and v > 0 and tot > 0]
-        mix.append(", ".join(parts) if parts else "no FLOPs")
-    cls_src = [f"peak_{d}" if isinstance(d, str) else "peak_fp32" for d in f["dominant_class"]]
-    csrc = [f"src_{p}" for p in cls_src]
-    src_words = [f.at[i, s] if s in f.columns else None for i, s in enumerate(csrc)]
-    work_txt = [f"Work {a} ({m}); achieved {b} = {100.0 * u:.1f}% of the compute roof {p} ({s or 'no source'})"
-                if pd.notna(u) else f"Work {a} ({m}); achieved {b}; compute roof unknown"
-                for a, m, b, u, p, s in zip(flops_t, mix, ach, f["compute_util"], peak, src_words, strict=True)]
-    add(f["flops"].notna() & f["duration_s"].notna(), work_txt)
+    tot = f["flops"]
+    mix = np.full(n, "", dtype=object)
+    for k in M.FLOP_CLASSES:
+        share = 100.0 * f[f"flops_{k}"] / tot.where(tot > 0)
+        has = (share.notna() & (f[f"flops_{k}"] > 0)).to_numpy()
+        mix = np.where(has, mix + np.where(mix == "", "", ", ") + f"{k} " + _num(share, "%.0f") + "%", mix)
+    mix = np.where(mix == "", "no FLOPs", mix)
+    dom = f["dominant_class"].fillna("fp32")
+    src_word = np.full(n, "", dtype=object)
+    for k in M.FLOP_CLASSES:
+        src_word = np.where((dom == k).to_numpy(), _obj(f[f"src_peak_{k}"]), src_word)
+    head = ("Work " + np.asarray(_si_series(tot, "FLOP"), dtype=object) + " (" + mix + "); achieved "
+            + np.asarray(_si_series(f["achieved_flops_s"], "FLOP/s"), dtype=object))
+    roof_txt = np.where(fin("compute_util"),
+                        " = " + _num(100.0 * f["compute_util"], "%.1f") + "% of the compute roof "
+                        + np.asarray(_si_series(f["compute_peak"], "FLOP/s"), dtype=object) + " (" + src_word + ")",
+                        "; compute roof unknown")
+    add(tot.notna() & f["duration_s"].notna(), head + roof_txt)
 
     # 4. each level
     for lvl in M.LEVELS:
-        b, bw = f[f"bytes_{lvl}"], f[f"bw_{lvl}"]
-        rate = _si_series(b / f["duration_s"], "B/s")
-        bws = _si_series(bw, "B/s")
-        bt = _si_series(b, "B")
-        txt = []
-        for i in range(n):
-            s = f"{LEVEL_NAMES[lvl]}: {bt[i]} ({f.at[i, f'bytes_{lvl}_source']})"
-            if pd.notna(f.at[i, f"bw_util_{lvl}"]):
-                s += f", {rate[i]} = {100.0 * f.at[i, f'bw_util_{lvl}']:.1f}% of {bws[i]} ({f.at[i, f'src_bw_{lvl}']})"
-            elif pd.notna(f.at[i, "duration_s"]):
-                s += f", {rate[i]} (no {LEVEL_NAMES[lvl]} ceiling)"
-            ai, ridge = f.at[i, f"intensity_{lvl}"], f.at[i, f"ridge_{lvl}"]
-            if pd.notna(ai):
-                s += f"; AI {ai:.3g} FLOP/B" + (f" {'<' if ai < ridge else '>='} ridge {ridge:.3g}" if pd.notna(ridge) else "")
-            txt.append(s)
+        name = LEVEL_NAMES[lvl]
+        b = f[f"bytes_{lvl}"]
+        txt = (f"{name}: " + np.asarray(_si_series(b, "B"), dtype=object) + " (" + _obj(f[f"bytes_{lvl}_source"]) + ")")
+        rate = np.asarray(_si_series(b / f["duration_s"], "B/s"), dtype=object)
+        util = (", " + rate + " = " + _num(100.0 * f[f"bw_util_{lvl}"], "%.1f") + "% of "
+                + np.asarray(_si_series(f[f"bw_{lvl}"], "B/s"), dtype=object) + " (" + _obj(f[f"src_bw_{lvl}"]) + ")")
+        txt = txt + np.where(fin(f"bw_util_{lvl}"), util,
+                             np.where(fin("duration_s"), ", " + rate + f" (no {name} ceiling)", ""))
+        ai, ridge = f[f"intensity_{lvl}"], f[f"ridge_{lvl}"]
+        cmp_ = np.where((ai < ridge).to_numpy(), " < ridge ", " >= ridge ")
+        txt = txt + np.where(fin(f"intensity_{lvl}"), "; AI " + _num(ai, "%.3g") + " FLOP/B"
+                             + np.where(fin(f"ridge_{lvl}"), cmp_ + _num(ridge, "%.3g"), ""), "")
         add(b.notna(), txt)
 
-    # 5. binding level / decision
-    bind = f["binding_level"]
-    att = _si_series(f["attainable_flops_s"], "FLOP/s")
-    add(bind.notna() & f["attainable_flops_s"].notna(),
-        [f"Binding level {LEVEL_NAMES.get(bl, bl)}: attainable {a}; achieved {p:.0f}% of it" if pd.notna(p)
-         else f"Binding level {LEVEL_NAMES.get(bl, bl)}: attainable {a}" for bl, a, p in
-         zip(bind, att, f["pct_of_roof"], strict=True)])
-    units = [", ".join(f"{LEVEL_NAMES[lvl]} {v:.1f}%" for lvl, v in zip(M.LEVELS, row, strict=True) if pd.notna(v))
-             for row in zip(*(f[f"unit_{lvl}"] for lvl in M.LEVELS), strict=True)]
-    add(pd.Series([bool(u) for u in units]), [f"Memory units (SOL breakdown): {u}" for u in units])
-    side = [f"Memory side {m:.1f}% vs compute side {k:.1f}% of peak -> {lab} ({li})"
-            for m, k, lab, li in zip(c["memory_side_pct"], c["compute_side_pct"], label, lim, strict=True)]
-    add(c["memory_side_pct"].notna() & c["compute_side_pct"].notna() & (label != "overhead-bound"), side)
+    # 5. binding level and the decision
+    bind = f["binding_level"].map(LEVEL_NAMES)
+    att = ("Binding level " + _obj(bind) + ": attainable "
+           + np.asarray(_si_series(f["attainable_flops_s"], "FLOP/s"), dtype=object)
+           + np.where(fin("pct_of_roof"), "; achieved " + _num(f["pct_of_roof"], "%.0f") + "% of it", ""))
+    add(bind.notna() & f["attainable_flops_s"].notna(), att)
+    units = np.full(n, "", dtype=object)
+    for lvl in M.LEVELS:
+        has = fin(f"unit_{lvl}")
+        units = np.where(has, units + np.where(units == "", "", ", ") + f"{LEVEL_NAMES[lvl]} "
+                         + _num(f[f"unit_{lvl}"], "%.1f") + "%", units)
+    add(units != "", "Memory units (SOL breakdown): " + units)
+    add(c["memory_side_pct"].notna() & c["compute_side_pct"].notna() & (label != "overhead-bound"),
+        "Memory side " + _num(c["memory_side_pct"], "%.1f") + "% vs compute side " + _num(c["compute_side_pct"], "%.1f")
+        + "% of peak -> " + _obj(label) + " (" + _obj(lim) + ")")
 
     # 6. provenance and gaps
     add(f["bytes_convention"].isin(["nersc", "mixed"]),
-        ["L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (formulas.md §1.7, §2)"] * n)
+        "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (formulas.md §1.7, §2)")
     add(f["duration_source"].notna() & (f["duration_source"] != "gpu__time_duration.sum"),
-        [f"Duration from {s}" for s in f["duration_source"]])
-    gaps = []
-    for i in range(n):
-        g = [f"{LEVEL_NAMES[lvl]} bytes" for lvl in M.LEVELS if pd.isna(f.at[i, f"bytes_{lvl}"])]
-        if pd.isna(f.at[i, "flops"]):
-            g.append("FLOP counters")
-        if pd.isna(f.at[i, "sol_compute_pct"]) or pd.isna(f.at[i, "sol_memory_pct"]):
-            g.append("SpeedOfLight %")
-        if pd.isna(f.at[i, "duration_s"]):
-            g.append("duration")
-        gaps.append("Not in the export, so not evaluated: " + ", ".join(g) if g else "")
-    add(pd.Series([bool(g) for g in gaps]), gaps)
-    add(label == "unknown", ["Nothing decides the bound: no SpeedOfLight %, and the roofline lacks FLOPs, bytes, "
-                             "time or ceilings for a comparison"] * n)
-    return [[t for t in col if t] for col in zip(*frags, strict=True)] if frags else [[] for _ in range(n)]
+        "Duration from " + _obj(f["duration_source"]))
+    gaps = np.full(n, "", dtype=object)
+    for what, miss in ([(f"{LEVEL_NAMES[lvl]} bytes", f[f"bytes_{lvl}"].isna()) for lvl in M.LEVELS]
+                       + [("FLOP counters", f["flops"].isna()),
+                          ("SpeedOfLight %", f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),
+                          ("duration", f["duration_s"].isna())]):
+        gaps = np.where(miss.to_numpy(), gaps + np.where(gaps == "", "", ", ") + what, gaps)
+    add(gaps != "", "Not in the export, so not evaluated: " + gaps)
+    add(label == "unknown", "Nothing decides the bound: no SpeedOfLight %, and the roofline lacks FLOPs, bytes, "
+                            "time or ceilings for a comparison")
+    table = np.stack(frags, axis=1)
+    return [[t for t in row if t] for row in table]
 
 
 def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | None = None,
@@ -299,6 +330,6 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     for col in extras:
         res[col] = f[col]
     res["sol_verdict"] = c["sol_verdict"]
-    res["ceiling_device"] = f["device"]
+    res["ceiling_device"] = f["ceiling_device"]
     lint = lint_kernels(f, meta=meta)
     return KernelAnalysis(res, devices, lint)
