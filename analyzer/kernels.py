@@ -197,7 +197,7 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     def add(mask: pd.Series | np.ndarray, texts: np.ndarray | str) -> None:
         m = np.asarray(pd.Series(mask).fillna(False).to_numpy(dtype=bool))
         t = np.full(n, texts, dtype=object) if isinstance(texts, str) else texts
-        frags.append(np.where(m, t, None))
+        frags.append(np.where(m, t, ""))
 
     def fin(col: str) -> np.ndarray:
         return np.isfinite(pd.to_numeric(f[col], errors="coerce").to_numpy(dtype="float64"))
