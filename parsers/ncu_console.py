@@ -125,6 +125,7 @@ class _State:
     unparsed: list[tuple[int, str]] = field(default_factory=list)
     unknown_units: set[str] = field(default_factory=set)
     conflicts: set[str] = field(default_factory=set)
+    bad_cells: list[Rejected] = field(default_factory=list)  # listed, not counted: the launch is kept
     summary: bool = False
 
 
@@ -163,7 +164,7 @@ def _feed(st: _State, n: int, line: str, decimal_comma: bool) -> None:
     m = _PROCESS.match(line)
     if m:
         _close_rule(st)
-        st.process = {"pid": int(m.group(1)), "process": m.group(2), "host": m.group(3)}
+        st.process = {"pid": _fits(int(m.group(1))), "process": m.group(2), "host": m.group(3)}
         return
     m = _SECTION.match(line)
     if m and st.launches:
@@ -228,14 +229,17 @@ def _kernel_header(line: str) -> tuple[str, dict[str, Any]] | None:
         g = tuple(int(x) for x in d.groups()[:3])
         b = tuple(int(x) for x in d.groups()[3:])
         ident.update(grid_dim=f"({g[0]}, {g[1]}, {g[2]})", block_dim=f"({b[0]}, {b[1]}, {b[2]})",
-                     grid=math.prod(g), block=math.prod(b))
+                     grid=_fits(math.prod(g)), block=_fits(math.prod(b)))
         text = text[: d.start()]
     if not text.strip():
         return None
     for key, col in (("Context", "context"), ("Stream", "stream"), ("Device", "device_index"),
                      ("Invocations", "invocations"), ("Block Size", "block"), ("Grid Size", "grid")):
-        if key in keys:
-            ident.setdefault(col, int(float(keys[key])))
+        if key in keys and ident.get(col) is None:
+            try:
+                ident[col] = _as_int(float(keys[key]))
+            except ValueError:
+                ident[col] = None
     if "CC" in keys:
         ident["cc"] = keys["CC"]
     return text, ident
@@ -289,10 +293,10 @@ def _table_line(st: _State, n: int, line: str, decimal_comma: bool) -> None:
     if len(cells) != len(table.spans):
         st.unparsed.append((n, line.strip()))
         return
-    _store_row(st, cells, table.columns, decimal_comma)
+    _store_row(st, n, cells, table.columns, decimal_comma)
 
 
-def _store_row(st: _State, cells: list[str], columns: list[str] | None, decimal_comma: bool) -> None:
+def _store_row(st: _State, n: int, cells: list[str], columns: list[str] | None, decimal_comma: bool) -> None:
     launch = st.launches[-1]
     label, unit = cells[0], cells[1]
     values = cells[2:]
@@ -317,6 +321,9 @@ def _store_row(st: _State, cells: list[str], columns: list[str] | None, decimal_
     if value is None or not math.isfinite(value):
         return
     launch.values_present += 1
+    if metric == DURATION and value < 0:
+        st.bad_cells.append(Rejected(st.path, n, f"negative duration {value_text} {unit}: set to null"))
+        return
     _put(st, launch.metrics, metric, value * factor)
     for idx, store in ((min_i, launch.mins), (max_i, launch.maxs)):
         if idx is not None:
@@ -399,15 +406,17 @@ def _result(st: _State, cut: bool, last_line: int) -> ParseResult:
         row: dict[str, Any] = {"input": path, "index": i, "line": launch.line, "name": launch.name,
                                "duration_s": None}
         row.update(launch.ident)
-        row.setdefault("invocations", 1)
+        if row.get("invocations") is None:
+            row["invocations"] = 1
         if failed:
             missing += 1
         else:
             records += 1
             metrics = dict(launch.metrics)
             row["duration_s"] = metrics.pop(DURATION, None)
-            row.setdefault("grid", _as_int(metrics.get("launch__grid_size")))
-            row.setdefault("block", _as_int(metrics.get("launch__block_size")))
+            for col, metric in (("grid", "launch__grid_size"), ("block", "launch__block_size")):
+                if row.get(col) is None:
+                    row[col] = _as_int(metrics.get(metric))
             row.update(metrics)
             row.update({k + MIN_SUFFIX: v for k, v in launch.mins.items()})
             row.update({k + MAX_SUFFIX: v for k, v in launch.maxs.items()})
@@ -429,11 +438,17 @@ def _result(st: _State, cut: bool, last_line: int) -> ParseResult:
     if st.conflicts:
         meta["conflicting_labels"] = sorted(st.conflicts)
     acc = InputAccounting(path=path, format=FORMAT, records=records, missing=missing, rejected=len(rejected))
+    rejected.extend(st.bad_cells)
     return ParseResult(accounting=acc, kernels=kernels, rules=rules_df, rejected=rejected, meta=meta)
 
 
 def _as_int(v: float | None) -> int | None:
-    return None if v is None or not math.isfinite(v) else round(v)
+    return None if v is None or not math.isfinite(v) else _fits(round(v))
+
+
+def _fits(v: int) -> int | None:
+    """``v`` when it fits the Int64 identity columns, else ``None`` (a corrupt header)."""
+    return v if -(2**63) <= v < 2**63 else None
 
 
 def _layout(st: _State) -> str:

@@ -13,17 +13,28 @@ geometry and compute capability come from ``launch__*`` and ``device__attribute_
 :mod:`parsers.ncu_rep_container`; absent in reports older than ~2020.3), ``ncu_report_version``
 (the reading library), ``unknown_units`` (units kept unscaled).
 
+Isolation: ``ncu_report`` is native code that aborts the whole process on some corrupt reports
+(found by fuzzing), so the report is read by :mod:`parsers._ncu_rep_worker` in a child process
+(``sys.executable``) under a timeout (120 s + 2 s/MB; ``ROOFTOP_NCU_REP_TIMEOUT`` overrides). The
+child streams one JSON line per result; units are scaled here.
+
 Accounting: the container's block headers declare how many results the file holds. Results that
-``ncu_report`` cannot return (a truncated file, an unreadable action) are rejected, one entry each;
-a file with no readable result at all is an :class:`~parsers.model.InputError`. ``ncu_report`` was
-fuzzed with corrupted corpus reports (160 mutations) and only ever raised Python exceptions, so it
-runs in-process, every call guarded.
+cannot be used (a truncated file, an unreadable or incomplete action, results lost when the reader
+crashes part-way) are rejected, one entry each; a file with no usable result at all is an
+:class:`~parsers.model.InputError` (so is a reader crash or timeout before the first result).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
-from collections.abc import Iterable
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -45,76 +56,132 @@ from parsers.units import si_factor
 FORMAT = "ncu-rep"
 INSTALL_HINT = "pip install 'rooftop[ncu-rep]'"
 REEXPORT_HINT = "re-export it with ncu --export, or export a CSV with ncu --import FILE --csv --page raw"
+WORKER = Path(__file__).with_name("_ncu_rep_worker.py")
+TIMEOUT_ENV = "ROOFTOP_NCU_REP_TIMEOUT"
 
-# ncu_report.IMetric.ValueKind_* and MsgType_* / SpeedupType_* values (stable across releases).
-_KIND_STRING = 2
-_KIND_FLOATS = (3, 4)
-_KIND_INTS = (5, 6)
+# ncu_report MsgType_* and SpeedupType_* values (stable across releases).
 _MSG_TYPE = {0: "INF", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
 _SPEEDUP_TYPE = {1: "local", 2: "global"}
 
 _DURATION = "gpu__time_duration.sum"
 
 
-def _import_ncu_report(path: str) -> Any:
+def _module_available() -> bool:
     try:
-        import ncu_report  # type: ignore[import-not-found,unused-ignore]
-    except Exception as exc:  # ImportError, or a broken native library (OSError)
-        raise InputError(
-            path, "is an Nsight Compute report, and reading it needs NVIDIA's ncu_report module", INSTALL_HINT
-        ) from exc
-    return ncu_report
+        return importlib.util.find_spec("ncu_report") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _timeout_s(size: int) -> float:
+    """Time allowed for the reader: 120 s plus 2 s per MB (``ROOFTOP_NCU_REP_TIMEOUT`` overrides)."""
+    env = os.environ.get(TIMEOUT_ENV)
+    if env:
+        try:
+            return float(env)
+        except ValueError:
+            pass
+    return 120.0 + 2.0 * size / 1e6
+
+
+def _run_worker(path: str, timeout_s: float) -> tuple[list[dict[str, Any]], int | None, str]:
+    """Run the reader in a child process: ``(messages, returncode or None on timeout, stderr tail)``."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, str(WORKER), path], stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        try:
+            rc: int | None = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            rc = None
+        out.seek(0)
+        err.seek(0)
+        messages = []
+        for raw in out:
+            try:
+                messages.append(json.loads(raw))
+            except ValueError:
+                break  # a line cut short by a crash
+        stderr_tail = err.read()[-2000:].decode("utf-8", "replace")
+    return messages, rc, stderr_tail
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= limit else t[: limit - 3] + "..."
 
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Parse one report file into the kernel and rules tables."""
     path = src.path
     info = read_container(path)
-    ncu_report = _import_ncu_report(path)
-    try:
-        ctx = ncu_report.load_report(path)
-        n_ranges = int(ctx.num_ranges())
-    except Exception as exc:
-        raise InputError(path, f"cannot be read as an Nsight Compute report ({exc})", REEXPORT_HINT) from exc
+    if not _module_available():
+        raise InputError(path, "is an Nsight Compute report, and reading it needs NVIDIA's ncu_report module", INSTALL_HINT)
+    timeout = _timeout_s(info.size)
+    messages, rc, stderr_tail = _run_worker(path, timeout)
+    fatal = next((m for m in messages if m.get("kind") == "fatal"), None)
+    if fatal and fatal.get("what") == "import":
+        raise InputError(path, "is an Nsight Compute report, and reading it needs NVIDIA's ncu_report module "
+                         f"({_one_line(str(fatal.get('error')), 120)})", INSTALL_HINT)
+    if fatal:
+        raise InputError(path, f"cannot be read as an Nsight Compute report ({_one_line(str(fatal.get('error')), 200)})",
+                         REEXPORT_HINT)
+    finished = any(m.get("kind") == "end" for m in messages)
+    started = any(m.get("kind") == "start" for m in messages)
+    crash = None
+    if not finished:
+        if rc is None:
+            crash = f"NVIDIA's ncu_report did not finish reading it within {timeout:.0f} s"
+        else:
+            how = f"signal {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit {rc}"
+            crash = f"NVIDIA's ncu_report crashed reading it ({how})"
+        if not started:
+            hint = f"set {TIMEOUT_ENV} to allow more time" if rc is None else REEXPORT_HINT
+            raise InputError(path, f"cannot be read: {crash}; the file is likely corrupt", hint)
 
     rows: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
     rejected: list[Rejected] = []
+    bad_cells: list[Rejected] = []  # listed, not counted: the launch is kept
     unknown_units: set[str] = set()
     index = 0
-    for r in range(n_ranges):
-        try:
-            rng = ctx.range_by_idx(r)
-            n_actions = int(rng.num_actions())
-        except Exception as exc:
-            rejected.append(Rejected(path, None, f"range {r} cannot be read: {exc}"))
-            continue
-        for a in range(n_actions):
-            try:
-                action = rng.action_by_idx(a)
-                row = _action_row(action, unknown_units)
-                action_rules = _action_rules(action)
-            except Exception as exc:
-                rejected.append(Rejected(path, None, f"result {index} (range {r}, action {a}) cannot be read: {exc}"))
-                index += 1
+    for msg in messages:
+        kind = msg.get("kind")
+        if kind == "error":
+            if msg.get("action") is None:
+                rejected.append(Rejected(path, None, f"range {msg.get('range')} cannot be read: "
+                                         f"{_one_line(str(msg.get('error')))}"))
                 continue
-            problem = _incomplete(row, index, info)
-            if problem:
-                rejected.append(Rejected(path, None, f"result {index} (range {r}, action {a}) {problem}"))
-                index += 1
-                continue
-            row.update(input=path, index=index, id=str(index))
-            rows.append(row)
-            for rule in action_rules:
-                rule.update(input=path, index=index)
-            rules.extend(action_rules)
+            rejected.append(Rejected(path, None, f"result {index} (range {msg.get('range')}, action "
+                                     f"{msg.get('action')}) cannot be read: {_one_line(str(msg.get('error')))}"))
             index += 1
+            continue
+        if kind != "result":
+            continue
+        where = f"result {index} (range {msg.get('range')}, action {msg.get('action')})"
+        row = _build_row(msg, unknown_units)
+        problem = _incomplete(row, index, info)
+        if problem:
+            rejected.append(Rejected(path, None, f"{where} {problem}"))
+            index += 1
+            continue
+        dur = row.get("duration_s")
+        if dur is not None and dur < 0:
+            bad_cells.append(Rejected(path, None, f"{where}: negative duration {dur} s set to null"))
+            row["duration_s"] = None
+        row.update(input=path, index=index, id=str(index))
+        rows.append(row)
+        rules.extend(dict(rule, input=path, index=index) for rule in _build_rules(msg.get("rules") or []))
+        index += 1
 
     declared = info.declared_results
     if not rows:
-        raise InputError(path, _no_results_reason(info), REEXPORT_HINT)
+        reason = _no_results_reason(info) if crash is None else f"cannot be read: {crash}"
+        raise InputError(path, reason, REEXPORT_HINT)
     where = f" (the block at byte {info.truncated_at} runs past the end of the file)" if info.truncated_at else ""
-    if declared is not None and declared > index:
+    if crash is not None:
+        rejected.append(Rejected(path, None, f"results from {index} on are lost: {crash}"))
+    elif declared is not None and declared > index:
         for k in range(index, declared):
             rejected.append(
                 Rejected(path, None, f"result {k} of {declared} declared by the report cannot be read{where}")
@@ -124,18 +191,20 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     rules_df = pd.DataFrame(rules, columns=list(RULE_COLUMNS)) if rules else empty_rules()
     rules_df = rules_df.astype(RULE_COLUMNS)
     accounting = InputAccounting(path=path, format=FORMAT, records=len(rows), rejected=len(rejected))
+    rejected.extend(bad_cells)
     meta: dict[str, Any] = {
         "ncu_version": info.ncu_version,
         "command_line": info.command_line,
         "declared_results": declared,
+        "ncu_report_version": next((m.get("library_version") for m in messages if m.get("kind") == "start"), None),
     }
     if info.truncated_at is not None:
         meta["truncated_at_byte"] = info.truncated_at
         meta["truncation_note"] = f"the report is cut short{where}; results stored after it are lost"
-    try:
-        meta["ncu_report_version"] = str(ctx.get_version())
-    except Exception:
-        meta["ncu_report_version"] = None
+    if crash is not None:
+        meta["reader_crash"] = crash
+        if stderr_tail.strip():
+            meta["reader_stderr"] = stderr_tail[-500:]
     if unknown_units:
         meta["unknown_units"] = sorted(unknown_units)
     return ParseResult(accounting=accounting, kernels=kernels, rules=rules_df, rejected=rejected, meta=meta)
@@ -162,73 +231,11 @@ def _no_results_reason(info: ContainerInfo) -> str:
     return "holds no profiled kernel results"
 
 
-def _metric_value(metric: Any) -> float | str | None:
-    """The metric's (aggregate) value: float, string, or None when it has none."""
-    if not metric.has_value():
-        return None
-    kind = metric.kind()
-    if kind in _KIND_FLOATS:
-        return float(metric.as_double())
-    if kind in _KIND_INTS:
-        return float(metric.as_uint64())
-    if kind == _KIND_STRING:
-        s = metric.as_string()
-        return None if s is None else str(s)
-    return None
-
-
-def _action_row(action: Any, unknown_units: set[str]) -> dict[str, Any]:
-    """One kernel-table row (without input/index/id) from an ``IAction``."""
-    metrics: dict[str, float] = {}
-    strings: dict[str, str] = {}
-    for name in action.metric_names():
-        metric = action.metric_by_name(name)
-        if metric is None:
-            continue
-        value = _metric_value(metric)
-        if value is None:
-            continue
-        if isinstance(value, str):
-            strings[name] = value
-            continue
-        unit = metric.unit()
-        factor = si_factor(unit)
-        if factor is None:
-            unknown_units.add(str(unit))
-            factor = 1.0
-        metrics[name] = value * factor if math.isfinite(value) else math.nan
-
-    try:
-        name_demangled = action.name(action.NameBase_DEMANGLED)
-    except Exception:
-        name_demangled = None
-    row: dict[str, Any] = {"name": name_demangled or action.name()}
-    row["device"] = strings.get("device__attribute_display_name")
-    row["device_index"] = _int(metrics.get("launch__device_id", metrics.get("device__attribute_device_index")))
-    row["context"] = _int(metrics.get("launch__context_id"))
-    row["stream"] = _int(metrics.get("launch__stream_id"))
-    major = _int(metrics.get("device__attribute_compute_capability_major"))
-    minor = _int(metrics.get("device__attribute_compute_capability_minor"))
-    row["cc"] = f"{major}.{minor}" if major is not None and minor is not None else None
-    grid_dims = _dims(metrics, "launch__grid_dim_")
-    block_dims = _dims(metrics, "launch__block_dim_")
-    row["grid_dim"] = _dim_text(grid_dims)
-    row["block_dim"] = _dim_text(block_dims)
-    row["grid"] = _int(metrics.get("launch__grid_size")) or (math.prod(grid_dims) if grid_dims else None)
-    row["block"] = _int(metrics.get("launch__block_size")) or (math.prod(block_dims) if block_dims else None)
-    row["nvtx"] = _nvtx_text(action)
-    row["invocations"] = 1
-    row["duration_s"] = metrics.pop(_DURATION, None)
-    for key, value in metrics.items():
-        if key not in IDENTITY_COLUMNS:
-            row[key] = value
-    return row
-
-
 def _int(value: float | None) -> int | None:
     if value is None or not math.isfinite(value):
         return None
-    return round(value)
+    v = round(value)
+    return v if -(2**63) <= v < 2**63 else None
 
 
 def _dims(metrics: dict[str, float], prefix: str) -> tuple[int, int, int] | None:
@@ -243,49 +250,53 @@ def _dim_text(dims: tuple[int, int, int] | None) -> str | None:
     return None if dims is None else f"({dims[0]}, {dims[1]}, {dims[2]})"
 
 
-def _nvtx_text(action: Any) -> str | None:
-    """``domain:range`` for every push/pop then start/end range, outermost first, joined by ``>``."""
-    try:
-        state = action.nvtx_state()
-    except Exception:
-        return None
-    if state is None:
-        return None
-    parts: list[str] = []
-    for domain_id in state.domains():
-        domain = state.domain_by_id(domain_id)
-        if domain is None:
-            continue
-        dname = str(domain.name())
-        ranges: Iterable[str] = [*domain.push_pop_ranges(), *domain.start_end_ranges()]
-        parts.extend(f"{dname}:{rname}" for rname in ranges)
-    return " > ".join(parts) if parts else None
+def _build_row(msg: dict[str, Any], unknown_units: set[str]) -> dict[str, Any]:
+    """One kernel-table row (without input/index/id) from a worker ``result`` message."""
+    metrics: dict[str, float] = {}
+    for name, (value, unit) in (msg.get("metrics") or {}).items():
+        factor = si_factor(unit)
+        if factor is None:
+            unknown_units.add(str(unit))
+            factor = 1.0
+        v = float(value)
+        metrics[name] = v * factor if math.isfinite(v) else math.nan
+    strings: dict[str, str] = msg.get("strings") or {}
+    row: dict[str, Any] = {"name": msg.get("name")}
+    row["device"] = strings.get("device__attribute_display_name")
+    row["device_index"] = _int(metrics.get("launch__device_id", metrics.get("device__attribute_device_index")))
+    row["context"] = _int(metrics.get("launch__context_id"))
+    row["stream"] = _int(metrics.get("launch__stream_id"))
+    major = _int(metrics.get("device__attribute_compute_capability_major"))
+    minor = _int(metrics.get("device__attribute_compute_capability_minor"))
+    row["cc"] = f"{major}.{minor}" if major is not None and minor is not None else None
+    grid_dims = _dims(metrics, "launch__grid_dim_")
+    block_dims = _dims(metrics, "launch__block_dim_")
+    row["grid_dim"] = _dim_text(grid_dims)
+    row["block_dim"] = _dim_text(block_dims)
+    row["grid"] = _int(metrics.get("launch__grid_size")) or (_int(math.prod(grid_dims)) if grid_dims else None)
+    row["block"] = _int(metrics.get("launch__block_size")) or (_int(math.prod(block_dims)) if block_dims else None)
+    row["nvtx"] = msg.get("nvtx")
+    row["invocations"] = 1
+    row["duration_s"] = metrics.pop(_DURATION, None)
+    for key, value in metrics.items():
+        if key not in IDENTITY_COLUMNS:
+            row[key] = value
+    return row
 
 
-def _action_rules(action: Any) -> list[dict[str, Any]]:
+def _build_rules(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for res in action.rule_results_as_dicts():
-        msg = res.get("rule_message") or {}
-        speedup = res.get("speedup_estimation") or {}
-        sp_value = speedup.get("speedup")
-        try:
-            msg_type = _MSG_TYPE.get(int(msg.get("type", 0)), "INF")
-        except (TypeError, ValueError):
-            msg_type = "INF"
-        try:
-            sp_type = _SPEEDUP_TYPE.get(int(speedup["type"])) if "type" in speedup else None
-        except (TypeError, ValueError):
-            sp_type = None
-        title = str(msg.get("title") or "") or str(res.get("name") or "")
+    for res in raw:
+        speedup = res.get("speedup")
         out.append(
             {
                 "section": res.get("section_identifier") or None,
                 "rule": res.get("rule_identifier") or res.get("name") or None,
-                "type": msg_type,
-                "title": title or None,
-                "description": str(msg.get("message") or "") or None,
-                "speedup_type": sp_type,
-                "speedup_pct": float(sp_value) if sp_value is not None else None,
+                "type": _MSG_TYPE.get(int(res.get("type") or 0), "INF"),
+                "title": res.get("title") or res.get("name") or None,
+                "description": res.get("message") or None,
+                "speedup_type": _SPEEDUP_TYPE.get(res["speedup_type"]) if res.get("speedup_type") is not None else None,
+                "speedup_pct": float(speedup) if speedup is not None else None,
             }
         )
     return out

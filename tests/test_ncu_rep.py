@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import builtins
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from parsers import InputError, parse_path
+from parsers import InputError, ncu_rep, parse_path
 from parsers.ncu_rep_container import read_container, walk_blocks
 from tests.conftest import CORPUS
 
@@ -70,18 +69,64 @@ def test_version_and_command_line_found_by_pattern(tmp_path: Path) -> None:
 def test_missing_ncu_report_module_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = tmp_path / "r.ncu-rep"
     p.write_bytes(_report(_block(1, b"x")))
-    real_import = builtins.__import__
-
-    def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "ncu_report":
-            raise ImportError("No module named 'ncu_report'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setitem(sys.modules, "ncu_report", None)  # "import ncu_report" now fails
     with pytest.raises(InputError) as err:
         parse_path(p)
-    assert "needs NVIDIA's ncu_report module" in str(err.value)
+    assert str(err.value).startswith(f"{p}: is an Nsight Compute report, and reading it needs NVIDIA's ncu_report")
     assert "pip install 'rooftop[ncu-rep]'" in str(err.value)
+
+
+def test_reader_crash_is_an_input_error_not_a_dead_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "r.ncu-rep"
+    p.write_bytes(_report(_block(1, b"x")))
+    crasher = tmp_path / "worker.py"
+    crasher.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n")
+    monkeypatch.setattr(ncu_rep, "WORKER", crasher)
+    monkeypatch.setattr(ncu_rep, "_module_available", lambda: True)
+    with pytest.raises(InputError) as err:
+        parse_path(p)
+    assert "crashed reading it (signal SIGABRT)" in str(err.value)
+
+
+def test_reader_crash_part_way_keeps_earlier_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "r.ncu-rep"
+    p.write_bytes(_report(_block(2, b"x")))
+    result = {"kind": "result", "range": 0, "action": 0, "name": "k(int)", "nvtx": None, "strings": {},
+              "metrics": {"gpu__time_duration.sum": [1500.0, "ns"], "dram__bytes_read.sum": [2.5, "Kbyte"]},
+              "rules": [{"rule_identifier": "SOLBottleneck", "name": "Bottleneck", "section_identifier":
+                         "SpeedOfLight", "title": "Latency Issue", "message": "m", "type": 2,
+                         "speedup_type": 1, "speedup": 12.5}]}
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        "import json, os, signal, sys\n"
+        "print(json.dumps({'kind': 'start', 'ranges': 1, 'library_version': 'x'}), flush=True)\n"
+        f"print(json.dumps({result!r}), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
+    monkeypatch.setattr(ncu_rep, "WORKER", worker)
+    monkeypatch.setattr(ncu_rep, "_module_available", lambda: True)
+    res = parse_path(p)
+    acc = res.accounting
+    assert (acc.records, acc.rejected) == (1, 1)
+    row = res.kernels.iloc[0]
+    assert row["duration_s"] == pytest.approx(1.5e-6)  # 1500 "ns"
+    assert row["dram__bytes_read.sum"] == pytest.approx(2500)  # 2.5 "Kbyte"
+    rule = res.rules.iloc[0]
+    assert (rule["rule"], rule["type"], rule["speedup_type"], rule["speedup_pct"]) == ("SOLBottleneck", "OPT", "local", 12.5)
+    assert "SIGSEGV" in res.rejected[0].reason and "results from 1 on are lost" in res.rejected[0].reason
+
+
+def test_reader_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "r.ncu-rep"
+    p.write_bytes(_report(_block(1, b"x")))
+    sleeper = tmp_path / "worker.py"
+    sleeper.write_text("import time\ntime.sleep(30)\n")
+    monkeypatch.setattr(ncu_rep, "WORKER", sleeper)
+    monkeypatch.setattr(ncu_rep, "_module_available", lambda: True)
+    monkeypatch.setenv(ncu_rep.TIMEOUT_ENV, "1")
+    with pytest.raises(InputError) as err:
+        parse_path(p)
+    assert "did not finish reading it within 1 s" in str(err.value)
 
 
 def test_garbage_after_magic_is_an_input_error(tmp_path: Path) -> None:
