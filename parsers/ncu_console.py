@@ -75,7 +75,7 @@ _HEADER_INVOC = re.compile(r", (\d+) invocations$")
 _HEADER_TIME = re.compile(r", (\d{4}-[A-Za-z]{3}-\d{2} \d{2}:\d{2}:\d{2})$")
 _HEADER_DIMS = re.compile(r" \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\)$")
 _METRIC_ID = re.compile(r"^[A-Za-z0-9_]+__[A-Za-z0-9_.]+$")
-_SPEEDUP = re.compile(r"Est\. (?:(Local|Global) )?Speedup: ([0-9][0-9,]*(?:\.[0-9]+)?)%", re.I)
+_SPEEDUP = re.compile(r"Est\. (?:(Local|Global) )?Speedup:? ([0-9][0-9,]*(?:\.[0-9]+)?)\s?%", re.I)
 _RULE_NAME = re.compile(r"^Rule (.+?) returned an error")
 _SPLIT2 = re.compile(r"\s{2,}")
 
