@@ -199,7 +199,8 @@ def normalize_kernels(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     for col, dtype in IDENTITY_COLUMNS.items():
         if col not in out.columns:
-            out[col] = pd.Series([pd.NA] * len(out), dtype=dtype, index=out.index)
+            fill = float("nan") if dtype == "float64" else pd.NA  # pandas 3: no NA in float64
+            out[col] = pd.Series([fill] * len(out), dtype=dtype, index=out.index)
         else:
             out[col] = out[col].astype(dtype)
     metric_cols = [c for c in out.columns if c not in IDENTITY_COLUMNS]

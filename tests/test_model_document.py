@@ -37,6 +37,12 @@ def test_normalize_then_validate() -> None:
     assert df["name"].iloc[0] == 'k<&>"'
 
 
+def test_normalize_adds_missing_identity_columns_including_duration() -> None:
+    df = normalize_kernels(pd.DataFrame({"input": ["a"], "index": [0], "name": ["k"]}))
+    assert math.isnan(df["duration_s"].iloc[0]) and df["cc"].isna().all()
+    validate_kernels(df)
+
+
 def test_validate_rejects_duplicates_and_negative_durations() -> None:
     dup = normalize_kernels(_kernels().assign(index=[0, 0]))
     with pytest.raises(SchemaError, match="repeats"):
