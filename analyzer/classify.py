@@ -17,7 +17,8 @@ pipe_<class>        compute pipe utilization % (tensor, fp64, fp32, fp16, alu)
 
 Rules (formulas.md §3.1, §3.3, §5.2-5.3, §8):
 
-1. With both SOL % (NVIDIA's ``SOLBottleneck``, thresholds 80/60/10, waves < 1):
+1. With both SOL % (NVIDIA's ``SOLBottleneck``, thresholds 80/60/10, waves < 1; the verdict stored in
+   the export's rule results, column ``ncu_stored_verdict``, wins over our replica of the rule):
    "High Throughput" (either side >= 80) -> bound on that side (both >= 80: the evidence below
    decides); "Small Grid" / "Latency Issue" (both < 60) -> overhead-bound; 60-80 -> the side
    ncu names ("High Compute/Memory Throughput"; "Balanced" -> the evidence decides).
@@ -110,11 +111,14 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
     waves, grid, sms = _col(f, "waves"), _col(f, "grid"), _col(f, "sm_count")
     dur = _col(f, "duration_s")
     verdict = sol_verdict(sol_c, sol_m, waves)
+    if "ncu_stored_verdict" in f.columns:  # NVIDIA's own result wins (e.g. waves not exported)
+        stored = f["ncu_stored_verdict"].astype("object")
+        verdict = stored.where(stored.notna() & verdict.notna(), verdict)
     has_sol = verdict.notna()
     u = side_utils(f)
 
     launch = dur < LAUNCH_S
-    small = (grid < sms) | (waves < WAVES)
+    small = (grid < sms) | (waves < WAVES) | (verdict == "Small Grid")
     tail = tail_effect(waves)
 
     both_known = u["memory"].notna() & u["compute"].notna()

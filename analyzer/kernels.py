@@ -225,7 +225,7 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
         _num(f["waves"], "%.2f") + " waves: the partial last wave can take up to "
         + _num(100.0 / (1.0 + np.floor(f["waves"])), "%.0f") + "% of the runtime (ncu Tail Effect, formulas.md §3.3)")
     add(over & (lim == "latency").to_numpy(),
-        "Compute and memory both below 60% of peak with at least one full wave: latency-bound (stalls, "
+        "Compute and memory both below 60% of peak, grid fills the SMs: latency-bound (stalls, "
         "occupancy, dependencies), not throughput-bound (ncu Latency Issue, formulas.md §3.1, §5.3)")
 
     # 3. work and compute roof
