@@ -78,6 +78,11 @@ def _spec_from_dict(d: dict[str, Any], source: str, where: str) -> DeviceSpec:
                              "see `rooftop devices --json` for the shape")
         out: dict[str, float] = {}
         for k, v in raw.items():
+            if isinstance(v, str):  # YAML 1.1 reads "1.0e13" as text
+                try:
+                    v = float(v)
+                except ValueError:
+                    pass
             if k not in allowed:
                 raise InputError(where, f"unknown {section} key {k!r}",
                                  f"use one of: {', '.join(allowed)}")
