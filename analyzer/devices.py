@@ -18,6 +18,7 @@ device and clock the kernel ran at, and win (see :mod:`analyzer.ceilings`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -79,10 +80,8 @@ def _spec_from_dict(d: dict[str, Any], source: str, where: str) -> DeviceSpec:
         out: dict[str, float] = {}
         for k, v in raw.items():
             if isinstance(v, str):  # YAML 1.1 reads "1.0e13" as text
-                try:
+                with contextlib.suppress(ValueError):
                     v = float(v)
-                except ValueError:
-                    pass
             if k not in allowed:
                 raise InputError(where, f"unknown {section} key {k!r}",
                                  f"use one of: {', '.join(allowed)}")

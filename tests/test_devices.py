@@ -67,7 +67,7 @@ def test_builtin_table_is_complete_and_sourced() -> None:
     for s in specs:
         assert s.source == "builtin"
         for key in list(s.peaks) + list(s.bandwidth):
-            assert key in s.sources and s.sources[key], f"{s.name}.{key} has no source"
+            assert s.sources.get(key), f"{s.name}.{key} has no source"
         for key, text in s.sources.items():
             if key in s.peaks or key in s.bandwidth:
                 assert "formulas.md" in text or "approximate" in text, f"{s.name}.{key}: {text}"
