@@ -28,7 +28,7 @@ LEVELS = (("dram", "DRAM", "circle"), ("l2", "L2", "square"), ("l1", "L1", "diam
 MAX_FAMILY_POINTS = 3000    # families drawn on the roofline (largest by time); the rest are noted
 MAX_WINDOW_POINTS = 3000    # DCGM windows drawn individually; above this they are aggregated
 MAX_TIMELINES = 16          # GPUs with a timeline figure
-MAX_SERIES_POINTS = 2000    # samples per timeline series (stride-decimated above this)
+MAX_SERIES_POINTS = 1000    # samples per timeline series (stride-decimated above this)
 MAX_BANDS = 400             # label bands per timeline
 HOVER_NAME = 160            # characters of a family name in hover text
 
@@ -320,21 +320,35 @@ def _evidence(kernels: Sequence[Mapping[str, Any]], pos: Any) -> str:
     return "".join(f"<br>{ptext(e, 120)}" for e in list(ev)[:3])
 
 
+_FRAME_CACHE: list[tuple[Sequence[Mapping[str, Any]], int, pd.DataFrame]] = []
+
+
 def _window_frame(windows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Windows as columns (host, gpu, gpu_key, namespace, pod, label, start, end, seconds,
+    flops_s, dram_s, m = metrics dict). Built once per windows list and render (cached)."""
+    for cached, n, frame in _FRAME_CACHE:
+        if cached is windows and n == len(windows):
+            return frame
+    hosts = [w.get("host") for w in windows]
+    gpus = [w.get("gpu") for w in windows]
+    keys = [f"{h}:{g}" if h not in (None, "") else str(g) for h, g in zip(hosts, gpus, strict=True)]
     df = pd.DataFrame({
-        "host": [w.get("host") for w in windows],
-        "gpu": [w.get("gpu") for w in windows],
-        "namespace": [w.get("namespace") for w in windows],
-        "pod": [w.get("pod") for w in windows],
-        "label": [str(w.get("label") or "mixed") for w in windows],
-        "start": pd.to_datetime([w.get("start") for w in windows], utc=True, errors="coerce", format="ISO8601"),
-        "end": pd.to_datetime([w.get("end") for w in windows], utc=True, errors="coerce", format="ISO8601"),
+        "host": pd.Series(hosts, dtype=object), "gpu": pd.Series(gpus, dtype=object),
+        "gpu_key": pd.Series(keys, dtype=object),
+        "namespace": pd.Series([w.get("namespace") for w in windows], dtype=object),
+        "pod": pd.Series([w.get("pod") for w in windows], dtype=object),
+        "label": pd.Series([str(w.get("label") or "mixed") for w in windows], dtype=object),
+        "start": pd.to_datetime(pd.Series([w.get("start") for w in windows], dtype=object), utc=True,
+                                errors="coerce", format="ISO8601"),
+        "end": pd.to_datetime(pd.Series([w.get("end") for w in windows], dtype=object), utc=True,
+                              errors="coerce", format="ISO8601"),
         "flops_s": _col(windows, "est_flops_s"),
         "dram_s": _col(windows, "est_dram_bytes_s"),
+        "m": pd.Series([w.get("metrics") or {} for w in windows], dtype=object),
     })
     secs = (df["end"] - df["start"]).dt.total_seconds()
     df["seconds"] = secs.where(secs > 0, 0.0).fillna(0.0)
-    df["gpu_key"] = [f"{h}:{g}" if h not in (None, "") else str(g) for h, g in zip(df["host"], df["gpu"], strict=True)]
+    _FRAME_CACHE[:] = [(windows, len(windows), df)]
     return df
 
 
@@ -431,9 +445,8 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
     """
     from reports.html import figure
 
-    windows = list(doc.get("windows") or [])
+    windows = doc.get("windows") or []
     df = _window_frame(windows)
-    df["m"] = [w.get("metrics") or {} for w in windows]
     timelines = doc.get("timelines") if isinstance(doc.get("timelines"), Mapping) else None
     by_key = {k: g.sort_values("start") for k, g in df.groupby("gpu_key", sort=False)}
     alias: dict[str, str] = {}
@@ -452,20 +465,21 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
         traces: list[dict[str, Any]] = []
         if timelines:
             series = timelines[key] or {}
-            t = list(series.get("t") or [])
-            sl = _decimate(len(t))
+            t_raw = list(series.get("t") or [])
+            sl = _decimate(len(t_raw))
+            t = _epoch_ms(t_raw[sl])
             for name, color in _RATIOS:
                 vals = series.get(name)
-                if vals is None or len(vals) != len(t):
+                if vals is None or len(vals) != len(t_raw):
                     continue
-                traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t[sl],
-                               "y": [v if isinstance(v, (int, float)) else None for v in list(vals)[sl]],
+                traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t,
+                               "y": _ratios(list(vals)[sl]),
                                "line": {"color": color, "width": 1.2, "shape": "hv"}})
         elif g is not None:
             sl = _decimate(len(g))
-            t = [x.isoformat() if pd.notna(x) else None for x in g["start"]][sl]
+            t = _epoch_ms(g["start"].iloc[sl])
             for name, color in _RATIOS:
-                vals = [m.get(name) if isinstance(m.get(name), (int, float)) else None for m in g["m"]][sl]
+                vals = _ratios([m.get(name) for m in g["m"].iloc[sl]])
                 if any(v is not None for v in vals):
                     traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t, "y": vals,
                                    "line": {"color": color, "width": 1.2, "shape": "hv"}})
@@ -482,6 +496,22 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
     return figs, " ".join(notes) or "Label bands (top strip) and activity ratios per GPU."
 
 
+def _ms(ts: pd.Timestamp) -> int:
+    return int((ts - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1))
+
+
+def _epoch_ms(values: Any) -> list[int | None]:
+    """Times as epoch milliseconds (plotly date axes take them; far smaller than ISO strings)."""
+    ts = pd.to_datetime(pd.Series(list(values), dtype=object), utc=True, errors="coerce", format="ISO8601")
+    ms = (ts - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
+    return [None if pd.isna(v) else int(v) for v in ms]
+
+
+def _ratios(values: Sequence[Any]) -> list[float | None]:
+    return [round(float(v), 4) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            else None for v in values]
+
+
 def _bands(g: pd.DataFrame) -> list[dict[str, Any]]:
     """Rectangles along the top strip, one per run of consecutive windows with the same label."""
     g = g[g["start"].notna() & g["end"].notna()]
@@ -491,6 +521,6 @@ def _bands(g: pd.DataFrame) -> list[dict[str, Any]]:
     runs = g.groupby(run_id, sort=False).agg(label=("label", "first"), start=("start", "min"), end=("end", "max"))
     if len(runs) > MAX_BANDS:
         runs = runs.iloc[:: math.ceil(len(runs) / MAX_BANDS)]
-    return [{"type": "rect", "xref": "x", "yref": "paper", "x0": r.start.isoformat(), "x1": r.end.isoformat(),
+    return [{"type": "rect", "xref": "x", "yref": "paper", "x0": _ms(r.start), "x1": _ms(r.end),
              "y0": 0.93, "y1": 1.0, "line": {"width": 0}, "fillcolor": LABEL_COLORS.get(r.label, "#555"),
              "opacity": 0.85, "layer": "below"} for r in runs.itertuples()]

@@ -169,3 +169,13 @@ def test_100k_kernel_report_is_small_and_draws_fast(browser: Any, tmp_path: Path
     extra_s = (loaded.draw_ms - base.draw_ms) / 1000
     assert extra_s < DRAW_BUDGET_S, f"100k report drew {extra_s:.2f}s slower than a 1-kernel page"
     assert loaded.draw_ms / 1000 < 20
+
+
+def test_lazy_figures_draw_when_scrolled_into_view(sample: Loaded) -> None:
+    page = sample.page
+    total = int(page.evaluate("document.body.getAttribute('data-plots-total')"))
+    assert total == page.evaluate("document.querySelectorAll('.plot').length") >= 4
+    page.evaluate("document.querySelectorAll('.plot').forEach(el => el.scrollIntoView())")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_function(f"document.querySelectorAll('.plot[data-drawn]').length === {total}", timeout=30_000)
+    assert sample.errors == [] and sample.external_requests() == []

@@ -240,3 +240,26 @@ def test_ceilings_of_contract_and_nested_shapes() -> None:
     c2, b2 = ceilings_of(nested)
     assert (c2[0].name, c2[0].value, c2[0].source) == ("fp32", 3e13, "ncu") and b2[0].value == 1e12
     assert ceilings_of({"ceilings": {"fp32": float("nan"), "dram": -1, "l2": "x"}}) == ([], [])
+
+
+def test_many_dcgm_windows_stay_small() -> None:
+    doc = sample_document()
+    base = doc["windows"][0]
+    windows = []
+    for g in range(16):
+        for m in range(1200):
+            windows.append({**base, "host": f"h{g // 8}", "gpu": str(g % 8),
+                            "start": f"2026-11-20T{m // 60:02d}:{m % 60:02d}:00Z",
+                            "end": f"2026-11-20T{m // 60:02d}:{m % 60:02d}:59Z",
+                            "label": ("compute-bound", "memory-bound", "idle")[(m // 30) % 3]})
+            if windows[-1]["label"] == "idle":
+                windows[-1].update(est_flops_s=None, est_dram_bytes_s=None)
+    doc.update(windows=windows, timelines={})
+    page = render_html(doc)
+    assert len(page.encode("utf-8")) < 10 * 1024 * 1024
+    figs = json.loads(FIG_RE.search(page).group(1))  # type: ignore[union-attr]
+    roof = next(iter(figs.values()))
+    wpts = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "windows"]
+    # 19,200 windows > MAX_WINDOW_POINTS -> one point per GPU and label (idle ones have no estimate)
+    assert sum(len(t["x"]) for t in wpts) == 16 * 2
+    assert "aggregated to one point per GPU and label" in page
