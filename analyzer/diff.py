@@ -600,19 +600,27 @@ def _change_record(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts of plain Python values (NaN/NA -> None), without a per-cell Python pass."""
+    clean = frame.astype(object).where(frame.notna(), None)
+    records: list[dict[str, Any]] = clean.to_dict("records")
+    return records
+
+
 def pair_records(pairs: pd.DataFrame) -> list[dict[str, Any]]:
     """Contract records of matched pairs: key, both sides, relative changes, explanation."""
     out = []
-    for row in pairs.to_dict("records"):
+    for row in _records(pairs):
         out.append({
             "family": row["family"], "series": row["series"], "ordinal": row["ordinal"],
-            "grid": row["grid"] if row["grid"] >= 0 else None,
-            "block": row["block"] if row["block"] >= 0 else None,
+            "match": row.get("match"),
+            "grid": row["grid"] if row["grid"] is not None and row["grid"] >= 0 else None,
+            "block": row["block"] if row["block"] is not None and row["block"] >= 0 else None,
             "nvtx": row["nvtx"] or None,
             "baseline": _side_record(row, "_base"), "candidate": _side_record(row, "_cand"),
             "change": _change_record(row),
-            "label_changed": bool(row.get("label_changed", False)),
-            "limiter_changed": bool(row.get("limiter_changed", False)),
+            "label_changed": bool(row.get("label_changed") or False),
+            "limiter_changed": bool(row.get("limiter_changed") or False),
             "explanation": row["explanation"],
         })
     return out
@@ -668,17 +676,53 @@ def findings(result: DiffResult) -> list[dict[str, Any]]:
     return out
 
 
-def diff_payload(result: DiffResult) -> dict[str, Any]:
+MAX_RECORDS = 10_000
+"""Matched pairs (and new, and vanished launches) listed in the document, largest time first.
+
+Families, series, totals and the verdict always cover every launch; ``listed`` in the document
+says how many records each list holds out of how many, and a lint entry says when one is cut."""
+
+
+def _largest(frame: pd.DataFrame, weight: pd.Series, limit: int) -> pd.DataFrame:
+    """The ``limit`` rows with the largest ``weight`` (NaN last), in their original order."""
+    if len(frame) <= limit:
+        return frame
+    w = pd.to_numeric(weight, errors="coerce").fillna(-1.0).to_numpy(dtype=float)
+    keep = np.sort(np.argsort(-w, kind="stable")[:limit])
+    return frame.iloc[keep]
+
+
+def diff_payload(result: DiffResult, limit: int = MAX_RECORDS) -> dict[str, Any]:
     """The diff-specific keys of the document (everything but the common contract keys), JSON-ready."""
+    pairs = result.pairs
+    delta = (pd.to_numeric(pairs.get("duration_s_cand"), errors="coerce")
+             - pd.to_numeric(pairs.get("duration_s_base"), errors="coerce")).abs() if len(pairs) \
+        else pd.Series(dtype=float)
+    shown = _largest(pairs, delta, limit)
+    new = _largest(result.new, result.new.get("duration_s", pd.Series(dtype=float)), limit)
+    vanished = _largest(result.vanished, result.vanished.get("duration_s", pd.Series(dtype=float)), limit)
     payload: dict[str, Any] = jsonable({
-        "pairs": pair_records(result.pairs),
+        "pairs": pair_records(shown),
         "families": family_records(result.families),
         "series": series_records(result.series),
-        "unmatched": {"new": unmatched_records(result.new), "vanished": unmatched_records(result.vanished)},
+        "unmatched": {"new": unmatched_records(new), "vanished": unmatched_records(vanished)},
+        "listed": {"pairs": [len(shown), len(pairs)], "new": [len(new), len(result.new)],
+                   "vanished": [len(vanished), len(result.vanished)]},
         "totals": result.totals,
         "verdict": result.verdict,
     })
     return payload
+
+
+def listing_lint(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """A lint entry for each list the document cut (see :data:`MAX_RECORDS`)."""
+    out = []
+    for key, (shown, total) in payload["listed"].items():
+        if shown < total:
+            out.append({"code": "diff-list-truncated", "kernels": [],
+                        "message": f"{key}: the {shown} largest by time of {total} are listed; families, "
+                                   "series, totals and the verdict cover all of them"})
+    return out
 
 
 # --------------------------------------------------------------------------- reading a side
@@ -841,10 +885,12 @@ def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: st
     for side in sides:
         devices += [d for d in side.devices if d not in devices]
     lint = _side_lint(sides) + _device_lint(result.baseline, result.candidate)
+    payload = diff_payload(result)
+    lint += listing_lint(payload)
     extra = {
         "sides": {s: {"path": side.path, "source": side.source, "kernels": len(side.results)}
                   for s, side in zip(SIDES, sides, strict=True)},
-        **diff_payload(result),
+        **payload,
     }
     return build_document(kind="diff", inputs=inputs, rejected=rejected, devices=devices, kernels=None,
                           findings=findings(result), lint=lint, command=command, extra=extra)

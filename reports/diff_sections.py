@@ -289,7 +289,9 @@ def unmatched_section(doc: Mapping[str, Any]) -> Section:
              "Not gated.</p>"]
     for key in ("new", "vanished"):
         rows = [{**r, "config": _config(r)} for r in un.get(key) or []]
-        parts.append(f"<h3>{esc(key)} ({len(rows)})</h3>")
+        listed = _get(doc, "listed", key)
+        total = listed[1] if isinstance(listed, list) and len(listed) == 2 else len(rows)
+        parts.append(f"<h3>{esc(key)} ({total})</h3>")
         if rows:
             parts.append(table(rows[:MAX_ROWS], UNMATCHED_COLUMNS))
             if len(rows) > MAX_ROWS:
@@ -312,8 +314,11 @@ def pairs_section(doc: Mapping[str, Any]) -> Section | None:
     cols = [Column("name", "kernel"), Column("series", "series"), Column("ordinal", "k-th", numeric=True),
             Column("tb", "baseline", fmt_time, numeric=True), Column("tc", "candidate", fmt_time, numeric=True),
             Column("dur", "Δ", chg, numeric=True), Column("why", "why")]
+    total = _get(doc, "listed", "pairs")
+    total_n = total[1] if isinstance(total, list) and len(total) == 2 else len(rows)
     return Section("Matched launches (largest time changes)", table(rows[:MAX_ROWS], cols), anchor="pairs",
-                   note=f"{min(len(rows), MAX_ROWS)} of {len(rows)} matched launches; all in the JSON output.")
+                   note=f"The {min(len(rows), MAX_ROWS)} largest time changes of {total_n} matched launches "
+                        f"({len(rows)} in the JSON output).")
 
 
 def sections(doc: dict[str, Any]) -> list[Section]:

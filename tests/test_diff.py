@@ -17,6 +17,7 @@ from analyzer.diff import (
     frame_from_document,
     group_deltas,
     identify,
+    listing_lint,
     match_kernels,
     pct,
     read_document,
@@ -292,7 +293,8 @@ def test_payload_is_json_and_complete() -> None:
     payload = diff_payload(compare(b, c, fail_on=10))
     text = json.dumps(payload, allow_nan=False)
     assert "NaN" not in text
-    assert set(payload) == {"pairs", "families", "series", "unmatched", "totals", "verdict"}
+    assert set(payload) == {"pairs", "families", "series", "unmatched", "listed", "totals", "verdict"}
+    assert payload["listed"] == {"pairs": [1, 1], "new": [1, 1], "vanished": [1, 1]}
     [pair] = payload["pairs"]
     assert pair["change"]["duration"] == pytest.approx(0.5) and pair["grid"] == 128 and pair["nvtx"] is None
     assert [k["family"] for k in payload["unmatched"]["vanished"]] == ["gone"]
@@ -333,3 +335,15 @@ def test_known_configs_that_differ_never_pair_by_name() -> None:
     r = compare(b, c, fail_on=5)
     assert not len(r.pairs) and len(r.new) == 1 and len(r.vanished) == 1
     assert r.verdict["reason"].startswith("nothing to compare") and not r.verdict["fail"]
+
+
+def test_long_lists_are_cut_largest_first_and_said_so() -> None:
+    b = frame([kernel("a", 1.0), kernel("a", 1.0), kernel("a", 1.0)])
+    c = frame([kernel("a", 1.0), kernel("a", 3.0), kernel("a", 2.0)])
+    payload = diff_payload(compare(b, c, fail_on=None), limit=2)
+    # |Δ| = 0, 2, 1 s: the two largest, kept in launch order
+    assert [p["ordinal"] for p in payload["pairs"]] == [1, 2]
+    assert payload["listed"]["pairs"] == [2, 3]
+    [lint] = listing_lint(payload)
+    assert lint["code"] == "diff-list-truncated" and "2 largest by time of 3" in lint["message"]
+    assert payload["series"][0]["n_base"] == 3  # the verdict still covers every launch
