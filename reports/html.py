@@ -33,6 +33,7 @@ Public helpers: :func:`esc` (HTML escape), :func:`table` (escaped, optionally so
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,7 +225,15 @@ def build_sections(doc: dict[str, Any]) -> list[Section]:
     builders = SECTIONS_BY_KIND.get(str(doc.get("kind") or "analyze")) or SECTIONS_BY_KIND["analyze"]
     out: list[Section] = []
     for builder in builders:
-        result = builder(doc)
+        try:
+            result = builder(doc)
+        except Exception as exc:  # one broken section must not cost the whole report
+            if os.environ.get("ROOFTOP_DEBUG"):
+                raise
+            name = getattr(builder, "__name__", "section")
+            result = Section(f"{name}: not rendered", f'<p class="note">This section failed: '
+                                                      f"{esc(type(exc).__name__)}: {esc(exc)}. Please "
+                                                      "report it (ROOFTOP_DEBUG=1 shows the traceback).</p>")
         if result is None:
             continue
         out.extend(result if isinstance(result, list) else [result])
@@ -360,8 +369,9 @@ def _finding_html(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) ->
     if ks:
         first = ks[0]
         if isinstance(first, int) and 0 <= first < len(kernels):
-            names = (f'<div class="meta">e.g. <span class="kname">'
-                     f'{esc(kernels[first].get("name"))}</span></div>')
+            name = str(kernels[first].get("name") or "")
+            name = name if len(name) <= 400 else name[:399] + "…"
+            names = f'<div class="meta">e.g. <span class="kname">{esc(name)}</span></div>'
     ev = f.get("evidence") or []
     ev_html = ("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in ev[:8]) + "</ul>") if ev else ""
     return (f'<li class="finding"><div class="t"><span class="sev sev-{esc(sev)}">{esc(sev)}</span>'

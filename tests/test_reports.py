@@ -263,3 +263,20 @@ def test_many_dcgm_windows_stay_small() -> None:
     # 19,200 windows > MAX_WINDOW_POINTS -> one point per GPU and label (idle ones have no estimate)
     assert sum(len(t["x"]) for t in wpts) == 16 * 2
     assert "aggregated to one point per GPU and label" in page
+
+
+def test_a_failing_section_does_not_cost_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(doc: dict[str, Any]) -> list[Section]:
+        raise KeyError("<boom>")
+
+    mod = types.ModuleType("reports.diff_sections")
+    mod.sections = broken  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "reports.diff_sections", mod)
+    monkeypatch.delenv("ROOFTOP_DEBUG", raising=False)
+    doc = sample_document()
+    doc["kind"] = "diff"
+    page = render_html(doc)
+    assert "This section failed" in page and "&lt;boom&gt;" in page and 'id="provenance"' in page
+    monkeypatch.setenv("ROOFTOP_DEBUG", "1")
+    with pytest.raises(KeyError):
+        render_html(doc)
