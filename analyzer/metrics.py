@@ -231,7 +231,7 @@ def tensor_variant_columns(columns: Sequence[str]) -> dict[str, dict[str, str]]:
     for c in columns:
         m = _TENSOR_RE.match(c)
         if m:
-            found.setdefault(m.group("v"), {})[m.group("s") or ".sum"] = c
+            found.setdefault(m.group("v"), {})[".sum" + (m.group("s") or "")] = c
     for v in list(found):
         if any(o.startswith(v + "_sparsity_") for o in found if o != v):
             del found[v]
