@@ -347,3 +347,30 @@ def test_long_lists_are_cut_largest_first_and_said_so() -> None:
     [lint] = listing_lint(payload)
     assert lint["code"] == "diff-list-truncated" and "2 largest by time of 3" in lint["message"]
     assert payload["series"][0]["n_base"] == 3  # the verdict still covers every launch
+
+
+def test_report_sections_escape_and_place_arrows() -> None:
+    """HTML/Markdown diff sections from the document only; hostile names stay text."""
+    from reports.diff_sections import markdown_sections, roofline_arrows_figure
+    from reports.html import render_html
+    from reports.markdown import render_markdown
+
+    evil = "<img src=x onerror=alert(1)>|`x`"
+    b = frame([kernel("stencil", 1e-3), kernel(evil, 1e-3)])
+    c = frame([kernel("stencil", 1.3e-3, dram=1.38e8), kernel(evil, 1e-3)])
+    doc = build_document(kind="diff", inputs=[], rejected=[], devices=[], kernels=None,
+                         extra=diff_payload(compare(b, c, fail_on=10)))
+    fig, _ = roofline_arrows_figure(doc)
+    assert fig is not None
+    [arrow] = fig["layout"]["annotations"]  # the unchanged family gets no arrow
+    # log axes take log10 coordinates: baseline AI 2e9/1e8 = 20, 2e9/1e-3 = 2e12 FLOP/s;
+    # candidate AI 2e9/1.38e8 = 14.49, 2e9/1.3e-3 = 1.538e12 FLOP/s
+    assert arrow["ax"] == pytest.approx(math.log10(20)) and arrow["ay"] == pytest.approx(math.log10(2e12))
+    assert arrow["x"] == pytest.approx(math.log10(2e9 / 1.38e8))
+    assert arrow["y"] == pytest.approx(math.log10(2e9 / 1.3e-3))
+    page = render_html(doc)
+    assert "<img src=x" not in page and "Regressions" in page
+    md = render_markdown(doc)
+    assert "**FAIL**" in md and "<img" not in md
+    assert [s.title for s in markdown_sections(doc)] == ["Verdict", "Regressions", "Improvements",
+                                                         "New and vanished kernels"]
