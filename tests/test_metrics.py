@@ -130,7 +130,7 @@ def test_l2_l1_bytes_ncu_convention_by_cc() -> None:
 def test_nersc_bytes_fallback_and_convention() -> None:
     df = pd.DataFrame({"lts__t_bytes.sum": [5000.0], "l1tex__t_bytes.sum": [9000.0],
                        "lts__lts2xbar_cycles_active.sum.per_second": [np.nan]})
-    b, src, conv = M.bytes_by_level(df, pd.Series([1.0]), pd.Series([8.0]))
+    b, _src, conv = M.bytes_by_level(df, pd.Series([1.0]), pd.Series([8.0]))
     assert b.at[0, "l2"] == 5000.0 and b.at[0, "l1"] == 9000.0
     assert M.bytes_convention(conv).tolist() == ["nersc"]
     mixed = pd.DataFrame({"lts__lts2xbar_cycles_active.sum": [1.0], "l1tex__t_bytes.sum": [9.0]})
