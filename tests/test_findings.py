@@ -145,3 +145,30 @@ def test_scale_100k_launches_is_fast() -> None:
     for sev in {f["severity"] for f in out}:
         savings = [f["est_saving_s"] for f in out if f["severity"] == sev]
         assert savings == sorted(savings, reverse=True)
+
+
+@pytest.mark.corpus
+def test_corpus_ncu_rep_with_nvidia_speedups() -> None:
+    """Real export (LakshyaSingh354 naive GEMM, 2 launches, rules with Est. Speedup): the family's
+    saving is Σ duration × max(speedup_pct)/100 over its launches."""
+    from tests.conftest import corpus_dir
+
+    path = corpus_dir("ncu") / "LakshyaSingh354__CudaCode__gemm__reps__naive.ncu-rep"
+    if not path.is_file():
+        pytest.skip(f"{path.name} not in the corpus")
+    pytest.importorskip("ncu_report")
+    from analyzer.pipeline import run_analysis
+
+    doc = run_analysis([str(path)])
+    kernels = doc["kernels"]
+    assert len(kernels) == 2 and len({k["family"] for k in kernels}) == 1
+    expected = 0.0
+    for k in kernels:
+        best = max(r["speedup_pct"] for r in k["ncu_rules"] if r["speedup_pct"] is not None)
+        expected += k["duration_s"] * best / 100
+    # by hand from the export: 4.789792 ms × 16.861% + 4.79264 ms × 16.879% ≈ 1.6165 ms
+    assert expected == pytest.approx(1.6165e-3, rel=1e-3)
+    (f,) = doc["findings"]
+    assert f["est_saving_s"] == pytest.approx(expected)
+    assert f["kernels"] == [0, 1] and f["time_share"] == pytest.approx(1.0)
+    assert f["rule"].startswith("ncu.")
