@@ -120,7 +120,7 @@ def _spec_per_row(keys: pd.DataFrame, option: DeviceSpec | None) -> tuple[pd.Ser
     specs: dict[int, DeviceSpec] = {}
     if option is not None:
         specs[0] = option
-        return ids.where(False, 0), specs
+        return pd.Series(0, index=keys.index, dtype="int64"), specs
     uniq = keys.drop_duplicates()
     by_name: dict[str, int] = {}
     for row in uniq.itertuples(index=False):  # distinct devices, not kernels
