@@ -419,6 +419,29 @@ def _reduce(g: pd.core.groupby.SeriesGroupBy, reducer: str) -> pd.Series:
     return g.mean()
 
 
+INT_LIMIT = 2.0**62
+
+
+def to_int(x: pd.Series) -> pd.Series:
+    """Floats -> Int64: whole numbers within +-2**62 kept, anything else (NaN, inf, 1.5) null."""
+    f = pd.to_numeric(x, errors="coerce").astype("float64")
+    ok = f.notna() & (f.abs() < INT_LIMIT) & (f == f.round())
+    return f.where(ok).astype("Int64")
+
+
+def sanitize_values(values: np.ndarray, names: np.ndarray | list[str]) -> np.ndarray:
+    """Mask of numbers no export can mean: infinities, and negative durations (``gpu__time_duration*``).
+
+    ``values`` is ``[rows, cols]`` with ``names`` per column, or 1-D with one name per value.
+    """
+    bad = np.isinf(values)
+    is_dur = np.asarray([str(n).startswith("gpu__time_duration") for n in names], dtype=bool)
+    if is_dur.any():
+        with np.errstate(invalid="ignore"):
+            bad |= (values < 0) & (is_dur if values.ndim == 1 else is_dur[np.newaxis, :])
+    return bad
+
+
 def _by_unique(s: pd.Series, func: object) -> pd.Series:
     """Apply a vectorized ``func`` to the distinct values of ``s`` only, then broadcast back
     (identity columns repeat a handful of values over 100k launches)."""
@@ -433,13 +456,13 @@ def dims_product(dims: pd.Series) -> pd.Series:
 
     def prod(u: pd.Series) -> pd.Series:
         parts = u.str.extract(_DIMS_RE).astype("float64")
-        return parts.prod(axis=1, min_count=3).round().astype("Int64")
+        return to_int(parts.prod(axis=1, min_count=3))
 
     return _by_unique(dims, prod).astype("Int64")
 
 
 def _int_col(u: pd.Series) -> pd.Series:
-    return pd.to_numeric(u.where(u.str.match(_INT_RE)), errors="coerce").astype("Int64")
+    return to_int(pd.to_numeric(u.where(u.str.match(_INT_RE)), errors="coerce"))
 
 
 def identity_frame(df: pd.DataFrame, path: str, line_nos: np.ndarray) -> pd.DataFrame:
@@ -472,15 +495,15 @@ def fill_launch_identity(kern: pd.DataFrame) -> pd.DataFrame:
     """Fill grid/block, device, cc and duration from metric columns where the identity lacks them."""
     for prod, metric in (("grid", "launch__grid_size"), ("block", "launch__block_size")):
         if metric in kern.columns:
-            fallback = kern[metric].round().astype("Int64")
+            fallback = to_int(kern[metric])
             kern[prod] = kern[prod].astype("Int64").fillna(fallback) if prod in kern.columns else fallback
     maj, mnr = "device__attribute_compute_capability_major", "device__attribute_compute_capability_minor"
     if maj in kern.columns and mnr in kern.columns:
-        cc = kern[maj].round().astype("Int64").astype(str) + "." + kern[mnr].round().astype("Int64").astype(str)
+        cc = to_int(kern[maj]).astype(str) + "." + to_int(kern[mnr]).astype(str)
         cc = cc.where(kern[maj].notna() & kern[mnr].notna())
         kern["cc"] = kern["cc"].fillna(cc) if "cc" in kern.columns else cc
     if "device__attribute_device_index" in kern.columns:
-        idx = kern["device__attribute_device_index"].round().astype("Int64")
+        idx = to_int(kern["device__attribute_device_index"])
         kern["device_index"] = kern["device_index"].fillna(idx) if "device_index" in kern.columns else idx
     for dur in ("gpu__time_duration.sum", "gpu__time_duration"):  # the second: 2019.x name
         if dur in kern.columns:

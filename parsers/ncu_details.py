@@ -31,7 +31,8 @@ least one measured numeric value; ``missing``: launches whose every value is mis
 launch printing ``(!) nan``); ``rejected``: launches known only from rows that could not be read
 (cut-off line, wrong field count; a row with an unreadable ID counts as one launch). An unreadable
 row of a launch that has other good rows is listed as :class:`Rejected` but the launch stays a
-record. A text value in a numeric metric becomes NaN with one :class:`Rejected` line per launch.
+record. A text value in a numeric metric, an infinity or a negative duration becomes NaN with one
+:class:`Rejected` line per launch.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from parsers.ncu_csv import (
     read_block,
     rejected_launches,
     sample_values,
+    sanitize_values,
     split_valid_ids,
 )
 from parsers.ncu_labels import lookup_label
@@ -137,7 +139,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     rejected = [Rejected(src.path, b.line, f"row not read: {b.reason}") for b in sorted(bad, key=lambda b: b.line)]
     for launch, (line, col, val, more) in sorted(bad_cells.items()):
         extra = f" (and {more} more)" if more else ""
-        rejected.append(Rejected(src.path, line, f"value {val!r} of metric {col} is not a number; "
+        rejected.append(Rejected(src.path, line, f"value {val!r} of metric {col} is not a usable number; "
                                  f"set to null{extra}, launch {launch} kept"))
     acc = InputAccounting(
         path=src.path,
@@ -195,7 +197,11 @@ def _metrics(
         meta["unknown_units"] = unknown
     fac = np.asarray([1.0 if f is None else f for f in factors])[ucodes]
     vals = nums.to_numpy(dtype="float64", na_value=np.nan) * fac
-    bad = badm.to_numpy(dtype=bool)
+    bad = badm.to_numpy(dtype=bool).copy()
+    insane = sanitize_values(vals, kuniq[kcodes] if len(kuniq) else [])  # inf, negative durations
+    if insane.any():
+        vals[insane] = np.nan
+        bad |= insane
 
     long = pd.DataFrame({"launch": launch, "key": kcodes, "val": vals, "prio": prio,
                          "order": np.arange(len(m)), "bad": bad})

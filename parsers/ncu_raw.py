@@ -18,7 +18,8 @@ Accounting: a launch is a distinct (ID, Process ID) row. ``records``: launches w
 measured numeric metric (device/launch attributes do not count, a failed launch still has them);
 ``missing``: launches whose every measured value is missing; ``rejected``: rows that cannot be read
 (cut-off line, wrong field count, non-integer ID) and repeated (ID, PID) rows. A cell that is text in
-an otherwise numeric column becomes NaN and adds one :class:`Rejected` line for its launch (the first
+an otherwise numeric column, an infinity or a negative ``gpu__time_duration`` becomes NaN and adds
+one :class:`Rejected` line for its launch (the first
 such column, plus how many more); the launch itself stays a record, so that line is not counted in
 ``accounting.rejected``.
 """
@@ -45,6 +46,7 @@ from parsers.ncu_csv import (
     read_block,
     rejected_launches,
     sample_values,
+    sanitize_values,
     split_valid_ids,
 )
 from parsers.source import ParseOptions, Source
@@ -127,6 +129,10 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     unknown_units = {c: units[c] for c in kept if si_factor(units.get(c, "")) is None}
     factors = np.array([si_factor(units.get(c, "")) or 1.0 for c in kept])
     nums = nums * factors
+    insane = sanitize_values(nums, kept)  # inf, 1e309, negative durations: null and listed
+    if insane.any():
+        nums[insane] = np.nan
+        badm = badm | insane
     meta["text_columns"] = text_cols
     if unknown_units:
         meta["unknown_units"] = unknown_units
@@ -167,6 +173,6 @@ def _bad_cells(path: str, df: pd.DataFrame, line_nos: np.ndarray, mask: pd.DataF
         first = cols[0]
         more = f" (and {len(cols) - 1} more columns)" if len(cols) > 1 else ""
         out.append(Rejected(path, int(line_nos[r]),
-                            f"value {df.at[r, first]!r} in column {first} is not a number; "
+                            f"value {df.at[r, first]!r} in column {first} is not a usable number; "
                             f"set to null{more}, launch kept"))
     return out
