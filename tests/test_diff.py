@@ -210,8 +210,10 @@ def test_one_percent_slower_everywhere_does_not_trip() -> None:
 
 
 def test_noise_only_full_pipeline_no_false_alarm() -> None:
-    """The whole core (not just the statistics) on 20 noise-only pairs: never fails at 5 %."""
-    for seed in range(20):
+    """The whole core (not just the statistics) on 10 noise-only pairs: never fails at 5 %.
+
+    (The 200-seed false-alarm budget is tested on the statistics in test_diff_stats.py.)"""
+    for seed in range(10):
         r = compare(noisy_run(100 + seed), noisy_run(200 + seed), fail_on=5)
         assert not r.verdict["fail"], r.verdict["reason"]
 
