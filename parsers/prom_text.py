@@ -38,12 +38,13 @@ default; ``start`` is ``ParseOptions.start`` or the file's mtime minus ``n_scrap
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timezone
+from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -87,12 +88,20 @@ def _label_regex(name: str) -> str:
 
 @dataclass
 class _State:
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[tuple[int, tuple[Any, ...]], int] = field(default_factory=dict)
     max_scrape: int = -1
     other: int = 0
     sentinels: int = 0
     label_sentinels: int = 0
     label_names: set[str] = field(default_factory=set)
+
+
+def _utf8(data: bytes) -> pa.Array:
+    """One-element string array over ``data`` (validated in C; invalid bytes replaced only if any)."""
+    try:
+        return pa.array([data], pa.binary()).cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([data.decode("utf-8", "replace")], pa.string())
 
 
 def _chunks(src: Source) -> Iterator[tuple[int, pa.Array]]:
@@ -109,7 +118,7 @@ def _chunks(src: Source) -> Iterator[tuple[int, pa.Array]]:
             data = fh.read(CHUNK_BYTES)
             if not data:
                 if rest:
-                    yield done, pa.array([rest.decode("utf-8", "replace")])
+                    yield done, _utf8(rest)
                 return
             buf = rest + data
             cut = buf.rfind(b"\n")
@@ -117,12 +126,13 @@ def _chunks(src: Source) -> Iterator[tuple[int, pa.Array]]:
                 rest = buf
                 continue
             rest = buf[cut + 1 :]
-            lines = pc.split_pattern(pa.array([buf[:cut].decode("utf-8", "replace")]), "\n").flatten()
+            lines = pc.split_pattern(_utf8(buf[:cut]), "\n").flatten()
             yield done, lines
             done += len(lines)
 
 
 def _label(labels: pa.Array, names: tuple[str, ...], state: _State) -> pa.Array:
+    """One label's values over ``labels`` (a small array: the distinct label blocks of a chunk)."""
     out: pa.Array | None = None
     for name in names:
         got = pc.struct_field(pc.extract_regex(labels, _label_regex(name)), "v")
@@ -132,89 +142,202 @@ def _label(labels: pa.Array, names: tuple[str, ...], state: _State) -> pa.Array:
     assert out is not None
     if pc.any(pc.match_substring(out, "\\")).as_py():
         out = pc.replace_substring_regex(out, r"\\(.)", r"\1")
-    sent = pc.and_(pc.starts_with(out, "<<<"), pc.ends_with(out, ">>>"))
-    state.label_sentinels += int(pc.sum(pc.cast(pc.fill_null(sent, False), pa.int64())).as_py() or 0)
-    empty = pc.or_(pc.equal(out, ""), sent)
-    return pc.if_else(pc.fill_null(empty, False), pa.scalar(None, pa.string()), out)
+    sent = pc.fill_null(pc.and_(pc.starts_with(out, "<<<"), pc.ends_with(out, ">>>")), False)
+    empty = pc.or_(pc.fill_null(pc.equal(out, ""), False), sent)
+    return pc.if_else(empty, pa.scalar(None, pa.string()), out)
+
+
+def _count(mask: pa.Array) -> int:
+    return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+
+
+def _mask(arr: pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+_NAME_OK = re.compile(r"^DCGM_FI_[A-Za-z0-9_]+$")
+
+
+def _take(arr: pa.Array, idx: np.ndarray) -> pa.Array:
+    return arr.take(pa.array(idx, pa.int64()))
+
+
+def _extract(c: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, np.ndarray]:
+    """(head, value, ts, ok) for candidate lines; ``head`` is ``name{labels}`` (or ``name``).
+
+    Fast path (plain ``NAME{labels} value [ts]`` lines): two string splits, no regex. Anything
+    else (quote prefixes, tabs, odd spacing) goes through the full ``_LINE`` regex. Heads repeat
+    across scrapes, so the caller dictionary-encodes them and parses each distinct head once.
+    """
+    x = pc.ascii_rtrim_whitespace(c)
+    fast = _mask(pc.starts_with(x, "DCGM_FI_"))
+    sp = pc.split_pattern(x, " ", max_splits=1, reverse=True)
+    fast &= np.asarray(pc.list_value_length(sp).to_numpy(zero_copy_only=False)) == 2
+    f_idx = np.flatnonzero(fast)
+    sp_f = _take(sp, f_idx) if len(f_idx) < len(c) else sp
+    head = pc.list_element(sp_f, 0)
+    last = pc.list_element(sp_f, 1)
+    bad_f = _mask(pc.ends_with(head, " ")) | _mask(pc.match_substring(last, "\t"))
+    has_ts = ~_mask(pc.ends_with(head, "}"))
+    if has_ts.any():
+        h_idx = np.flatnonzero(has_ts)
+        has_ts[h_idx[~_mask(pc.match_substring(_take(head, h_idx), " "))]] = False
+    value, ts = last, pa.nulls(len(f_idx), pa.string())
+    if has_ts.any():
+        t_idx = np.flatnonzero(has_ts)
+        sp2 = pc.split_pattern(_take(head, t_idx), " ", max_splits=1, reverse=True)
+        two = np.asarray(pc.list_value_length(sp2).to_numpy(zero_copy_only=False)) == 2
+        bad_f[t_idx[~two]] = True
+        sp2 = pc.if_else(pa.array(two), sp2, pa.scalar(["", ""], sp2.type))
+        mask = pa.array(has_ts)
+        head = pc.replace_with_mask(head, mask, pc.list_element(sp2, 0))
+        value = pc.replace_with_mask(last, mask, pc.list_element(sp2, 1))
+        ts = pc.replace_with_mask(ts, mask, _take(last, t_idx))
+        bad_f |= ~_mask(pc.match_substring_regex(pc.fill_null(ts, ""), r"^(-?[0-9]+)?$"))
+        bad_f |= _mask(pc.ends_with(head, " "))
+    ok = fast.copy()
+    ok[f_idx[bad_f]] = False
+    if bad_f.any():
+        keep_f = pa.array(~bad_f)
+        head, value, ts = (pc.filter(a, keep_f) for a in (head, value, ts))
+    slow_idx = np.flatnonzero(~ok)
+    if not len(slow_idx):
+        return head, value, ts, ok
+    parts = pc.extract_regex(_take(c, slow_idx), _LINE)
+    s_ok = _mask(pc.is_valid(parts))
+    good_f = np.flatnonzero(ok)
+    ok[slow_idx[s_ok]] = True
+    parts = parts.filter(pa.array(s_ok))
+    labels = pc.struct_field(parts, "labels")
+    s_head = pc.if_else(pc.equal(labels, ""), pc.struct_field(parts, "name"),
+                        pc.binary_join_element_wise(pc.struct_field(parts, "name"), labels, "}", "{"))
+    s_head = pc.binary_join_element_wise(s_head, "", "")  # plain string
+    s_ts = pc.struct_field(parts, "ts")
+    s_ts = pc.if_else(pc.equal(s_ts, ""), pa.scalar(None, pa.string()), s_ts)
+    perm = np.argsort(np.concatenate([good_f, slow_idx[s_ok]]), kind="stable")
+    out = [pa.concat_arrays([f.cast(pa.string()), s.cast(pa.string())]).take(pa.array(perm))
+           for f, s in ((head, s_head), (value, pc.struct_field(parts, "value")), (ts, s_ts))]
+    return out[0], out[1], out[2], ok
+
+
+def _parse_heads(heads: pa.Array, state: _State) -> dict[str, Any]:
+    """Split each distinct ``name{labels}`` head: name, field ID, label columns, validity."""
+    brace = np.asarray(pc.find_substring(heads, "{").to_numpy(zero_copy_only=False)) >= 0
+    sp = pc.split_pattern(heads, "{", max_splits=1)
+    name = pc.list_element(sp, 0)
+    sp = pc.if_else(pa.array(brace), sp, pa.scalar(["", "}"], sp.type))  # label-less: empty block
+    labels = pc.utf8_slice_codeunits(pc.list_element(sp, 1), 0, -1)
+    names = name.to_pylist()
+    valid = np.array([bool(_NAME_OK.match(n or "")) for n in names], dtype=bool)
+    valid &= ~brace | _mask(pc.ends_with(heads, "}"))
+    fid = np.array([F.BY_NAME.get(n, -1) for n in names], dtype="int32")
+    lcols = {col: _label(labels, lab_names, state) for col, lab_names in LABELS.items()}
+    sentinels = np.asarray(pc.count_substring(labels, "<<<").to_numpy(zero_copy_only=False), dtype="int64")
+    return {"name": name, "fid": fid, "valid": valid, "labels": lcols, "sentinels": sentinels}
 
 
 def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
                  rejected: list[Rejected]) -> pa.Table | None:
-    line_no = np.arange(offset + 1, offset + 1 + len(lines), dtype="int64")
-    cand = pc.fill_null(pc.match_substring_regex(lines, _CANDIDATE), False)
-    other = pc.and_(pc.invert(cand), pc.fill_null(pc.match_substring_regex(lines, _OTHER), False))
-    state.other += int(pc.sum(pc.cast(other, pa.int64())).as_py() or 0)
-    if not pc.any(cand).as_py():
+    """Samples of one chunk of lines (columns: ts_ms, scrape, field_id, field, value, missing, labels)."""
+    # cheap prefix tests first; regexes only run on the few lines that need them
+    hashed = _mask(pc.starts_with(lines, "#"))
+    dcgm = _mask(pc.starts_with(lines, "DCGM_FI_"))
+    odd = np.flatnonzero(~hashed & ~dcgm)  # quoted, indented or noise lines
+    if len(odd):
+        odd_lines = _take(lines, odd)
+        sub = _mask(pc.match_substring(odd_lines, "DCGM_FI_"))
+        cand = sub & _mask(pc.match_substring_regex(odd_lines, _CANDIDATE))
+        dcgm[odd[cand]] = True
+        # any other well-formed metric line (go_*, process_*, DCGM_EXP_*): counted, not a sample
+        state.other += int(_mask(pc.match_substring_regex(_take(odd_lines, np.flatnonzero(~cand)), _OTHER)).sum())
+    d_idx = np.flatnonzero(dcgm)
+    if not len(d_idx):
         return None
-    c_lines = pc.filter(lines, cand)
-    c_no = line_no[np.asarray(cand)]
-    parts = pc.extract_regex(c_lines, _LINE)
-    ok = np.asarray(pc.is_valid(parts))
+    c_lines = _take(lines, d_idx) if len(d_idx) < len(lines) else lines
+    c_no = d_idx + offset + 1
+    head_s, value_s, ts_s, ok = _extract(c_lines)
+    dh = pc.dictionary_encode(head_s)
+    hidx = np.asarray(dh.indices, dtype="int64")
+    h = _parse_heads(dh.dictionary, state)
+    ok_rows = np.flatnonzero(ok)
+    bad_head = ~h["valid"][hidx]
+    ok[ok_rows[bad_head]] = False
     for n in c_no[~ok]:
         rejected.append(Rejected(path, int(n), "DCGM metric line does not parse as 'name{labels} value [ts]'"))
     if not ok.any():
         return None
-    parts = parts.filter(pa.array(ok))
     nos = c_no[ok]
-    name = pc.struct_field(parts, "name")
-    labels = pc.struct_field(parts, "labels")
-    value_s = pc.struct_field(parts, "value")
-    ts_s = pc.struct_field(parts, "ts")
-
-    # field IDs through the (few) distinct names
-    dname = pc.dictionary_encode(name)
-    ids_of = np.array([F.BY_NAME.get(n, -1) for n in dname.dictionary.to_pylist()], dtype="int32")
-    fid = ids_of[np.asarray(dname.indices)] if len(ids_of) else np.empty(0, "int32")
+    if bad_head.any():
+        keep_h = pa.array(~bad_head)
+        hidx = hidx[~bad_head]
+        value_s, ts_s = pc.filter(value_s, keep_h), pc.filter(ts_s, keep_h)
+    fid = h["fid"][hidx]
     unknown = fid < 0
-    numeric = np.asarray(pc.fill_null(pc.match_substring_regex(value_s, _NUMBER), False))
+    try:
+        value_all = pc.cast(value_s, pa.float64())
+        numeric = np.ones(len(fid), dtype=bool)
+    except pa.ArrowInvalid:
+        numeric = _mask(pc.match_substring_regex(value_s, _NUMBER))
+        value_all = pc.cast(pc.if_else(pa.array(numeric), pc.replace_substring_regex(value_s, r"^\+", ""),
+                                       pa.scalar("nan")), pa.float64())
     bad = unknown | ~numeric
     if bad.any():
-        names_l = np.asarray(name.to_numpy(zero_copy_only=False), dtype=object)
+        names_l = np.asarray(h["name"].to_pylist(), dtype=object)[hidx]
         vals_l = np.asarray(value_s.to_numpy(zero_copy_only=False), dtype=object)
         for i in np.flatnonzero(bad):
             why = (f"unknown DCGM field {names_l[i]!r}" if unknown[i]
                    else f"value {str(vals_l[i])[:40]!r} is not a number")
             rejected.append(Rejected(path, int(nos[i]), why))
-    keep = pa.array(~bad)
+    good = ~bad
+    keep = pa.array(good)
+    hidx_k = hidx[good]
+    fid_k = fid[good]
+    state.label_sentinels += int(h["sentinels"][hidx_k].sum())
 
-    lab = pc.filter(labels, keep)
-    lcols = {col: _label(lab, names, state) for col, names in LABELS.items()}
-    # scrape index from series repetition (only over lines that are samples). A series is its field
-    # and GPU identity, so label drift between scrapes (Hostname -> hostname, pod churn) still repeats.
-    ident = [pc.fill_null(lcols[c], "") for c in ("host", "gpu", "uuid", "mig")]
-    key = pc.binary_join_element_wise(pc.cast(pa.array(fid[~bad]), pa.string()), *ident, "\x00")
-    dkey = pc.dictionary_encode(key)
-    kidx = np.asarray(dkey.indices, dtype="int64")
-    prior = np.array([state.counts.get(k, 0) for k in dkey.dictionary.to_pylist()], dtype="int64")
-    cum = pd.Series(kidx).groupby(kidx).cumcount().to_numpy()
-    occ = (prior[kidx] if len(prior) else np.zeros(0, "int64")) + cum
+    # scrape index from series repetition. A series is its field plus host/gpu/UUID/GPU-instance
+    # values, so label drift between scrapes (Hostname -> hostname, pod churn) still repeats.
+    lab = h["labels"]
+    ident_rows = list(zip(*(lab[c].to_pylist() for c in ("host", "gpu", "uuid", "mig")), strict=True))
+    ident_id: dict[tuple[Any, ...], int] = {}
+    head_ident = np.array([ident_id.setdefault(t, len(ident_id)) for t in ident_rows], dtype="int64")
+    idents = list(ident_id)
+    m = max(1, len(idents))
+    series = fid_k.astype("int64") * m + head_ident[hidx_k]
+    uniq, inv = np.unique(series, return_inverse=True)
+    order = np.argsort(inv, kind="stable")
+    starts = np.searchsorted(inv[order], np.arange(len(uniq)))
+    cum = np.empty(len(inv), dtype="int64")
+    cum[order] = np.arange(len(inv)) - starts[inv[order]]
+    skeys = [(int(u) // m, idents[int(u) % m]) for u in uniq]
+    prior = np.array([state.counts.get(k, 0) for k in skeys], dtype="int64")
+    occ = prior[inv] + cum if len(inv) else np.zeros(0, "int64")
     scrape = np.maximum.accumulate(np.maximum(occ, state.max_scrape)) if len(occ) else occ
     if len(occ):
         state.max_scrape = int(scrape[-1])
-        per_key = np.bincount(kidx, minlength=len(prior))
-        for k, c in zip(dkey.dictionary.to_pylist(), per_key.tolist(), strict=True):
+        for k, c in zip(skeys, np.bincount(inv, minlength=len(uniq)).tolist(), strict=True):
             state.counts[k] = state.counts.get(k, 0) + int(c)
 
-    fid_k = fid[~bad]
-    value = pc.cast(pc.replace_substring_regex(pc.filter(value_s, keep), r"^\+", ""), pa.float64())
-    v = np.asarray(value.to_numpy(zero_copy_only=False), dtype="float64")
+    v = np.asarray((value_all.filter(keep) if not good.all() else value_all).to_numpy(zero_copy_only=False),
+                   dtype="float64")
     factor = np.ones(len(v))
     for f_id, fac in F.TO_CANONICAL.items():
         factor[fid_k == f_id] = fac
     sentinel = F.sentinel_mask(v)
     state.sentinels += int(sentinel.sum())
     missing = sentinel | ~np.isfinite(v)
-    ts_f = pc.filter(ts_s, keep)
-    ts = pc.cast(pc.if_else(pc.equal(ts_f, ""), pa.scalar(None, pa.string()), ts_f), pa.int64())
+    ts_f = ts_s.filter(keep) if not good.all() else ts_s
+    ts = pc.cast(ts_f, pa.int64()) if ts_f.null_count < len(ts_f) else pa.nulls(len(v), pa.int64())
+    h_arr = pa.array(hidx_k, pa.int64())
     cols: dict[str, pa.Array] = {
         "ts_ms": ts,
         "scrape": pa.array(scrape, pa.int64()),
         "field_id": pa.array(fid_k, pa.int32()),
-        "field": pc.filter(name, keep),
+        "field": pa.DictionaryArray.from_arrays(h_arr, h["name"]),
         "value": pa.array(v * factor, pa.float64()),
         "missing": pa.array(missing),
     }
-    cols.update(lcols)
+    for col, arr in lab.items():  # dictionary-encoded: one value per distinct head
+        cols[col] = pa.DictionaryArray.from_arrays(h_arr, arr)
     return pa.table(cols)
 
 

@@ -138,3 +138,10 @@ def test_crlf_and_bom(tmp_path: Path) -> None:
     p.write_bytes(b'\xef\xbb\xbfDCGM_FI_PROF_DRAM_ACTIVE{gpu="0"} 0.5\r\nDCGM_FI_PROF_DRAM_ACTIVE{gpu="1"} 0.25\r\n')
     r = pt.parse(Source(p), ParseOptions(start=START))
     assert r.samples.column("value").to_pylist() == [0.5, 0.25] and r.accounting.rejected == 0
+
+
+def test_invalid_utf8_is_replaced_not_fatal(tmp_path: Path) -> None:
+    p = tmp_path / "bad.prom"
+    p.write_bytes(b'DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",Hostname="h\xff"} 0.5\n')
+    r = pt.parse(Source(p), ParseOptions(start=START))
+    assert r.samples.column("host").to_pylist() == ["h\ufffd"] and r.accounting.records == 1
