@@ -8,6 +8,12 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 class OutputError(Exception):
     """An output that cannot be written (missing folder, no permission, disk full)."""
 
@@ -26,6 +32,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; reports are shared files
         os.replace(tmp, target)
     except OSError as exc:
         if tmp:

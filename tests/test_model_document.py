@@ -106,6 +106,15 @@ def test_write_atomic_replaces_whole_file(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]  # no temporary left behind
 
 
+def test_write_atomic_uses_umask_mode(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        target = write_atomic(tmp_path / "r.md", "x")
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
 def test_write_atomic_failure_keeps_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "r.json"
     write_atomic(target, "old")
