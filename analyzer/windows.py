@@ -426,6 +426,10 @@ def window_devices(windows: pd.DataFrame, device: str | None = None) -> list[dic
 
 
 # ------------------------------------------------------------------------------ lint, findings
+def _txt(x: Any) -> str:
+    return x if isinstance(x, str) and x else "-"
+
+
 def _pre_hopper(model: Any, spec: Any) -> bool:
     if spec is not None and getattr(spec, "cc", None):
         try:
@@ -449,7 +453,7 @@ def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> l
                    & (windows["sm_active__zero"] >= 0.2 * windows["sm_active__n"])]
     susp = susp[[_pre_hopper(m, specs.get(m)) for m in susp["model"]]]
     if len(susp):
-        gpus = sorted({f"{h or '-'}/{g or '-'}" for h, g in zip(susp["host"], susp["gpu"], strict=True)})
+        gpus = sorted({f"{_txt(h)}/{_txt(g)}" for h, g in zip(susp["host"], susp["gpu"], strict=True)})
         add("dcgm-multiplexing-zeros",
             f"{len(susp)} window(s) on pre-Hopper GPUs ({', '.join(gpus[:5])}) read SM active exactly 0 "
             "while the graphics engine was busy: profiling counters from different hardware groups are "
@@ -461,19 +465,24 @@ def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> l
     ms = _epoch_ms(s["timestamp"])
     s = s.assign(_t=ms).sort_values([*[c for c in ent if c in s.columns], "_t"], kind="stable")
     keys = [c for c in ent if c in s.columns]
-    diffs = s.groupby(keys, dropna=False, sort=False)["_t"].diff().to_numpy(dtype="float64")
-    ok = np.isfinite(diffs) & (diffs > 0)
-    if ok.any():
-        med = float(np.median(diffs[ok]))
-        if abs(med - 30000) <= 1000:
+    s = s.assign(_d=s.groupby(keys, dropna=False, sort=False)["_t"].diff())
+    s = s[s["_d"] > 0]
+    if len(s):
+        med = s.groupby(keys, dropna=False, sort=False)["_d"].transform("median").to_numpy(dtype="float64")
+        d = s["_d"].to_numpy(dtype="float64")
+        ent_med = s.assign(_m=med).drop_duplicates(keys)
+        at30 = ent_med[(ent_med["_m"] - 30000).abs() <= 1000]
+        if len(at30):
+            names = [f"{_txt(h)}/{_txt(g)}" for h, g in zip(at30["host"], at30["gpu"], strict=True)]
             add("dcgm-exporter-30s-interval",
-                "samples are 30 s apart (dcgm-exporter's default collect interval, -c 30000): phases "
-                "shorter than a minute are averaged away; use -c 1000 (or dcgmi dmon -d 1000) to see them")
-        gap = ok & (diffs > max(3 * med, 1.0))
+                f"samples of {len(at30)} GPU(s) ({', '.join(sorted(set(names))[:5])}) are 30 s apart "
+                "(dcgm-exporter's default collect interval, -c 30000): phases shorter than a minute are "
+                "averaged away; use -c 1000 (or dcgmi dmon -d 1000) to see them")
+        gap = d > np.maximum(3 * med, 1.0)
         if gap.any():
-            worst = float(diffs[gap].max()) / 1000
+            worst = float(d[gap].max()) / 1000
             add("dcgm-sampling-gap",
-                f"{int(gap.sum())} gap(s) in sampling longer than 3x the usual {med / 1000:g} s interval "
+                f"{int(gap.sum())} gap(s) in sampling longer than 3x the GPU's usual interval "
                 f"(longest {worst:g} s): exporter restarts, node down or scrape failures; those times "
                 "have no windows")
     # missing profiling fields per GPU
@@ -483,7 +492,7 @@ def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> l
         ["host", "gpu", "mig"], dropna=False, sort=True).agg(p=("_p", "sum"), model=("model", "first"))
     none = per[per["p"] == 0]
     if len(none):
-        names = [f"{h or '-'}/{g or '-'}{'/' + str(mg) if mg is not None and mg == mg else ''}"
+        names = [f"{_txt(h)}/{_txt(g)}{'/' + mg if isinstance(mg, str) else ''}"
                  f" ({mo or 'model unknown'})" for (h, g, mg), mo in zip(none.index, none["model"], strict=True)]
         add("dcgm-no-profiling-fields",
             f"no DCGM profiling fields (1001-1008) for {len(none)} GPU(s): {', '.join(names[:6])}. "
@@ -523,7 +532,7 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
     hours = w["window_s"].to_numpy(dtype="float64") / 3600.0
     total = float(hours.sum()) or 1.0
     ns = w["namespace"].astype("object")
-    ident = [f"{h or '-'}/{g or '-'}" + (f"/mig {m}" if isinstance(m, str) else "")
+    ident = [f"{_txt(h)}/{_txt(g)}" + (f"/mig {m}" if isinstance(m, str) else "")
              for h, g, m in zip(w["host"], w["gpu"], w["mig"], strict=True)]
     group = [f"namespace {n}" if isinstance(n, str) and n else f"GPU {i}" for n, i in zip(ns, ident, strict=True)]
     df = w.assign(_h=hours, _group=group, _workload=ns.notna() | w["pod"].notna())
@@ -580,6 +589,8 @@ class WindowAnalysis:
         recs: list[dict[str, Any]] = []
         for r in w.to_dict("records"):
             metrics = {m: r[m] for m in METRICS if r.get(m) is not None and np.isfinite(r[m])}
+            r = {k: (None if isinstance(v, float) and not np.isfinite(v) and k in _STR_FIELDS else v)
+                 for k, v in r.items()}
             rec: dict[str, Any] = {
                 "host": r["host"], "gpu": r["gpu"], "model": r["model"],
                 "start": _iso(r["start"]), "end": _iso(r["end"]),
@@ -601,7 +612,7 @@ class WindowAnalysis:
         if w is None or not len(w):
             return out
         for r in w.to_dict("records"):
-            key = f"{r['host'] or '-'}/{r['gpu'] or '-'}" + (f"/mig {r['mig']}" if r.get("mig") else "")
+            key = f"{_txt(r['host'])}/{_txt(r['gpu'])}" + (f"/mig {r['mig']}" if isinstance(r.get("mig"), str) else "")
             tl = out.setdefault(key, {"t": [], "gr_active": [], "sm_active": [], "tensor_active": [],
                                       "dram_active": [], "label": []})
             tl["t"].append(_iso(r["start"]))
@@ -609,6 +620,9 @@ class WindowAnalysis:
                 tl[m].append(_num(r.get(m)))
             tl["label"].append(r["label"])
         return out
+
+
+_STR_FIELDS = frozenset({*_KEY_KEEP, *LABEL_COLUMNS, "device", "label", "limiter"})
 
 
 def _num(x: Any) -> float | None:

@@ -204,6 +204,13 @@ def test_findings_and_records_shape() -> None:
     assert any(x["code"] == "dcgm-exporter-30s-interval" for x in wa.lint)
 
 
+def test_dmon_without_host_names_timelines_cleanly() -> None:
+    r = parse_path(FIX / "dmon_v2_phases.txt", ParseOptions(start=START, interval_s=5.0))
+    wa = W.analyze_windows(r.samples)
+    assert set(wa.timelines()) == {"-/0", "-/1"}
+    assert all(rec["host"] is None or isinstance(rec["host"], str) for rec in wa.records())
+
+
 def test_empty_table() -> None:
     wa = W.analyze_windows(SAMPLE_SCHEMA.empty_table())
     assert wa.windows.empty and wa.records() == [] and wa.timelines() == {} and wa.lint == []
