@@ -148,3 +148,18 @@ def test_units_are_canonical(tmp_path: Path) -> None:
     r = _parse_text(tmp_path, "#Entity   GPUTL             GRACT\nID\nGPU 3     100               0.966\n")
     vals = dict(zip(r.samples.column("field_id").to_pylist(), r.samples.column("value").to_pylist(), strict=True))
     assert vals == {203: 1.0, 1001: 0.966}
+
+
+def test_field_names_and_sentinels_table() -> None:
+    import numpy as np
+
+    from parsers import dcgm_fields as F
+
+    for name in ("GRACT", "gract", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", "1001"):
+        assert F.field_id(name) == 1001
+    assert F.field_id("DCGM_FI_DEV_GPU_UTIL_RATIO") == F.field_id("GPUTL") == 203
+    assert F.field_id("FP64A") == 1006 and F.field_id("NVL17R") == 1075 and F.field_id("nope") is None
+    assert F.field_name(1004) == "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
+    vals = np.array([0x7FFFFFF0, 0x7FFFFFF3, 0x7FFFFFF4, 2.0**31, 9223372036854775794, 140737488355331.0,
+                     140737488355332.0, 1e15])
+    assert F.sentinel_mask(vals).tolist() == [True, True, False, False, True, True, False, False]
