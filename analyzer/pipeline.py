@@ -48,6 +48,18 @@ class ParsedInputs:
             return SAMPLE_SCHEMA.empty_table()
         return validate_samples(pa.concat_tables(tables))
 
+    def stream_lint(self) -> list[dict[str, Any]]:
+        """DCGM blank sentinels the parsers counted as missing: DCGM said 'no value' there."""
+        out = []
+        for r in self.results:
+            n = int(r.meta.get("sentinels", 0) or 0)
+            if n:
+                out.append({"code": "dcgm-sentinel-values", "kernels": [],
+                            "message": f"{r.accounting.path}: {n} DCGM blank/not-supported sentinel "
+                                       "value(s) counted as missing (field not supported or not "
+                                       "watched on this GPU)"})
+        return out
+
     def inputs(self) -> list[dict[str, Any]]:
         out = [r.accounting.as_dict() for r in self.results]
         out += [{"path": e.path, "format": "unusable", "records": 0, "missing": 0, "rejected": 0}
@@ -87,7 +99,8 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
 
     parsed = read_inputs(inputs, options or ParseOptions(), progress)
     kernels = parsed.kernels
-    ka = analyze_kernels(kernels, parsed.rules, device=device)
+    ka = analyze_kernels(kernels, parsed.rules, device=device,
+                         meta={r.accounting.path: r.meta for r in parsed.results})
     results = ka.results
     if len(results):
         results = results.assign(family=assign_families(results))
@@ -102,7 +115,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         kernels=results,
         findings=findings,
         windows=wa.records(),
-        lint=ka.lint + wa.lint,
+        lint=ka.lint + wa.lint + parsed.stream_lint(),
         command=command,
         extra={"timelines": wa.timelines()} if wa.windows is not None and len(wa.windows) else None,
     )

@@ -1,0 +1,72 @@
+"""`rooftop analyze` end to end: the README demo, DCGM streams, mixed folders, accounting."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from analyzer.cli import main
+from tests.conftest import FIXTURES
+
+
+def _analyze(tmp_path: Path, *inputs: str) -> tuple[int, str, dict]:
+    out = tmp_path / "out.json"
+    res = CliRunner().invoke(main, ["analyze", *inputs, "--html", str(tmp_path / "r.html"),
+                                    "--md", str(tmp_path / "r.md"), "--json", str(out), "-q"])
+    doc = json.loads(out.read_text()) if out.exists() else {}
+    return res.exit_code, res.output, doc
+
+
+def test_readme_demo_labels_every_kernel_as_intended(tmp_path: Path) -> None:
+    code, output, doc = _analyze(tmp_path, str(FIXTURES / "ncu" / "demo.raw.csv"))
+    assert code == 0, output
+    got = [(k["label"], k["limiter"]) for k in doc["kernels"]]
+    # fixtures/README.md: GEMM, GEMV, elementwise, tiny fill, L2-resident loop.
+    assert got == [("compute-bound", "tensor"), ("memory-bound", "dram"), ("memory-bound", "dram"),
+                   ("overhead-bound", "launch"), ("memory-bound", "l2")]
+    assert doc["inputs"] == [{"path": str(FIXTURES / "ncu" / "demo.raw.csv"), "format": "ncu-raw-csv",
+                              "records": 5, "missing": 0, "rejected": 0}]
+    assert doc["findings"] and doc["findings"][0]["rank"] == 1
+    assert (tmp_path / "r.html").stat().st_size > 1_000_000  # plotly.js inlined
+    assert "| " in (tmp_path / "r.md").read_text()
+
+
+def test_raw_and_details_pages_of_the_same_run_agree(tmp_path: Path) -> None:
+    _, _, raw = _analyze(tmp_path, str(FIXTURES / "ncu" / "demo.raw.csv"))
+    _, _, det = _analyze(tmp_path, str(FIXTURES / "ncu" / "demo.details.csv"))
+    assert [k["label"] for k in raw["kernels"]] == [k["label"] for k in det["kernels"]]
+    assert [k["bytes"]["dram"] for k in raw["kernels"]] == [k["bytes"]["dram"] for k in det["kernels"]]
+
+
+def test_dcgm_stream_gives_windows(tmp_path: Path) -> None:
+    code, output, doc = _analyze(tmp_path, str(FIXTURES / "dcgm" / "prom_scrapes_phases.prom"))
+    assert code == 0, output
+    assert doc["windows"] and not doc["kernels"]
+    assert {w["label"] for w in doc["windows"]} <= {"idle", "compute-bound", "memory-bound",
+                                                    "overhead-bound", "mixed"}
+    acc = doc["inputs"][0]
+    assert acc["format"] == "prometheus-text" and acc["records"] > 0
+
+
+def test_folder_with_one_unusable_file_keeps_going_and_lists_it(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "ncu" / "demo.raw.csv", folder / "a.csv")
+    (folder / "b.csv").write_text("==PROF== Connected to process 7\n==ERROR== ERR_NVGPUCTRPERM\n")
+    code, output, doc = _analyze(tmp_path, str(folder))
+    assert code == 0, output
+    formats = {Path(i["path"]).name: i["format"] for i in doc["inputs"]}
+    assert formats == {"a.csv": "ncu-raw-csv", "b.csv": "unusable"}
+    assert any(r["path"].endswith("b.csv") and "ERR_NVGPUCTRPERM" in r["reason"] for r in doc["rejected"])
+    assert len(doc["kernels"]) == 5
+
+
+def test_all_inputs_unusable_is_exit_2_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "x.csv"
+    bad.write_text("==PROF== Connected to process 7\n==ERROR== ERR_NVGPUCTRPERM\n")
+    code, output, _ = _analyze(tmp_path, str(bad))
+    assert code == 2
+    assert len(output.strip().splitlines()) == 1 and str(bad) in output and "Traceback" not in output
