@@ -146,7 +146,7 @@ def test_raw_targeted_edits_keep_count(tmp_path: Path, edit: str) -> None:
         assert row.empty or row["duration_s"].isna().all(), f"{edit}: duration kept as {row['duration_s']}"
     if edit == "neg_duration":
         lines = {r.line for r in out.result.rejected}
-        assert 5 in lines, f"negative duration (line 5) not listed: {out.result.rejected}"
+        assert 6 in lines, f"negative duration (row 2, line 6) not listed: {out.result.rejected}"
 
 
 @pytest.mark.parametrize("cut", [0.1, 0.37, 0.5, 0.83, 0.999])
@@ -177,7 +177,7 @@ def test_prom_clean_counts_exact(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("edit", ["drop", "dup", "nan", "inf", "neg", "huge", "sentinel",
                                   "no_value", "bad_label", "unclosed_brace", "crlf", "noise",
-                                  "decimal_comma"])
+                                  "decimal_comma", "huge_ts", "neg_ts"])
 def test_prom_targeted_edits_keep_count(tmp_path: Path, edit: str) -> None:
     require("prometheus-text")
     p, n = _prom(tmp_path)
@@ -197,6 +197,9 @@ def test_prom_targeted_edits_keep_count(tmp_path: Path, edit: str) -> None:
         new = {"nan": "NaN", "inf": "+Inf", "neg": "-" + value, "huge": "1e309",
                "sentinel": "9223372036854775794", "decimal_comma": value.replace(".", ",") + "1,5"}[edit]
         lines[i] = f"{head}}} {new} {ts}"
+    elif edit in ("huge_ts", "neg_ts"):  # 2**64 does not fit the int64 milliseconds
+        lines[i] = f"{head}}} {value} " + ("18446744073709551616" if edit == "huge_ts" else "-5")
+        expected = n
     elif edit == "no_value":
         lines[i] = head + "}"
     elif edit == "bad_label":
@@ -217,7 +220,7 @@ def test_prom_targeted_edits_keep_count(tmp_path: Path, edit: str) -> None:
         assert acc.records == n, acc  # noise lines are not samples; every real sample is kept
         return
     assert acc.total == expected, f"{edit}: accounting {acc} for {expected} samples"
-    if edit in ("nan", "sentinel", "no_value", "unclosed_brace"):
+    if edit in ("nan", "sentinel", "no_value", "unclosed_brace", "huge_ts"):
         assert acc.records == expected - 1, f"{edit}: the edited sample was stored as a value: {acc}"
 
 
@@ -275,6 +278,24 @@ def test_dmon_targeted_edits_keep_count(tmp_path: Path, edit: str) -> None:
         assert out.result.rejected, f"{edit}: malformed row not listed as rejected: {acc}"
         assert acc.records + acc.missing <= n - (fields if edit == "short_row" else 0), acc
     assert acc.total == expected, f"{edit}: accounting {acc} for {expected} samples"
+
+
+@pytest.mark.parametrize(("ts", "value"), [("1e300", '"1"'), ("1773114089.184", '"1e400"'),
+                                           ("-1", '"0.5"'), ('"x"', '"0.5"'), ("1773114089", "null")])
+def test_prom_json_bad_sample_keeps_count(tmp_path: Path, ts: str, value: str) -> None:
+    """A vector result with 3 series; the last one's [timestamp, value] pair is edited."""
+    require("prometheus-json")
+    res = []
+    for g, (t, v) in enumerate([("1773114089.184", '"0.25"'), ("1773114089.184", '"0.5"'), (ts, value)]):
+        res.append(f'{{"metric":{{"__name__":"DCGM_FI_PROF_SM_ACTIVE","gpu":"{g}","Hostname":"n1"}},'
+                   f'"value":[{t},{v}]}}')
+    p = tmp_path / "q.json"
+    p.write_text('{"status":"success","data":{"resultType":"vector","result":[' + ",".join(res) + "]}}")
+    out = check_parse(p, f"ts={ts} value={value}")
+    assert out.result is not None, out.error
+    assert out.result.accounting.total == 3, out.result.accounting
+    if ts != "-1":  # 1969-12-31T23:59:59Z is odd but a valid time
+        assert out.result.accounting.records == 2, out.result.accounting
 
 
 # ----------------------------------------------------------------------------- 2. mutated files
