@@ -58,6 +58,16 @@ def _parse_time(value: str | None) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def _guard_outputs(inputs: list[str], outputs: list[str | None]) -> None:
+    """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
+    from parsers import expand_inputs
+
+    given = {Path(p).resolve() for p in expand_inputs(inputs)}
+    for out in outputs:
+        if out and Path(out).resolve() in given:
+            raise InputError(out, "is also an input; refusing to overwrite it", "choose another output path")
+
+
 def _show_progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
@@ -87,11 +97,11 @@ def analyze(inputs: tuple[str, ...], html_path: str, md_path: str | None, json_p
             device: str | None, top: int, window_s: float, interval_s: float, start: str | None,
             host: str | None, quiet: bool) -> None:
     """Analyze ncu exports and DCGM streams (format detected from content)."""
-    from reports.outputs import print_summary, write_outputs
-
     from analyzer.pipeline import run_analysis
     from parsers import ParseOptions
+    from reports.outputs import print_summary, write_outputs
 
+    _guard_outputs(list(inputs), [html_path, md_path, json_path])
     options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
     doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
                        progress=_show_progress(quiet), command=_command_line())
@@ -153,9 +163,8 @@ def fleet(dataset: str, since: str | None, until: str | None, by: str, engine: s
           scheduler: str | None, workers: int, window_s: float, device: str | None,
           html_path: str, md_path: str | None, json_path: str | None, top: int, quiet: bool) -> None:
     """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
-    from reports.outputs import print_summary, write_outputs
-
     from analyzer.fleet.pipeline import run_fleet
+    from reports.outputs import print_summary, write_outputs
 
     groups = [g.strip() for g in by.split(",") if g.strip()]
     doc = run_fleet(Path(dataset), since=_parse_time(since), until=_parse_time(until), by=groups,
@@ -180,10 +189,10 @@ def fleet(dataset: str, since: str | None, until: str | None, by: str, engine: s
 def diff(baseline: str, candidate: str, fail_on: float | None, device: str | None, html_path: str,
          md_path: str | None, json_path: str | None, quiet: bool) -> None:
     """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
+    from analyzer.diff import run_diff
     from reports.outputs import print_summary, write_outputs
 
-    from analyzer.diff import run_diff
-
+    _guard_outputs([baseline, candidate], [html_path, md_path, json_path])
     doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line())
     write_outputs(doc, html=html_path, md=md_path, json_path=json_path)
     if not quiet:
