@@ -72,6 +72,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     last_gpu: str | None = None
     headers = 0
     n_rows = 0
+    extra_rejected = 0  # a rejected row is one listing but k samples
     # collected per value cell
     c_tick: list[int] = []
     c_stamp: list[int] = []
@@ -123,7 +124,9 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         em = _ENTITY.match(" ".join(ent_tokens))
         if len(tokens) <= k or em is None:
             rejected.append(Rejected(
-                path, n, f"dmon row has {len(tokens)} tokens; expected an entity and {k} values"))
+                path, n, f"dmon row has {len(tokens)} tokens; expected an entity and {k} values "
+                f"({k} samples rejected)"))
+            extra_rejected += max(k - 1, 0)
             continue
         entity = " ".join(ent_tokens)
         if entity in seen:
@@ -186,7 +189,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     for f_id, fac in F.TO_CANONICAL.items():
         factor[fid_arr == f_id] = fac
     acc = InputAccounting(path, FORMAT, records=int(good.sum()), missing=int(missing.sum()),
-                          rejected=len(rejected))
+                          rejected=len(rejected) + extra_rejected)
     meta["sentinels"] = int(sentinel.sum())
     interval_ms = round(float(opts.interval_s) * 1000)
     start_ms = default_start_ms(src, opts, tick + 1, float(opts.interval_s))

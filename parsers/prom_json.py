@@ -28,6 +28,7 @@ from parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResul
 from parsers.source import ParseOptions, Source
 
 FORMAT = "prometheus-json"
+_MAX_MS = 9.2e18  # |epoch ms| a float may hold and still fit int64 after rounding
 _HOST = ("Hostname", "hostname", "kubernetes_node", "nodename", "instance")
 
 
@@ -103,11 +104,16 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             except (TypeError, ValueError, IndexError):
                 rejected.append(Rejected(src.path, None, f"series {k} ({name}): bad sample {str(pair)[:60]}"))
                 continue
+            ts_ms = ts * 1000
+            if not (math.isfinite(ts_ms) and -_MAX_MS <= ts_ms <= _MAX_MS):
+                rejected.append(Rejected(src.path, None, f"series {k} ({name}): timestamp {str(pair[0])[:40]} "
+                                         "is not a finite time within the 64-bit millisecond range"))
+                continue
             if not math.isfinite(value) or F.sentinel_mask(np.array([value]))[0]:
                 missing += 1
                 sentinels += int(math.isfinite(value))
                 continue
-            rows["timestamp"].append(round(ts * 1000))
+            rows["timestamp"].append(round(ts_ms))
             rows["field_id"].append(fid)
             rows["field"].append(name)
             rows["value"].append(value * factor)

@@ -236,6 +236,24 @@ def _parse_heads(heads: pa.Array, state: _State) -> dict[str, Any]:
     return {"name": name, "fid": fid, "valid": valid, "labels": lcols, "sentinels": sentinels}
 
 
+_INT64 = (-(2**63) + 1, 2**63 - 1)  # int64 min is NaT as a datetime64
+
+
+def _bad_timestamps(ts_s: pa.Array) -> np.ndarray:
+    """True where an explicit (integer-millisecond) timestamp does not fit int64 (or is its NaT value)."""
+    bad = np.zeros(len(ts_s), dtype=bool)
+    try:
+        ok = pc.all(pc.greater(pc.cast(ts_s, pa.int64()), _INT64[0] - 1)).as_py() is not False
+    except (pa.ArrowInvalid, OverflowError):
+        ok = False
+    if not ok:
+        long_idx = np.flatnonzero(_mask(pc.greater(pc.utf8_length(ts_s), 18)))
+        for i in long_idx:  # only 19+ digit strings can overflow: few
+            v = int(ts_s[int(i)].as_py())
+            bad[i] = not _INT64[0] <= v <= _INT64[1]
+    return bad
+
+
 def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
                  rejected: list[Rejected]) -> pa.Table | None:
     """Samples of one chunk of lines (columns: ts_ms, scrape, field_id, field, value, missing, labels)."""
@@ -280,13 +298,15 @@ def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
         numeric = _mask(pc.match_substring_regex(value_s, _NUMBER))
         value_all = pc.cast(pc.if_else(pa.array(numeric), pc.replace_substring_regex(value_s, r"^\+", ""),
                                        pa.scalar("nan")), pa.float64())
-    bad = unknown | ~numeric
+    bad_ts = _bad_timestamps(ts_s)
+    bad = unknown | ~numeric | bad_ts
     if bad.any():
         names_l = np.asarray(h["name"].to_pylist(), dtype=object)[hidx]
         vals_l = np.asarray(value_s.to_numpy(zero_copy_only=False), dtype=object)
         for i in np.flatnonzero(bad):
             why = (f"unknown DCGM field {names_l[i]!r}" if unknown[i]
-                   else f"value {str(vals_l[i])[:40]!r} is not a number")
+                   else f"value {str(vals_l[i])[:40]!r} is not a number" if not numeric[i]
+                   else f"timestamp {str(ts_s[i].as_py())[:40]!r} ms is outside the 64-bit millisecond range")
             rejected.append(Rejected(path, int(nos[i]), why))
     good = ~bad
     keep = pa.array(good)

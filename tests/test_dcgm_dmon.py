@@ -25,7 +25,8 @@ def _parse_text(tmp_path: Path, text: str, opts: ParseOptions = OPTS):  # type: 
 def _invariant(r) -> None:  # type: ignore[no-untyped-def]
     a = r.accounting
     assert a.records == r.samples.num_rows
-    assert a.rejected == len(r.rejected)
+    assert (a.rejected == 0) == (not r.rejected)  # a rejected row is one listing for k samples
+    assert a.rejected >= len(r.rejected)
 
 
 @pytest.mark.parametrize("name", ["dmon_v2_phases.txt", "dmon_v3_phases.txt", "dmon_v4_phases.txt"])
@@ -163,3 +164,18 @@ def test_field_names_and_sentinels_table() -> None:
     vals = np.array([0x7FFFFFF0, 0x7FFFFFF3, 0x7FFFFFF4, 2.0**31, 9223372036854775794, 140737488355331.0,
                      140737488355332.0, 1e15])
     assert F.sentinel_mask(vals).tolist() == [True, True, False, False, True, True, False, False]
+
+
+def test_rejected_row_counts_every_header_field(tmp_path: Path) -> None:
+    # header has 3 fields; row 2 is short (entity + 2 values), row 3 carries an extra annotation token:
+    # each rejected row owes 3 samples, so the total stays 3 rows x 3 fields = 9
+    text = ("#Entity   GRACT   SMACT   DRAMA\nID\n"
+            "GPU 0     0.5     0.4     0.3\n"
+            "GPU 1     0.5     0.4\n"
+            "GPU 0     0.5     0.4     0.3   (12GB/s)\n")
+    r = _parse_text(tmp_path, text)
+    _invariant(r)
+    a = r.accounting
+    assert (a.records, a.missing, a.rejected) == (3, 0, 6)
+    assert [x.line for x in r.rejected] == [4, 5]
+    assert all("3 samples" in x.reason for x in r.rejected)

@@ -112,3 +112,14 @@ def test_nvsmi_dmon_date_time_columns(tmp_path: Path) -> None:
     r = parse_path(_write(tmp_path, "dt.txt", text))
     ts = sorted({t.isoformat() for t in r.samples.to_pandas()["timestamp"]})
     assert ts == ["2024-05-01T12:00:00+00:00", "2024-05-01T12:00:05+00:00"]
+
+
+@pytest.mark.parametrize("ts", ["1e300", "-1e300", '"NaN"', '"Inf"'])
+def test_json_unusable_timestamp_rejects_that_sample(tmp_path: Path, ts: str) -> None:
+    body = ('{"status":"success","data":{"resultType":"matrix","result":[{"metric":'
+            '{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[1700000000,"5"],[' + ts + ',"6"]]}]}}')
+    r = parse_path(_write(tmp_path, "q.json", body))
+    _check(r)
+    a = r.accounting
+    assert (a.records, a.missing, a.rejected) == (1, 0, 1)
+    assert "timestamp" in r.rejected[0].reason

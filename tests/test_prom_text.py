@@ -25,6 +25,19 @@ def _parse(tmp_path: Path, text: str, opts: ParseOptions | None = None):  # type
     return r
 
 
+def test_out_of_range_timestamp_is_rejected(tmp_path: Path) -> None:
+    # 2**64 ms does not fit int64: that line alone is rejected; the other two keep their times
+    text = ('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 1700000000000\n'
+            'DCGM_FI_DEV_GPU_UTIL{gpu="1"} 6 18446744073709551616\n'
+            'DCGM_FI_DEV_GPU_UTIL{gpu="2"} 7 -9223372036854775808\n'  # int64 min = NaT: rejected
+            'DCGM_FI_DEV_GPU_UTIL{gpu="3"} 8 -9223372036854775807\n')
+    r = _parse(tmp_path, text)
+    a = r.accounting
+    assert (a.records, a.missing, a.rejected) == (2, 0, 2)
+    assert [x.line for x in r.rejected] == [2, 3] and all("timestamp" in x.reason for x in r.rejected)
+    assert sorted(r.samples.column("gpu").to_pylist()) == ["0", "3"]
+
+
 def test_scrapes_fixture() -> None:
     r = parse_path(FIX / "prom_scrapes_phases.prom", ParseOptions(start=START))
     a = r.accounting
