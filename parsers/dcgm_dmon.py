@@ -62,6 +62,32 @@ def _parse_stamp(text: str) -> int:
     return int(ts.value // 1_000_000)
 
 
+def _expand(colsets: list[list[tuple[int | None, str]]], r_set: list[int], r_suffix: list[str]) -> dict:
+    """Per-cell arrays for rows laid out flat, k values per row (k = that row's header width).
+
+    ``row`` (row index), ``fid`` (-1 = unknown column), ``unknown``, ``short`` (column name) and
+    ``field`` (``short + suffix``, a string array).
+    """
+    widths = np.array([len(c) for c in colsets], dtype="int64")
+    offs = np.concatenate([[0], np.cumsum(widths)])
+    g_fid = np.array([-1 if f is None else f for c in colsets for f, _ in c], dtype="int64")
+    g_short = [t for c in colsets for _, t in c]
+    sets = np.asarray(r_set, dtype="int64")
+    k = widths[sets] if len(sets) else np.zeros(0, "int64")
+    row = np.repeat(np.arange(len(sets)), k)
+    starts = np.concatenate([[0], np.cumsum(k)])[:-1]
+    gcol = offs[sets][row] + (np.arange(len(row)) - starts[row]) if len(row) else np.zeros(0, "int64")
+    suf_codes, suf_uniq = pd.factorize(pd.Series(r_suffix, dtype="object"))
+    key = gcol * max(len(suf_uniq), 1) + np.asarray(suf_codes, dtype="int64")[row]
+    ukey, inv = np.unique(key, return_inverse=True)
+    names = [g_short[int(u) // max(len(suf_uniq), 1)] + str(suf_uniq[int(u) % max(len(suf_uniq), 1)])
+             for u in ukey]
+    fid = g_fid[gcol] if len(gcol) else np.zeros(0, "int64")
+    field = pa.DictionaryArray.from_arrays(pa.array(inv.astype("int32")), pa.array(names, pa.string()))
+    return {"row": row, "fid": fid, "unknown": fid < 0, "short": [g_short[int(g)] for g in gcol[fid < 0]],
+            "field": field.cast(pa.string())}
+
+
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     path = src.path
     rejected: list[Rejected] = []
@@ -73,15 +99,17 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     headers = 0
     n_rows = 0
     extra_rejected = 0  # a rejected row is one listing but k samples
-    # collected per value cell
-    c_tick: list[int] = []
-    c_stamp: list[int] = []
-    c_gpu: list[str | None] = []
-    c_mig: list[str | None] = []
-    c_fid: list[int] = []
-    c_field: list[str] = []
+    # collected per data row (values: k per row, flat); cells are expanded with numpy afterwards
+    colsets: list[list[tuple[int | None, str]]] = []
+    colset_of: dict[int, int] = {}  # id(columns) -> index in colsets
+    r_tick: list[int] = []
+    r_stamp: list[int] = []
+    r_gpu: list[str | None] = []
+    r_mig: list[str | None] = []
+    r_suffix: list[str] = []
+    r_line: list[int] = []
+    r_set: list[int] = []
     c_val: list[str] = []
-    c_line: list[int] = []
     for n, raw in src.lines():
         line = raw.strip()
         if not line:
@@ -152,18 +180,24 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             gpu, mig = last_gpu, f"ci{eid}"
         else:
             gpu = f"{kind} {eid}" + (f" LINK {link}" if link else "")
-        for (fid, short), val in zip(columns, values, strict=True):
-            if fid is None:
-                rejected.append(Rejected(path, n, f"unknown dmon column {short!r}"))
-                continue
-            c_tick.append(tick)
-            c_stamp.append(stamp)
-            c_gpu.append(gpu)
-            c_mig.append(mig)
-            c_fid.append(fid)
-            c_field.append(short + suffix)
-            c_val.append(val)
-            c_line.append(n)
+        cs = colset_of.get(id(columns))
+        if cs is None:
+            cs = colset_of[id(columns)] = len(colsets)
+            colsets.append(columns)
+        r_tick.append(tick)
+        r_stamp.append(stamp)
+        r_gpu.append(gpu)
+        r_mig.append(mig)
+        r_suffix.append(suffix)
+        r_line.append(n)
+        r_set.append(cs)
+        c_val.extend(values)
+    cells = _expand(colsets, r_set, r_suffix)
+    for j, i in enumerate(np.flatnonzero(cells["unknown"])):
+        rejected.append(Rejected(path, r_line[cells["row"][i]], f"unknown dmon column {cells['short'][j]!r}"))
+    known = ~cells["unknown"]
+    row = cells["row"][known]
+    c_val = [v for v, ok in zip(c_val, known.tolist(), strict=True) if ok] if not known.all() else c_val
     meta: dict[str, object] = {"errors": errors, "ticks": tick + 1, "headers": headers, "rows": n_rows,
                                "interval_s": float(opts.interval_s)}
     if not c_val and not rejected:
@@ -176,15 +210,16 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         raise InputError(path, "dcgmi dmon rows without the '#Entity' header line: field IDs unknown",
                          "keep the two header lines dcgmi dmon prints (or the 'dcgmi dmon -e ...' command)")
     vals = pd.Series(c_val, dtype="object")
+    lines_arr = np.asarray(r_line, dtype="int64")[row]
     missing = vals.isin(_MISSING).to_numpy()
     nums = pd.to_numeric(vals.where(~missing), errors="coerce").to_numpy(dtype="float64")
     bad = np.isnan(nums) & ~missing
     for i in np.flatnonzero(bad):
-        rejected.append(Rejected(path, c_line[i], f"value {c_val[i][:40]!r} is not a number"))
+        rejected.append(Rejected(path, int(lines_arr[i]), f"value {c_val[i][:40]!r} is not a number"))
     sentinel = F.sentinel_mask(nums)
     missing = missing | sentinel
     good = ~missing & ~bad
-    fid_arr = np.asarray(c_fid, dtype="int32")
+    fid_arr = cells["fid"][known].astype("int32")
     factor = np.ones(len(nums))
     for f_id, fac in F.TO_CANONICAL.items():
         factor[fid_arr == f_id] = fac
@@ -193,27 +228,29 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     meta["sentinels"] = int(sentinel.sum())
     interval_ms = round(float(opts.interval_s) * 1000)
     start_ms = default_start_ms(src, opts, tick + 1, float(opts.interval_s))
-    ticks = np.asarray(c_tick, dtype="int64")
-    stamps = np.asarray(c_stamp, dtype="int64")
+    ticks = np.asarray(r_tick, dtype="int64")[row]
+    stamps = np.asarray(r_stamp, dtype="int64")[row]
     ts = np.where(stamps >= 0, stamps, start_ms + ticks * interval_ms)[good]
     idx = np.flatnonzero(good)
     nrow = len(idx)
 
+    take = pa.array(row[idx], pa.int64())
+
     def pick(xs: list[str | None]) -> pa.Array:
-        return pa.array([xs[i] for i in idx], pa.string()) if nrow else pa.array([], pa.string())
+        return pa.array(xs, pa.string()).take(take) if nrow else pa.array([], pa.string())
 
     none = pa.nulls(nrow, pa.string())
     table = pa.table({
         "timestamp": pa.array(ts.astype("datetime64[ms]"), pa.timestamp("ms")).cast(
             pa.timestamp("ms", tz="UTC")),
         "host": pa.array([opts.host] * nrow, pa.string()),
-        "gpu": pick(c_gpu),
+        "gpu": pick(r_gpu),
         "uuid": none,
         "model": none,
-        "mig": pick(c_mig),
+        "mig": pick(r_mig),
         "mig_profile": none,
         "field_id": pa.array(fid_arr[good], pa.int32()),
-        "field": pick(c_field),  # type: ignore[arg-type]
+        "field": cells["field"].take(pa.array(np.flatnonzero(known)[idx], pa.int64())),
         "value": pa.array((nums * factor)[good], pa.float64()),
         "namespace": none,
         "pod": none,
