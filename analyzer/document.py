@@ -75,29 +75,76 @@ def jsonable(value: Any) -> Any:
     return value if isinstance(value, str) else str(value)
 
 
+def _plain_value(value: Any) -> Any:
+    """:func:`jsonable` with fast exits for the common plain types."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        return value if math.isfinite(value) else None
+    if t is list and all(type(v) is str for v in value):
+        return value
+    return jsonable(value)
+
+
+def _column_values(results: pd.DataFrame, col: str) -> list[Any]:
+    """One result column as plain JSON values (what :func:`jsonable` gives per cell), converted once."""
+    if col not in results.columns:
+        return [None] * len(results)
+    s = results[col]
+    dtype = s.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind == "f":
+        arr = s.to_numpy(dtype="float64")
+        out: list[Any] = arr.tolist()
+        for i in np.flatnonzero(~np.isfinite(arr)).tolist():
+            out[i] = None
+        return out
+    if isinstance(dtype, np.dtype) and dtype.kind in "iub":
+        return list(s.to_numpy().tolist())
+    return [_plain_value(v) for v in s.tolist()]
+
+
+_DEFAULTS = {"evidence": list, "ncu_rules": list, "label": lambda: "unknown", "limiter": lambda: "unknown"}
+
+
 def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
-    """Nest flat kernel result columns into contract kernel objects (extra columns go in ``extra``)."""
-    records: list[dict[str, Any]] = []
+    """Nest flat kernel result columns into contract kernel objects (extra columns go in ``extra``).
+
+    Column-wise: each column is converted to plain JSON values once, then zipped into records.
+    """
+    n = len(results)
+    cols: dict[str, list[Any]] = {}
+    for col in KERNEL_FIELDS:
+        vals = _column_values(results, col)
+        make = _DEFAULTS.get(col)
+        if make is not None:
+            vals = [make() if v is None else v for v in vals]
+        cols[col] = vals
     extra_cols = [c for c in results.columns if c not in KERNEL_FIELDS]
-    for row in results.to_dict("records"):
-        rec: dict[str, Any] = {
-            "sol": {}, "flops_by_class": {}, "bytes": {}, "intensity": {},
-        }
-        for col, path in KERNEL_FIELDS.items():
-            value = jsonable(row.get(col))
-            if col in ("evidence", "ncu_rules") and value is None:
-                value = []
-            if col == "label" and value is None:
-                value = "unknown"
-            if col == "limiter" and value is None:
-                value = "unknown"
-            if len(path) == 1:
-                rec[path[0]] = value
-            else:
-                rec[path[0]][path[1]] = value
-        if extra_cols:
-            rec["extra"] = {c: jsonable(row.get(c)) for c in extra_cols}
-        records.append(rec)
+    extra = {str(c): _column_values(results, c) for c in extra_cols}
+    top = [c for c, path in KERNEL_FIELDS.items() if len(path) == 1]
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for c, path in KERNEL_FIELDS.items():
+        if len(path) == 2:
+            groups.setdefault(path[0], []).append((path[1], c))
+    # contract key order: the order of KERNEL_FIELDS, with nested groups where the previous code put them
+    order: list[str] = ["sol", "flops_by_class", "bytes", "intensity"]
+    order += [KERNEL_FIELDS[c][0] for c in top]
+    parts: list[tuple[str, list[Any]]] = []
+    for key in order:
+        if key in groups:
+            names = [k for k, _ in groups[key]]
+            parts.append((key, [dict(zip(names, vs, strict=True))
+                                for vs in zip(*(cols[c] for _, c in groups[key]), strict=True)]
+                          if n else []))
+        else:
+            parts.append((key, cols[key]))
+    keys = [k for k, _ in parts]
+    records = [dict(zip(keys, vs, strict=True)) for vs in zip(*(v for _, v in parts), strict=True)] if n else []
+    if extra:
+        ekeys = list(extra)
+        for rec, vs in zip(records, zip(*extra.values(), strict=True), strict=True):
+            rec["extra"] = dict(zip(ekeys, vs, strict=True))
     return records
 
 
@@ -138,7 +185,7 @@ def build_document(
         "inputs": inputs,
         "rejected": rejected,
         "devices": devices,
-        "kernels": kernel_records(kernels) if kernels is not None and len(kernels) else [],
+        "kernels": [],
         "findings": findings or [],
         "windows": windows or [],
         "lint": lint or [],
@@ -146,4 +193,6 @@ def build_document(
     if extra:
         doc.update(extra)
     out: dict[str, Any] = jsonable(doc)
+    if kernels is not None and len(kernels) and not (extra and "kernels" in extra):
+        out["kernels"] = kernel_records(kernels)  # already plain: not walked again
     return out
