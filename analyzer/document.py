@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ def _column_values(results: pd.DataFrame, col: str) -> list[Any]:
     return [_plain_value(v) for v in s.tolist()]
 
 
-_DEFAULTS = {"evidence": list, "ncu_rules": list, "label": lambda: "unknown", "limiter": lambda: "unknown"}
+_DEFAULTS: dict[str, Callable[[], Any]] = {"evidence": list, "ncu_rules": list, "label": lambda: "unknown", "limiter": lambda: "unknown"}
 
 
 def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
