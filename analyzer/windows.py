@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from parsers import dcgm_fields as F
 
@@ -87,84 +88,135 @@ _HOPPER_PLUS = re.compile(r"\b(H100|H200|H800|H20|GH200|B100|B200|B300|GB200|GB3
 
 
 # ----------------------------------------------------------------------------------------- map
-def _key_frame(samples: pd.DataFrame) -> pd.DataFrame:
-    out = pd.DataFrame(index=samples.index)
-    for c in _KEY_KEEP:
-        out[c] = samples[c].astype("object") if c in samples.columns else None
-    return out
+def _codes(col: pd.Series, sel: np.ndarray, blank_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes of ``col[sel]`` sorted like the values, missing (and ``""`` if ``blank_missing``)
+    coded ``len(uniques)`` (last, as groupby(sort=True, dropna=False)); and the sorted uniques.
+    Strings go through Arrow ``dictionary_encode`` on the whole column (no Python objects per row)."""
+    arr: Any = None
+    try:
+        arr = pa.array(col, from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        arr = None
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr is not None and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        enc = arr.dictionary_encode()
+        dic = enc.dictionary
+        order = np.asarray(pc.array_sort_indices(dic), dtype="int64")
+        uniques = dic.take(pa.array(order)).to_numpy(zero_copy_only=False).astype(object)
+        rank = np.empty(len(dic) + 1, dtype="int64")
+        rank[order] = np.arange(len(dic))
+        rank[len(dic)] = len(dic)
+        raw = np.asarray(enc.indices.fill_null(len(dic)).to_numpy(zero_copy_only=False), dtype="int64")
+        codes = rank[raw[sel]]
+    else:
+        c, u = pd.factorize(col.to_numpy(dtype=object)[sel], sort=True, use_na_sentinel=True)
+        codes, uniques = np.asarray(c, dtype="int64"), np.asarray(u, dtype=object)
+        codes[codes < 0] = len(uniques)
+    if blank_missing:
+        blank = np.array([str(u) == "" for u in uniques], dtype=bool)
+        if blank.any():
+            keep = np.flatnonzero(~blank)
+            remap = np.full(len(uniques) + 1, len(keep), dtype="int64")
+            remap[keep] = np.arange(len(keep))
+            codes, uniques = remap[codes], uniques[keep]
+    return codes, uniques
+
+
+def _group_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, int]:
+    """One dense, order-preserving int64 code per distinct tuple of the per-column codes."""
+    code = np.zeros(len(parts[0]) if parts else 0, dtype="int64")
+    card = 1
+    for c in parts:
+        k = int(c.max()) + 1 if len(c) else 1
+        if card * k >= 2**62:
+            code, card = _dense(code)
+        code = code * k + c
+        card *= k
+    return _dense(code)
+
+
+def _dense(code: np.ndarray) -> tuple[np.ndarray, int]:
+    inv, uniq = pd.factorize(code, sort=True)
+    return np.asarray(inv, dtype="int64"), len(uniq)
 
 
 def window_partials(samples: pd.DataFrame, window_s: float) -> pd.DataFrame:
-    """Per (``KEY_COLUMNS``) sums, counts and label counts of one partition of samples."""
+    """Per (``KEY_COLUMNS``) sums, counts and label counts of one partition of samples.
+
+    Vectorized: key columns are factorized once into one dense group code (sorted like the keys,
+    missing last); sums and counts per (group, metric) are ``np.bincount`` over ``group*M+metric``.
+    """
     fid = samples["field_id"].to_numpy() if len(samples) else np.empty(0, "int32")
     sel = np.isin(fid, list(PROFILE_METRICS))
-    s = samples.loc[sel]
+    n_rows = int(sel.sum())
     win_ms = max(1, round(window_s * 1000))
-    ts = _epoch_ms(s["timestamp"]) if len(s) else np.empty(0, "int64")
-    keys = _key_frame(s)
-    keys["window_start"] = (ts // win_ms) * win_ms
-    value = s["value"].to_numpy(dtype="float64")
-    metric = pd.Categorical.from_codes(
-        pd.Index(list(PROFILE_METRICS)).get_indexer(s["field_id"].to_numpy()), categories=list(METRICS))
-    df = keys.assign(_m=metric, _v=value, _z=(value == 0.0).astype("int64"), _t=ts)
-    kc = KEY_COLUMNS
-    g = df.groupby([*kc, "_m"], dropna=False, observed=True, sort=True)
-    agg = g.agg(s=("_v", "sum"), n=("_v", "size"), z=("_z", "sum"))
-    wide = agg.unstack("_m")
-    cols: dict[str, Any] = {}
-    for m in METRICS:
-        for part, suffix in (("s", "__sum"), ("n", "__n"), ("z", "__zero")):
-            col = (part, m)
-            if col in wide.columns:
-                vals = wide[col].to_numpy()
-                cols[m + suffix] = np.nan_to_num(vals.astype("float64")) if suffix == "__sum" else \
-                    np.nan_to_num(vals.astype("float64")).astype("int64")
-            else:
-                cols[m + suffix] = np.zeros(len(wide), "float64" if suffix == "__sum" else "int64")
-    out = pd.DataFrame(cols, index=wide.index)
-    gk = df.groupby(kc, dropna=False, sort=True)
-    out["n_samples"] = gk.size().reindex(out.index).to_numpy()
-    out["first_ts"] = gk["_t"].min().reindex(out.index).to_numpy()
-    out["last_ts"] = gk["_t"].max().reindex(out.index).to_numpy()
-    out["window_s"] = float(window_s)
-    out = out.reset_index()
-    for lab in LABEL_COLUMNS:
-        if lab in s.columns:
-            lf = keys.assign(_l=s[lab].astype("object"))
-            out = _merge_top(out, lf, lab)
+    ts = _epoch_ms(samples["timestamp"])[sel] if n_rows else np.empty(0, "int64")
+    wstart = (ts // win_ms) * win_ms
+    parts: list[np.ndarray] = []
+    uniq: dict[str, np.ndarray] = {}
+    for c in _KEY_KEEP:
+        if c in samples.columns and n_rows:
+            codes, uniq[c] = _codes(samples[c], sel)
         else:
-            out[lab] = None
-            out[lab + "__n"] = 0
-    return _tidy(out)
+            codes, uniq[c] = np.zeros(n_rows, "int64"), np.empty(0, dtype=object)
+        parts.append(codes)
+    wcodes, _wu = pd.factorize(wstart, sort=True)
+    parts.append(np.asarray(wcodes, dtype="int64"))
+    grp, n_grp = _group_codes(parts)
+    rep = np.zeros(n_grp, dtype="int64")
+    rep[grp] = np.arange(len(grp))  # any row of a group: its keys are the group's keys
+    n_m = len(METRICS)
+    midx = pd.Index(list(PROFILE_METRICS)).get_indexer(fid[sel])
+    value = samples["value"].to_numpy(dtype="float64")[sel]
+    cell = grp * n_m + midx
+    size = n_grp * n_m
+    # plain sequential sums: pandas' groupby sum is Kahan-compensated, so sums may differ in the last ulp
+    sums = np.bincount(cell, weights=value, minlength=size).astype("float64").reshape(n_grp, n_m)
+    cnts = np.bincount(cell, minlength=size).reshape(n_grp, n_m).astype("int64")
+    zeros = np.bincount(cell[value == 0.0], minlength=size).reshape(n_grp, n_m).astype("int64")
+    cols: dict[str, Any] = {c: np.r_[uniq[c], np.array([None], dtype=object)][parts[i][rep]]
+                            for i, c in enumerate(_KEY_KEEP)}
+    cols["window_start"] = wstart[rep]
+    for j, m in enumerate(METRICS):
+        cols[m + "__sum"] = np.ascontiguousarray(sums[:, j])
+        cols[m + "__n"] = np.ascontiguousarray(cnts[:, j])
+        cols[m + "__zero"] = np.ascontiguousarray(zeros[:, j])
+    cols["n_samples"] = np.bincount(grp, minlength=n_grp).astype("int64")
+    first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
+    last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
+    np.minimum.at(first, grp, ts)
+    np.maximum.at(last, grp, ts)
+    cols["first_ts"], cols["last_ts"] = first, last
+    cols["window_s"] = np.full(n_grp, float(window_s))
+    for lab in LABEL_COLUMNS:
+        lab_codes = _codes(samples[lab], sel, blank_missing=True) if lab in samples.columns and n_rows else None
+        top, top_n = _top_labels(lab_codes, grp, n_grp)
+        cols[lab], cols[lab + "__n"] = top, top_n
+    return _tidy(pd.DataFrame(cols))
 
 
-def _merge_top(out: pd.DataFrame, lf: pd.DataFrame, lab: str) -> pd.DataFrame:
-    lf = lf[lf["_l"].notna() & (lf["_l"].astype(str) != "")]
-    if not len(lf):
-        out[lab] = None
-        out[lab + "__n"] = 0
-        return out
-    counts = lf.groupby([*KEY_COLUMNS, "_l"], dropna=False, sort=True).size().rename("_c").reset_index()
-    top = _top_label(counts, lab)
-    return _join_keys(out, top, lab)
-
-
-def _top_label(counts: pd.DataFrame, lab: str) -> pd.DataFrame:
-    counts = counts.sort_values(["_c", "_l"], ascending=[False, True], kind="stable")
-    top = counts.drop_duplicates(KEY_COLUMNS, keep="first")
-    return top.rename(columns={"_l": lab, "_c": lab + "__n"})
-
-
-def _join_keys(out: pd.DataFrame, top: pd.DataFrame, lab: str) -> pd.DataFrame:
-    left = out.copy()
-    k_left = _keystr(left)
-    k_top = _keystr(top)
-    pos = pd.Index(k_top).get_indexer(k_left)
-    vals = top[lab].to_numpy(dtype=object)
-    cnt = top[lab + "__n"].to_numpy()
-    left[lab] = np.where(pos >= 0, vals[pos], None)
-    left[lab + "__n"] = np.where(pos >= 0, cnt[pos], 0).astype("int64")
-    return left
+def _top_labels(lab: tuple[np.ndarray, np.ndarray] | None, grp: np.ndarray,
+                n_grp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Most frequent label per group from sorted label codes (``len(uniques)`` = missing/blank):
+    ties go to the smallest value; None/0 where the group has none."""
+    top = np.full(n_grp, None, dtype=object)
+    top_n = np.zeros(n_grp, dtype="int64")
+    if lab is None:
+        return top, top_n
+    lc, uniq = lab
+    n_l = len(uniq)
+    ok = lc < n_l
+    if not ok.any():
+        return top, top_n
+    pair, cnt = np.unique(grp[ok] * n_l + lc[ok], return_counts=True)
+    g, li = pair // n_l, pair % n_l
+    order = np.lexsort((li, -cnt, g))
+    g, li, cnt = g[order], li[order], cnt[order]
+    head = np.r_[True, g[1:] != g[:-1]]
+    top[g[head]] = uniq[li[head]]
+    top_n[g[head]] = cnt[head]
+    return top, top_n
 
 
 def _keystr(df: pd.DataFrame) -> np.ndarray:
