@@ -344,65 +344,91 @@ def mig_share(profile: Any, model: Any) -> float:
     return min(1.0, int(m.group(1)) / slices)
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.2f}"
+def _strs(template: str, vals: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``template % v`` for the rows in ``mask`` (None elsewhere), one column at a time."""
+    out = np.full(len(mask), None, dtype=object)
+    if mask.any():
+        out[mask] = np.char.mod(template, vals[mask]).astype(object)
+    return out
 
 
-def _classify_row(r: dict[str, Any]) -> tuple[str, str, list[str]]:
-    def val(k: str) -> float | None:
-        v = r.get(k)
-        return None if v is None or not np.isfinite(v) else float(v)
+def _const(text: str, mask: np.ndarray) -> np.ndarray:
+    out = np.full(len(mask), None, dtype=object)
+    out[mask] = text
+    return out
 
-    gr, sm, dram, util = val("gr_active"), val("sm_active"), val("dram_active"), val("gpu_util")
-    pipes: dict[str, float] = {}
-    for p, c in PIPES.items():
-        pv = val(c)
-        if pv is not None:
-            pipes[p] = pv
-    busy = gr if gr is not None else util
-    signals = [x for x in (gr, sm, dram, *pipes.values()) if x is not None]
-    if gr is None and util is not None:
-        signals.append(util)
-    ev: list[str] = []
-    if not signals:
-        return "mixed", "unknown", ["no activity fields in this window"]
-    if gr is None and sm is None and dram is None and not pipes:
-        ev.append("only NVML GPU_UTIL (no DCGM profiling fields): coarse 'any kernel resident' signal")
-    activity = max(signals)
-    if activity < IDLE_MAX:
-        return "idle", "none", [*ev, f"all activity < {IDLE_MAX} (max {activity:.3f})"]
-    if gr is None and sm is None and dram is None and not pipes:
-        return "mixed", "unknown", [*ev, f"GPU_UTIL {_fmt(activity)}: busy, but what limits it is unknown"]
-    top_pipe, top_val = (max(pipes.items(), key=lambda kv: kv[1]) if pipes else ("", 0.0))
-    if gr is not None:
-        ev.append(f"GR active {_fmt(gr)}")
-    elif util is not None:
-        ev.append(f"GPU_UTIL {_fmt(util)}")
-    if sm is not None:
-        note = " (>= 0.8: SMs well used)" if sm >= SM_EFFECTIVE else \
-            " (< 0.5: likely ineffective use, NVIDIA)" if sm < SM_INEFFECTIVE else ""
-        ev.append(f"SM active {_fmt(sm)}{note}")
-    for p, v in pipes.items():
-        ev.append(f"{p} pipe active {_fmt(v)}")
-    if dram is not None:
-        ev.append(f"DRAM active {_fmt(dram)} (~{dram / DRAM_PRACTICAL_PEAK:.0%} of the practical 0.8 peak)")
-    if dram is not None and dram >= DRAM_HIGH and dram / DRAM_PRACTICAL_PEAK >= top_val:
-        return "memory-bound", "dram", ev
-    if pipes and top_val >= PIPE_HIGH:
-        return "compute-bound", top_pipe, ev
-    if busy is not None and busy >= GR_BUSY and sm is not None and sm < SM_LOW:
-        return "overhead-bound", "launch", [*ev, "engine busy but few SMs occupied: tiny grids / launch-bound"]
-    if gr is not None and gr < GR_BUSY:
-        return "overhead-bound", "host", [*ev, f"GPU engine idle {1 - gr:.0%} of the window: host-side wait "
-                                               "(input pipeline, synchronisation, launch gaps)"]
-    norm = {p: v for p, v in pipes.items()}
-    if dram is not None:
-        norm["dram"] = dram / DRAM_PRACTICAL_PEAK
-    if norm:
-        lim, lv = max(norm.items(), key=lambda kv: kv[1])
-        if lv >= DOMINANT_MIN:
-            return "mixed", lim, ev
-    return "mixed", "latency", [*ev, "pipes and DRAM lightly used while kernels run: latency/stall-bound"]
+
+def _classify(out: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Label, limiter and evidence columns (object arrays, None = no line) for every window."""
+    v = {m: out[m].to_numpy(dtype="float64") for m in ("gr_active", "sm_active", "dram_active", "gpu_util",
+                                                      *PIPES.values())}
+    ok = {m: np.isfinite(x) for m, x in v.items()}
+    gr, sm, dram, util = v["gr_active"], v["sm_active"], v["dram_active"], v["gpu_util"]
+    p_gr, p_sm, p_dram, p_util = ok["gr_active"], ok["sm_active"], ok["dram_active"], ok["gpu_util"]
+    pipe_cols = list(PIPES.values())
+    pipe_v = np.stack([np.where(ok[c], v[c], -np.inf) for c in pipe_cols], axis=1)
+    has_pipe = np.isfinite(pipe_v).any(axis=1)
+    ninf = -np.inf
+    signals = np.stack([np.where(p_gr, gr, ninf), np.where(p_sm, sm, ninf), np.where(p_dram, dram, ninf),
+                        np.where(~p_gr & p_util, util, ninf)], axis=1)
+    activity = np.maximum(signals.max(axis=1), pipe_v.max(axis=1))
+    only_util = ~p_gr & ~p_sm & ~p_dram & ~has_pipe
+    no_sig = only_util & ~p_util
+    idle = ~no_sig & (activity < IDLE_MAX)
+    ou_mixed = ~no_sig & ~idle & only_util
+    rest = ~no_sig & ~idle & ~only_util
+    top_i = pipe_v.argmax(axis=1)
+    top_val = np.where(has_pipe, pipe_v.max(axis=1), 0.0)
+    top_pipe = np.array(list(PIPES), dtype=object)[top_i]
+    with np.errstate(invalid="ignore"):
+        mem = rest & p_dram & (dram >= DRAM_HIGH) & (dram / DRAM_PRACTICAL_PEAK >= top_val)
+        comp = rest & ~mem & has_pipe & (top_val >= PIPE_HIGH)
+        busy = np.where(p_gr, gr, util)
+        launch = rest & ~mem & ~comp & (p_gr | p_util) & (busy >= GR_BUSY) & p_sm & (sm < SM_LOW)
+        host = rest & ~mem & ~comp & ~launch & p_gr & (gr < GR_BUSY)
+        norm = np.concatenate([pipe_v, np.where(p_dram, dram / DRAM_PRACTICAL_PEAK, ninf)[:, None]], axis=1)
+    mixed_rest = rest & ~(mem | comp | launch | host)
+    lim_name = np.array([*PIPES, "dram"], dtype=object)[norm.argmax(axis=1)]
+    dom = mixed_rest & (norm.max(axis=1) >= DOMINANT_MIN)
+    latency = mixed_rest & ~dom
+    label = np.select([no_sig, idle, ou_mixed, mem, comp, launch, host],
+                      ["mixed", "idle", "mixed", "memory-bound", "compute-bound", "overhead-bound",
+                       "overhead-bound"], "mixed").astype(object)
+    limiter = np.select([no_sig, idle, ou_mixed, mem, comp, launch, host, dom],
+                        ["unknown", "none", "unknown", "dram", top_pipe, "launch", "host", lim_name],
+                        "latency").astype(object)
+    sm_note = np.where(sm >= SM_EFFECTIVE, " (>= 0.8: SMs well used)",
+                       np.where(sm < SM_INEFFECTIVE, " (< 0.5: likely ineffective use, NVIDIA)", ""))
+    sm_ev = _strs("SM active %.2f", sm, rest & p_sm)
+    sm_ev[rest & p_sm] = sm_ev[rest & p_sm] + sm_note[rest & p_sm].astype(object)
+    gr_ev = _strs("GR active %.2f", gr, rest & p_gr)
+    util_ev = _strs("GPU_UTIL %.2f", util, rest & ~p_gr & p_util)
+    ev = [
+        _const("no activity fields in this window", no_sig),
+        _const("only NVML GPU_UTIL (no DCGM profiling fields): coarse 'any kernel resident' signal",
+               only_util & ~no_sig),
+        _strs(f"all activity < {IDLE_MAX} (max %.3f)", activity, idle),
+        _strs("GPU_UTIL %.2f: busy, but what limits it is unknown", activity, ou_mixed),
+        np.where(gr_ev == None, util_ev, gr_ev),  # noqa: E711 - elementwise on an object array
+        sm_ev,
+        *[_strs(f"{p} pipe active %.2f", v[c], rest & ok[c]) for p, c in PIPES.items()],
+        _dram_ev(dram, rest & p_dram),
+        _const("engine busy but few SMs occupied: tiny grids / launch-bound", launch),
+        _strs("GPU engine idle %.0f%% of the window: host-side wait (input pipeline, synchronisation, "
+              "launch gaps)", (1 - gr) * 100, host),
+        _const("pipes and DRAM lightly used while kernels run: latency/stall-bound", latency),
+    ]
+    return label, limiter, ev
+
+
+def _dram_ev(dram: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    out = np.full(len(mask), None, dtype=object)
+    if mask.any():
+        d = dram[mask]
+        out[mask] = np.char.add(np.char.mod("DRAM active %.2f (~", d),
+                                np.char.mod("%.0f%% of the practical 0.8 peak)", (d / DRAM_PRACTICAL_PEAK) * 100)
+                                ).astype(object)
+    return out
 
 
 def classify_windows(wide: pd.DataFrame, device: str | None = None) -> pd.DataFrame:
@@ -419,46 +445,47 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None) -> pd.DataFr
     for m in METRICS:
         if m not in out.columns:
             out[m] = np.nan
-    records = out[[*METRICS]].to_dict("records")
-    res = [_classify_row(r) for r in records]
-    out["label"] = [r[0] for r in res]
-    out["limiter"] = [r[1] for r in res]
-    evidence = [r[2] for r in res]
-    models = out["model"].tolist() if "model" in out.columns else [None] * n
-    specs = resolve_devices(list(dict.fromkeys(models)), device)
-    share = np.array([mig_share(p, m) for p, m in zip(
-        out["mig_profile"].tolist() if "mig_profile" in out.columns else [None] * n, models, strict=True)])
+    label, limiter, ev = _classify(out)
+    out["label"] = label.tolist()
+    out["limiter"] = limiter.tolist()
+    models = out["model"].to_numpy(dtype=object) if "model" in out.columns else np.full(n, None, dtype=object)
+    mcode, muniq = pd.factorize(models, use_na_sentinel=True)
+    mcode = np.where(mcode < 0, len(muniq), mcode)
+    mkeys: list[Any] = [*muniq, None]
+    specs = resolve_devices(list(dict.fromkeys(mkeys)), device)
+    mspecs = [specs.get(m) for m in mkeys]
+    profiles = out["mig_profile"].to_numpy(dtype=object) if "mig_profile" in out.columns \
+        else np.full(n, None, dtype=object)
+    pcode, puniq = pd.factorize(profiles, use_na_sentinel=True)
+    pcode = np.where(pcode < 0, len(puniq), pcode)
+    pair, inv = np.unique(pcode * (len(mkeys) + 1) + mcode, return_inverse=True)
+    rep = np.zeros(len(pair), dtype="int64")
+    rep[inv] = np.arange(n)
+    share = np.array([mig_share(profiles[i], models[i]) for i in rep], dtype="float64")[inv]
+    names = np.array([s.name if s is not None else None for s in mspecs], dtype=object)[mcode]
     flops = np.zeros(n)
     have = np.zeros(n, dtype=bool)
-    dram_bw = np.full(n, np.nan)
-    names: list[str | None] = []
-    for i, m in enumerate(models):
-        spec = specs.get(m)
-        names.append(spec.name if spec is not None else None)
-        if spec is None:
-            continue
-        for pipe, col in PIPES.items():
-            v = out[col].iat[i]
-            peak = spec.peaks.get(pipe)
-            if peak and np.isfinite(v):
-                flops[i] += v * peak * share[i]
-                have[i] = True
-        bw = spec.bandwidth.get("dram")
-        if bw and np.isfinite(out["dram_active"].iat[i]):
-            dram_bw[i] = out["dram_active"].iat[i] * bw * share[i]
+    for pipe, col in PIPES.items():
+        peak = np.array([(s.peaks.get(pipe) or 0.0) if s is not None else 0.0 for s in mspecs])[mcode]
+        v = out[col].to_numpy(dtype="float64")
+        use = (peak != 0) & np.isfinite(v)
+        flops = np.where(use, flops + v * peak * share, flops)
+        have |= use
+    bw = np.array([(s.bandwidth.get("dram") or 0.0) if s is not None else 0.0 for s in mspecs])[mcode]
+    dram = out["dram_active"].to_numpy(dtype="float64")
+    dram_bw = np.where((bw != 0) & np.isfinite(dram), dram * bw * share, np.nan)
     out["est_flops_s"] = np.where(have, flops, np.nan)
     out["est_dram_bytes_s"] = dram_bw
     with np.errstate(invalid="ignore", divide="ignore"):
         out["est_intensity"] = np.where(dram_bw > 0, out["est_flops_s"] / dram_bw, np.nan)
-    for i in range(n):
-        if share[i] < 1.0:
-            evidence[i] = [*evidence[i], f"MIG instance: values relative to the instance; peaks scaled by "
-                                         f"{share[i]:.3f} of the GPU"]
-        if names[i] and have[i]:
-            evidence[i] = [*evidence[i], f"est. {out['est_flops_s'].iat[i] / 1e12:.1f} TFLOP/s "
-                                         f"(activity x {names[i]} peaks; an estimate, not a count)"]
-    out["evidence"] = evidence
-    out["device"] = names
+    ev.append(_strs("MIG instance: values relative to the instance; peaks scaled by %.3f of the GPU",
+                    share, share < 1.0))
+    est = names.astype(bool) & have
+    tflops = _strs("est. %.1f TFLOP/s (activity x ", out["est_flops_s"].to_numpy() / 1e12, est)
+    tflops[est] = tflops[est] + names[est] + " peaks; an estimate, not a count)"
+    ev.append(tflops)
+    out["evidence"] = [[x for x in row if x is not None] for row in zip(*ev, strict=True)]
+    out["device"] = names.tolist()
     return out
 
 
