@@ -24,7 +24,7 @@ STUB = DeviceSpec(name="Stub GPU", source="user", sm_count=100, cc="8.0",
                   bandwidth={"dram": 3e12}, sources={})
 
 
-def samples(rows: list[tuple[float, str, int, float]], **labels: Any) -> pd.DataFrame:
+def samples(rows: list[tuple[Any, ...]], **labels: Any) -> pd.DataFrame:
     """(seconds after T0, gpu, field_id, value) -> a SAMPLE_SCHEMA-shaped DataFrame."""
     df = pd.DataFrame(rows, columns=["t", "gpu", "field_id", "value"])
     out = pd.DataFrame({
@@ -238,3 +238,28 @@ def test_lint_gaps_missing_profiling_and_sentinels() -> None:
     assert {"dcgm-sentinel-values", "dcgm-implausible-ratio"} <= codes
     clean = [(t, "0", 1001, 0.5) for t in range(0, 60, 5)]
     assert _lint_codes(samples(clean)) == set()
+
+
+def test_partials_vectorized_keys_and_labels() -> None:
+    # gpu "1" < "10" < "2" (string order), missing gpu last; window 0 of gpu "1": pod votes
+    # "" (blank, ignored), "b", "b", "a", "a" -> tie 2:2 goes to the smaller value "a"
+    s = samples([(0, "2", 1001, 0.5), (1, "10", 1001, 0.5), (2, None, 1001, 0.5)]
+                + [(i, "1", 1001, 0.5) for i in range(5)])
+    s["pod"] = [None, None, None, "", "b", "b", "a", "a"]
+    for frame in (s, s.astype({"gpu": "str", "pod": "str", "host": "str"})):  # object and Arrow strings
+        p = W.window_partials(frame, 60.0)
+        assert p["gpu"].tolist() == ["1", "10", "2", None]
+        assert p["gr_active__n"].tolist() == [5, 1, 1, 1]
+        assert p["gr_active__sum"].tolist() == [2.5, 0.5, 0.5, 0.5]
+        assert p["pod"].iat[0] == "a" and p["pod"].iloc[1:].isna().all()
+        assert p["pod__n"].tolist() == [2, 0, 0, 0]
+        assert p["n_samples"].dtype == np.int64 and p["pod__n"].dtype == np.int64
+
+
+def test_classify_evidence_text_by_hand() -> None:
+    out = W.classify_windows(_wide([{"gr_active": 0.9, "sm_active": 0.9, "dram_active": 0.72}],
+                                   model="unknown model"))
+    # DRAM 0.72 >= 0.5 and 0.72/0.8 = 0.9 >= busiest pipe (none -> 0): memory-bound
+    assert (out["label"].iat[0], out["limiter"].iat[0]) == ("memory-bound", "dram")
+    assert out["evidence"].iat[0] == ["GR active 0.90", "SM active 0.90 (>= 0.8: SMs well used)",
+                                      "DRAM active 0.72 (~90% of the practical 0.8 peak)"]
