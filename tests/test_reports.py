@@ -280,3 +280,15 @@ def test_a_failing_section_does_not_cost_the_report(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ROOFTOP_DEBUG", "1")
     with pytest.raises(KeyError):
         render_html(doc)
+
+
+def test_large_documents_are_compact_but_equal() -> None:
+    from reports.json_report import COMPACT_ABOVE
+
+    kernels = [{"index": i, "name": f"k{i}", "duration_s": 1e-6} for i in range(COMPACT_ABOVE + 1)]
+    big = {"schema_version": 1, "kernels": kernels}
+    text = render_json(big)
+    assert "\n " not in text  # no indentation
+    assert json.loads(text) == big
+    small = {"schema_version": 1, "kernels": kernels[:2]}
+    assert "\n " in render_json(small)
