@@ -12,7 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reports.html import Column, Section, esc, figure, fmt_num, fmt_time, table
+from reports.formatting import fmt_num, fmt_time
+from reports.html import Column, Section, esc, figure, table
 from reports.markdown import MdSection, md_esc, md_table
 from reports.plots import ceilings_of, ptext
 

@@ -13,7 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reports.html import Column, Section, esc, fmt_num, fmt_pct, table
+from reports.formatting import fmt_num, fmt_pct
+from reports.html import Column, Section, esc, table
 from reports.markdown import MdSection, md_esc, md_table
 from reports.plots import label_share_figure
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.escape import esc, script_json
+from reports.formatting import fmt_num, fmt_pct, fmt_time, num
 
 __all__ = [
     "SECTIONS_BY_KIND",
@@ -72,55 +73,6 @@ SectionBuilder = Callable[[dict[str, Any]], "Section | list[Section] | None"]
 
 
 # ----------------------------------------------------------------------------- formatting helpers
-
-_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def fmt_num(value: Any, unit: str = "", digits: int = 3) -> str:
-    """``1.23e12, "FLOP/s"`` -> ``1.23 TFLOP/s``; ``None``/non-numbers -> ``—``."""
-    if value is None or isinstance(value, bool):
-        return "—" if value is None else str(value)
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if x != x or x in (float("inf"), float("-inf")):
-        return "—"
-    for factor, prefix in _SI:
-        if abs(x) >= factor:
-            return f"{x / factor:.{digits}g} {prefix}{unit}".strip()
-    return f"{x:.{digits}g} {unit}".strip()
-
-
-def fmt_pct(value: Any, digits: int = 1) -> str:
-    """A fraction 0..1 as a percentage (``0.123`` -> ``12.3%``)."""
-    if value is None:
-        return "—"
-    try:
-        return f"{float(value) * 100:.{digits}f}%"
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def fmt_time(seconds: Any) -> str:
-    """Seconds in the most readable unit (``1.5e-6`` -> ``1.5 µs``)."""
-    if seconds is None:
-        return "—"
-    try:
-        s = float(seconds)
-    except (TypeError, ValueError):
-        return str(seconds)
-    if s != s:
-        return "—"
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.3g} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if a >= 1e-6 or a == 0:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e9:.3g} ns"
-
 
 # ----------------------------------------------------------------------------- tables and figures
 
@@ -257,13 +209,6 @@ def _kernels(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return list(doc.get("kernels") or [])
 
 
-def _num(value: Any) -> float | None:
-    if _is_number(value):
-        f = float(value)
-        return f if f == f else None
-    return None
-
-
 def _share_bar(shares: Mapping[str, float], labels: Sequence[str]) -> str:
     """A stacked bar and legend for label shares (fractions of a total)."""
     parts = [f'<i class="lab-{esc(lab)}" style="width:{100 * shares.get(lab, 0.0):.3f}%" '
@@ -277,7 +222,7 @@ def kernel_label_shares(kernels: Sequence[Mapping[str, Any]]) -> tuple[dict[str,
     """Shares of total kernel time per label, and the total time (seconds)."""
     totals: dict[str, float] = {}
     for k in kernels:
-        d = _num(k.get("duration_s")) or 0.0
+        d = num(k.get("duration_s")) or 0.0
         lab = str(k.get("label") or "unknown")
         totals[lab] = totals.get(lab, 0.0) + d
     total = sum(totals.values())
@@ -344,7 +289,7 @@ def roofline_section(doc: dict[str, Any]) -> Section | None:
     from reports.plots import roofline_figure
 
     kernels = _kernels(doc)
-    if not kernels and not any(_num(w.get("est_flops_s")) for w in doc.get("windows") or []):
+    if not kernels and not any(num(w.get("est_flops_s")) for w in doc.get("windows") or []):
         return None
     fig, note = roofline_figure(doc)
     body = ('<p class="note">Log-log hierarchical roofline. One marker per kernel family and memory '
@@ -393,20 +338,20 @@ def kernel_table_section(doc: dict[str, Any]) -> Section | None:
     kernels = _kernels(doc)
     if not kernels:
         return None
-    order = sorted(range(len(kernels)), key=lambda i: -(_num(kernels[i].get("duration_s")) or 0.0))
+    order = sorted(range(len(kernels)), key=lambda i: -(num(kernels[i].get("duration_s")) or 0.0))
     _, total = kernel_label_shares(kernels)
     rows = []
     for pos in order[:TABLE_ROWS]:
         k = kernels[pos]
-        d = _num(k.get("duration_s"))
+        d = num(k.get("duration_s"))
         inten = k.get("intensity") or {}
         rows.append({
             "pos": pos, "name": k.get("name"), "family": k.get("family"), "label": k.get("label"),
             "limiter": k.get("limiter"), "duration_s": d,
             "share": (d / total) if (d is not None and total > 0) else None,
-            "achieved": _num(k.get("achieved_flops_s")), "attainable": _num(k.get("attainable_flops_s")),
-            "ai_dram": _num(inten.get("dram")), "ai_l2": _num(inten.get("l2")),
-            "ai_l1": _num(inten.get("l1")), "input": k.get("input"), "index": k.get("index"),
+            "achieved": num(k.get("achieved_flops_s")), "attainable": num(k.get("attainable_flops_s")),
+            "ai_dram": num(inten.get("dram")), "ai_l2": num(inten.get("l2")),
+            "ai_l1": num(inten.get("l1")), "input": k.get("input"), "index": k.get("index"),
         })
     cols = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"),
             Column("family", "family", css="name"),

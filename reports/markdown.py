@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.escape import md as md_esc
+from reports.formatting import fmt_num, fmt_pct, fmt_time, num
 
 __all__ = ["MD_SECTIONS_BY_KIND", "MdSection", "md_esc", "md_lazy", "md_table", "render_markdown"]
 
@@ -83,42 +84,6 @@ def md_lazy(spec: str) -> MdBuilder:
 
 # ----------------------------------------------------------------------------- formatting
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        f = float(v)
-        return f if f == f else None
-    return None
-
-
-def fmt_time(v: Any) -> str:
-    s = _num(v)
-    if s is None:
-        return "—"
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.3g} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if a >= 1e-6 or a == 0:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e9:.3g} ns"
-
-
-def fmt_pct(v: Any) -> str:
-    f = _num(v)
-    return "—" if f is None else f"{100 * f:.1f}%"
-
-
-def fmt_si(v: Any, unit: str = "") -> str:
-    f = _num(v)
-    if f is None:
-        return "—"
-    for fac, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(f) >= fac:
-            return f"{f / fac:.3g} {p}{unit}"
-    return f"{f:.3g} {unit}".strip()
-
-
 # ----------------------------------------------------------------------------- generic sections
 
 def key_numbers_section(doc: dict[str, Any]) -> MdSection:
@@ -132,7 +97,7 @@ def key_numbers_section(doc: dict[str, Any]) -> MdSection:
         totals: dict[str, float] = {}
         for k in kernels:
             lab = str(k.get("label") or "unknown")
-            totals[lab] = totals.get(lab, 0.0) + (_num(k.get("duration_s")) or 0.0)
+            totals[lab] = totals.get(lab, 0.0) + (num(k.get("duration_s")) or 0.0)
         total = sum(totals.values())
         fams = {k.get("family") for k in kernels}
         lines.append(f"- Kernels: {len(kernels)} launches in {len(fams)} families, "
@@ -165,16 +130,16 @@ def top_kernels_md_section(doc: dict[str, Any]) -> MdSection | None:
     kernels = doc.get("kernels") or []
     if not kernels:
         return None
-    total = sum(_num(k.get("duration_s")) or 0.0 for k in kernels)
-    top = sorted(kernels, key=lambda k: -(_num(k.get("duration_s")) or 0.0))[:TOP_KERNELS]
+    total = sum(num(k.get("duration_s")) or 0.0 for k in kernels)
+    top = sorted(kernels, key=lambda k: -(num(k.get("duration_s")) or 0.0))[:TOP_KERNELS]
     rows = [{"name": k.get("name"), "label": k.get("label"), "limiter": k.get("limiter"),
              "d": k.get("duration_s"),
-             "share": (_num(k.get("duration_s")) or 0.0) / total if total > 0 else None,
+             "share": (num(k.get("duration_s")) or 0.0) / total if total > 0 else None,
              "flops": k.get("achieved_flops_s"), "ai": (k.get("intensity") or {}).get("dram")}
             for k in top]
     cols: list[Any] = [("name", "kernel"), ("label", "label"), ("limiter", "limiter"),
                        ("d", "duration", fmt_time), ("share", "share", fmt_pct),
-                       ("flops", "FLOP/s", lambda v: fmt_si(v)), ("ai", "AI DRAM", lambda v: fmt_si(v))]
+                       ("flops", "FLOP/s", lambda v: fmt_num(v)), ("ai", "AI DRAM", lambda v: fmt_num(v))]
     more = f"\n\n_Top {TOP_KERNELS} of {len(kernels)} launches by duration._" if len(kernels) > TOP_KERNELS else ""
     return MdSection("Top kernels", md_table(rows, cols, limit=NAME_LIMIT) + more)
 

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reports.formatting import fmt_num, fmt_pct
+
 LABEL_COLORS = {
     "memory-bound": "#d9480f",
     "compute-bound": "#1971c2",
@@ -39,15 +41,6 @@ def ptext(value: Any, limit: int | None = None) -> str:
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     return html.escape(s, quote=False)
-
-
-def _si(x: float | None, unit: str = "") -> str:
-    if x is None or not math.isfinite(x):
-        return "—"
-    for f, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= f:
-            return f"{x / f:.3g} {p}{unit}"
-    return f"{x:.3g} {unit}".strip()
 
 
 # ----------------------------------------------------------------------------- ceilings
@@ -213,7 +206,7 @@ def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
             size = 7 + 33 * np.sqrt(np.nan_to_num(share, nan=0.0) / (max_share or 1.0))
             hover = [
                 f"<b>{ptext(r.family, HOVER_NAME)}</b><br>{lname}: AI {getattr(r, f'ai_{lvl}'):.3g} FLOP/B<br>"
-                f"{_si(r.flops_s, 'FLOP/s')}<br>{_pct(r.share)} of kernel time · {r.launches} launch(es)"
+                f"{fmt_num(r.flops_s, 'FLOP/s')}<br>{fmt_pct(r.share)} of kernel time · {r.launches} launch(es)"
                 f"<br>{ptext(r.label)} / {ptext(r.limiter)}{_evidence(kernels, r.top)}"
                 for r in part.itertuples()
             ]
@@ -259,10 +252,10 @@ def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     top = compute[0].value if compute else None
     for c in compute:
         traces.append({
-            "type": "scatter", "mode": "lines", "name": f"{ptext(c.name)} {_si(c.value, 'FLOP/s')}",
+            "type": "scatter", "mode": "lines", "name": f"{ptext(c.name)} {fmt_num(c.value, 'FLOP/s')}",
             "legendgroup": "ceilings", "legendgrouptitle": {"text": "ceilings"},
             "x": [lo, hi], "y": [c.value, c.value], "hoverinfo": "text",
-            "hovertext": [f"{ptext(c.name)} peak {_si(c.value, 'FLOP/s')}"
+            "hovertext": [f"{ptext(c.name)} peak {fmt_num(c.value, 'FLOP/s')}"
                           f"<br>source: {ptext(c.source or devices[0].get('source'))}"] * 2,
             "line": {"color": "#222", "width": 1.5, "dash": "solid" if c is compute[0] else "dot"},
             "meta": {"role": "ceiling", "kind": "compute"},
@@ -270,10 +263,10 @@ def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     for b in bandwidth:
         x_end = min(hi, top / b.value) if top else hi
         traces.append({
-            "type": "scatter", "mode": "lines", "name": f"{ptext(b.name)} {_si(b.value, 'B/s')}",
+            "type": "scatter", "mode": "lines", "name": f"{ptext(b.name)} {fmt_num(b.value, 'B/s')}",
             "legendgroup": "ceilings", "legendgrouptitle": {"text": "ceilings"},
             "x": [lo, x_end], "y": [b.value * lo, b.value * x_end], "hoverinfo": "text",
-            "hovertext": [f"{ptext(b.name)} bandwidth {_si(b.value, 'B/s')}"
+            "hovertext": [f"{ptext(b.name)} bandwidth {fmt_num(b.value, 'B/s')}"
                           f"<br>source: {ptext(b.source or devices[0].get('source'))}"] * 2,
             "line": {"color": {"DRAM": "#c2255c", "L2": "#e8590c", "L1": "#f08c00"}.get(b.name, "#555"),
                      "width": 1.5},
@@ -302,14 +295,6 @@ def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     from reports.html import figure
 
     return figure(traces, layout), " ".join(notes)
-
-
-def _pct(x: Any) -> str:
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return "—"
-    return "—" if not math.isfinite(f) else f"{100 * f:.1f}%"
 
 
 def _evidence(kernels: Sequence[Mapping[str, Any]], pos: Any) -> str:
@@ -375,10 +360,10 @@ def _window_traces(windows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str,
                 "(time-weighted means).")
         df = g
         hover = [f"{ptext(r.gpu_key, HOVER_NAME)} · {ptext(r.label)} ({r.n} windows)<br>AI {r.ai:.3g} FLOP/B"
-                 f"<br>{_si(r.flops_s, 'FLOP/s')} · {_si(r.dram_s, 'B/s')} DRAM" for r in df.itertuples()]
+                 f"<br>{fmt_num(r.flops_s, 'FLOP/s')} · {fmt_num(r.dram_s, 'B/s')} DRAM" for r in df.itertuples()]
     else:
         hover = [f"{ptext(r.gpu_key, HOVER_NAME)} · {ptext(r.label)}<br>{r.start:%Y-%m-%d %H:%M:%S}"
-                 f"<br>AI {r.ai:.3g} FLOP/B<br>{_si(r.flops_s, 'FLOP/s')} · {_si(r.dram_s, 'B/s')} DRAM"
+                 f"<br>AI {r.ai:.3g} FLOP/B<br>{fmt_num(r.flops_s, 'FLOP/s')} · {fmt_num(r.dram_s, 'B/s')} DRAM"
                  for r in df.itertuples()]
     trace = {
         "type": "scatter", "mode": "markers", "name": "DCGM windows (DRAM)",

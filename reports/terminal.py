@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.formatting import fmt_time, num
+
 NAME_LIMIT = 90
 
 
@@ -15,23 +17,6 @@ def plain(value: Any, limit: int | None = NAME_LIMIT) -> str:
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     return s
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        f = float(v)
-        return f if f == f else None
-    return None
-
-
-def _time(v: Any) -> str:
-    s = _num(v)
-    if s is None:
-        return "—"
-    for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(s) >= f:
-            return f"{s / f:.3g} {u}"
-    return f"{s * 1e9:.3g} ns"
 
 
 def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None = None) -> str:
@@ -47,9 +32,9 @@ def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None =
         totals: dict[str, float] = {}
         for k in kernels:
             lab = str(k.get("label") or "unknown")
-            totals[lab] = totals.get(lab, 0.0) + (_num(k.get("duration_s")) or 0.0)
+            totals[lab] = totals.get(lab, 0.0) + (num(k.get("duration_s")) or 0.0)
         total = sum(totals.values())
-        lines.append(f"  kernels: {len(kernels)} launches, {_time(total)} GPU time")
+        lines.append(f"  kernels: {len(kernels)} launches, {fmt_time(total)} GPU time")
         if total > 0:
             lines.append("  by label: " + ", ".join(
                 f"{plain(lab)} {100 * v / total:.1f}%" for lab, v in sorted(totals.items(), key=lambda kv: -kv[1])))
@@ -67,11 +52,11 @@ def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None =
     if findings:
         lines.append("top findings:")
         for f in findings:
-            share = _num(f.get("time_share"))
+            share = num(f.get("time_share"))
             saving = f.get("est_saving_s")
             extra = f"{100 * share:.1f}% of time" if share is not None else ""
             if saving is not None:
-                extra += f", est. saving {_time(saving)}"
+                extra += f", est. saving {fmt_time(saving)}"
             lines.append(f"  {f.get('rank')}. [{plain(f.get('severity'), 10)}] {plain(f.get('title'))}"
                          + (f" ({extra})" if extra else ""))
     else:

@@ -1,0 +1,57 @@
+"""Number formatting shared by every renderer: SI prefixes, percentages and durations."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+DASH = "—"
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def num(value: Any) -> float | None:
+    """A finite float from an int/float (not bool), else ``None``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return None
+
+
+def fmt_num(value: Any, unit: str = "", digits: int = 3) -> str:
+    """``1.23e12, "FLOP/s"`` -> ``1.23 TFLOP/s``; ``None``/NaN -> ``—``; text is shown as is."""
+    if value is None:
+        return DASH
+    x = num(value)
+    if x is None:
+        return DASH if isinstance(value, (int, float)) else str(value)
+    for factor, prefix in _SI:
+        if abs(x) >= factor:
+            return f"{x / factor:.{digits}g} {prefix}{unit}".strip()
+    return f"{x:.{digits}g} {unit}".strip()
+
+
+def fmt_pct(value: Any, digits: int = 1) -> str:
+    """A fraction 0..1 as a percentage (``0.123`` -> ``12.3%``)."""
+    if value is None:
+        return DASH
+    x = num(value)
+    if x is None:
+        return DASH if isinstance(value, (int, float)) else str(value)
+    return f"{x * 100:.{digits}f}%"
+
+
+def fmt_time(seconds: Any) -> str:
+    """Seconds in the most readable unit (``1.5e-6`` -> ``1.5 µs``)."""
+    if seconds is None:
+        return DASH
+    s = num(seconds)
+    if s is None:
+        return DASH if isinstance(seconds, (int, float)) else str(seconds)
+    a = abs(s)
+    if a >= 1:
+        return f"{s:.3g} s"
+    if a >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if a >= 1e-6 or a == 0:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
