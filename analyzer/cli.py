@@ -157,22 +157,59 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str 
 @click.option("--md", "md_path", type=click.Path(dir_okay=False))
 @click.option("--json", "json_path", type=click.Path(dir_okay=False))
 @click.option("--top", default=10, show_default=True)
+@click.option("--kernels", "profiles", multiple=True, type=click.Path(),
+              help="ncu profile(s) of a job (repeatable): compare the DCGM signature its kernels imply "
+                   "with the job's windows.")
+@click.option("--job", help="With --kernels: the job's windows (DCGM job label).")
+@click.option("--pod", help="With --kernels: the pod's windows.")
+@click.option("--namespace", help="With --kernels: the namespace's windows.")
+@click.option("--host", help="With --kernels: the host's windows.")
 @click.option("-q", "--quiet", is_flag=True)
 @friendly_errors
 def fleet(dataset: str, since: str | None, until: str | None, by: str, engine: str,
           scheduler: str | None, workers: int, window_s: float, device: str | None,
-          html_path: str, md_path: str | None, json_path: str | None, top: int, quiet: bool) -> None:
+          html_path: str, md_path: str | None, json_path: str | None, top: int,
+          profiles: tuple[str, ...], job: str | None, pod: str | None, namespace: str | None,
+          host: str | None, quiet: bool) -> None:
     """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
     from analyzer.fleet.pipeline import run_fleet
     from reports.outputs import print_summary, write_outputs
 
     groups = [g.strip() for g in by.split(",") if g.strip()]
+    _guard_outputs(list(profiles), [html_path, md_path, json_path])
+    join = _join_request(profiles, {"job": job, "pod": pod, "namespace": namespace, "host": host},
+                         device)
     doc = run_fleet(Path(dataset), since=_parse_time(since), until=_parse_time(until), by=groups,
                     engine=engine, scheduler=scheduler, workers=workers, window_s=window_s,
-                    device=device, top=top, command=_command_line())
+                    device=device, top=top, command=_command_line(), join=join)
     write_outputs(doc, html=html_path, md=md_path, json_path=json_path)
     if not quiet:
         print_summary(doc, top=top, outputs=[p for p in (html_path, md_path, json_path) if p])
+
+
+def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
+                  device: str | None) -> Any:
+    """``fleet --kernels``: the profiles analysed now, and at most one window filter."""
+    given = {k: v for k, v in filters.items() if v is not None}
+    if len(given) > 1:
+        raise InputError("--" + "/--".join(given), "select the job's windows with one filter",
+                         "give one of --job, --pod, --namespace, --host")
+    if not profiles:
+        if given:
+            raise InputError(f"--{next(iter(given))}", "selects windows for --kernels, which is missing",
+                             "add --kernels PROFILE (an ncu export of the job)")
+        return None
+    from analyzer.devices import load_device_option
+    from analyzer.fleet.join import JoinRequest
+    from analyzer.pipeline import analyze_inputs
+
+    ai = analyze_inputs(list(profiles), device)
+    if not len(ai.results):
+        raise InputError(", ".join(profiles), "holds no kernel launches",
+                         "--kernels takes ncu exports (or folders of them) of the job")
+    column, value = next(iter(given.items())) if given else (None, None)
+    return JoinRequest(results=ai.results, column=column, value=value,
+                       ceilings=load_device_option(device), profiles=tuple(profiles))
 
 
 @main.command()

@@ -827,23 +827,15 @@ def load_side(path: str, side: str, device: str | None) -> Side:
                                  "rejected": 0}],
                         rejected=list(doc.get("rejected") or []), devices=list(doc.get("devices") or []),
                         lint=lint)
-    from analyzer.families import assign_families
-    from analyzer.kernels import analyze_kernels
-    from analyzer.pipeline import read_inputs
-    from parsers import ParseOptions
+    from analyzer.pipeline import analyze_inputs
 
-    parsed = read_inputs([path], ParseOptions())
-    kernels = parsed.kernels
-    if not len(kernels):
+    ai = analyze_inputs([path], device)
+    if not len(ai.kernels):
         raise InputError(path, "holds no kernel launches",
                          "rooftop diff compares ncu profiles or saved analyses; DCGM streams have no kernels")
-    ka = analyze_kernels(kernels, parsed.rules, device=device)
-    results = ka.results
-    if len(results):
-        results = results.assign(family=assign_families(results))
-    results = _with_nvtx(results, kernels)
-    return Side(path=path, source="profile", results=results, inputs=parsed.inputs(),
-                rejected=parsed.rejected(), devices=list(ka.devices), lint=list(ka.lint))
+    results = _with_nvtx(ai.results, ai.kernels)
+    return Side(path=path, source="profile", results=results, inputs=ai.parsed.inputs(),
+                rejected=ai.parsed.rejected(), devices=ai.devices, lint=ai.lint)
 
 
 def _side_lint(sides: list[Side]) -> list[dict[str, Any]]:

@@ -74,7 +74,7 @@ class ParsedInputs:
 
 def read_inputs(inputs: list[str], options: ParseOptions, progress: bool = False) -> ParsedInputs:
     """Parse each file. An unusable file is listed; if every file is unusable, the first error is raised."""
-    paths = expand_inputs(inputs)
+    paths = list(dict.fromkeys(expand_inputs(inputs)))  # a file given twice is read once
     if not paths:
         raise InputError(", ".join(inputs), "holds no files", "pass export files or a folder of them")
     parsed = ParsedInputs()
@@ -88,14 +88,23 @@ def read_inputs(inputs: list[str], options: ParseOptions, progress: bool = False
     return parsed
 
 
-def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
-                 top: int = 10, window_s: float = 60.0, progress: bool = False,
-                 command: str = "") -> dict[str, Any]:
-    """The whole ``analyze`` job; returns the contract document."""
+@dataclass
+class AnalyzedInputs:
+    """Inputs read and their kernels analysed: the flat results frame (``KERNEL_FIELDS`` columns
+    + ``family``) with the parse accounting, devices and lint that produced it."""
+
+    parsed: ParsedInputs
+    kernels: pd.DataFrame
+    results: pd.DataFrame
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    lint: list[dict[str, Any]] = field(default_factory=list)
+
+
+def analyze_inputs(inputs: list[str], device: str | None = None, *, options: ParseOptions | None = None,
+                   progress: bool = False) -> AnalyzedInputs:
+    """Read ``inputs`` (files or folders, any format rooftop reads) and analyse their kernels."""
     from analyzer.families import assign_families
-    from analyzer.findings import rank_findings
     from analyzer.kernels import analyze_kernels
-    from analyzer.windows import analyze_windows
 
     parsed = read_inputs(inputs, options or ParseOptions(), progress)
     kernels = parsed.kernels
@@ -104,9 +113,35 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     results = ka.results
     if len(results):
         results = results.assign(family=assign_families(results))
+    return AnalyzedInputs(parsed=parsed, kernels=kernels, results=results, devices=list(ka.devices),
+                          lint=list(ka.lint))
+
+
+def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
+                 top: int = 10, window_s: float = 60.0, progress: bool = False,
+                 command: str = "") -> dict[str, Any]:
+    """The whole ``analyze`` job; returns the contract document.
+
+    With both kernels and DCGM windows, ``kernel_join`` compares the DCGM signature the kernel mix
+    implies with the one DCGM saw (``analyzer.fleet.join``)."""
+    from analyzer.findings import rank_findings
+    from analyzer.windows import analyze_windows
+
+    ai = analyze_inputs(inputs, device, options=options, progress=progress)
+    parsed, results = ai.parsed, ai.results
     wa = analyze_windows(parsed.samples, window_s=window_s, device=device)
     findings = rank_findings(results, wa, top=top)
-    devices = ka.devices + [d for d in wa.devices if d not in ka.devices]
+    devices = ai.devices + [d for d in wa.devices if d not in ai.devices]
+    has_windows = wa.windows is not None and len(wa.windows) > 0
+    extra: dict[str, Any] = {}
+    if has_windows:
+        extra["timelines"] = wa.timelines()
+    if has_windows and len(results):
+        from analyzer.devices import load_device_option
+        from analyzer.document import jsonable
+        from analyzer.fleet.join import kernel_join
+
+        extra["kernel_join"] = jsonable(kernel_join(results, wa.windows, load_device_option(device)))
     return build_document(
         kind="analyze",
         inputs=parsed.inputs(),
@@ -115,9 +150,9 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         kernels=results,
         findings=findings,
         windows=wa.records(),
-        lint=ka.lint + wa.lint + parsed.stream_lint(),
+        lint=ai.lint + wa.lint + parsed.stream_lint(),
         command=command,
-        extra={"timelines": wa.timelines()} if wa.windows is not None and len(wa.windows) else None,
+        extra=extra or None,
     )
 
 

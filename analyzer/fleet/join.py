@@ -23,10 +23,13 @@ that means. The gap ``1 - gr_active`` is time outside the profiled kernels.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from parsers.model import InputError
 
 ABS_TOL = 0.05
 REL_TOL = 0.25
@@ -199,3 +202,67 @@ def kernel_join(results: pd.DataFrame, windows_df: pd.DataFrame,
     ``{"predicted": predict_signature(...), "comparison": compare_signature(...)}``."""
     predicted = predict_signature(results, ceilings)
     return {"predicted": predicted, "comparison": compare_signature(predicted, windows_df)}
+
+
+# ------------------------------------------------------------------------- fleet: one job's windows
+JOIN_FILTERS = ("job", "pod", "namespace", "host")  # window columns a join may select on
+MAX_SHOWN = 5  # values named when a filter matches nothing
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    """``rooftop fleet --kernels``: the profiled kernels (flat results) and which windows they
+    ran in (``column == value``; every window of the period when ``column`` is None)."""
+
+    results: pd.DataFrame
+    column: str | None = None
+    value: str | None = None
+    ceilings: Any = None
+    profiles: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.column is not None and self.column not in JOIN_FILTERS:
+            raise ValueError(f"cannot select windows by {self.column!r}; choose from {JOIN_FILTERS}")
+
+    @property
+    def label(self) -> str:
+        return "every window" if self.column is None else f"{self.column} = {self.value}"
+
+
+def select_windows(windows: pd.DataFrame, column: str | None, value: str | None) -> pd.DataFrame:
+    """The windows whose ``column`` equals ``value`` (all of them when ``column`` is None).
+
+    Raises ``InputError`` naming a few values present when nothing matches."""
+    if column is None:
+        if not len(windows):
+            raise InputError("--kernels", "the period holds no DCGM windows to compare with",
+                             "pick a period with samples (--since/--until)")
+        return windows
+    have = (windows[column].astype("string") if column in windows.columns
+            else pd.Series(pd.NA, index=windows.index, dtype="string"))
+    picked = windows[(have == str(value)).fillna(False).to_numpy(dtype=bool)]
+    if not len(picked):
+        present = sorted(str(v) for v in have.dropna().unique())
+        shown = ", ".join(present[:MAX_SHOWN]) + (f" (+{len(present) - MAX_SHOWN} more)"
+                                                  if len(present) > MAX_SHOWN else "")
+        raise InputError(f"--{column}", f"{value!r} matches no DCGM window in the period",
+                         f"{column} values present: {shown}" if present
+                         else f"the dataset carries no {column} label in this period")
+    return picked
+
+
+def fleet_join(request: JoinRequest, windows: pd.DataFrame) -> dict[str, Any]:
+    """The fleet document's ``kernel_join``: ``kernel_join`` over the selected windows, plus
+    ``selection`` (filter, profiles, windows, GPUs, first/last window start)."""
+    picked = select_windows(windows, request.column, request.value)
+    out = kernel_join(request.results, picked, request.ceilings)
+    gpus = [c for c in ("host", "gpu", "mig") if c in picked.columns]
+    start = pd.to_datetime(picked["start"], utc=True) if "start" in picked.columns else None
+    out["selection"] = {
+        "filter": request.label, "column": request.column, "value": request.value,
+        "profiles": list(request.profiles), "windows": len(picked),
+        "gpus": int(picked[gpus].drop_duplicates().shape[0]) if gpus else None,
+        "first": start.min().isoformat() if start is not None else None,
+        "last": start.max().isoformat() if start is not None else None,
+    }
+    return out

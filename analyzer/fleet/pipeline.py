@@ -16,6 +16,7 @@ import pandas as pd
 from analyzer.document import build_document, jsonable
 from analyzer.fleet import engines
 from analyzer.fleet.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
+from analyzer.fleet.join import JoinRequest, fleet_join
 from analyzer.fleet.rollup import (
     GROUPABLE,
     fleet_findings,
@@ -90,8 +91,10 @@ def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, 
 
 def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, by: list[str],
               engine: str, scheduler: str | None, workers: int, window_s: float,
-              device: str | None, top: int, command: str) -> dict[str, Any]:
-    """The whole ``fleet`` job; returns the contract document (kind ``fleet``)."""
+              device: str | None, top: int, command: str,
+              join: JoinRequest | None = None) -> dict[str, Any]:
+    """The whole ``fleet`` job; returns the contract document (kind ``fleet``); with ``join``,
+    its ``kernel_join`` compares the profiled kernels with the selected windows."""
     from analyzer.windows import KEY_COLUMNS, window_devices
 
     if window_s <= 0:
@@ -107,6 +110,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     prev_lo = lo - length
     files = select_files(manifest, prev_lo, hi)
     labels = [*group_columns(by), "mig_profile"]  # workload labels kept per window; MIG share
+    if join is not None and join.column and join.column not in labels:
+        labels.append(join.column)
     spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), labels),
                             slices=((prev_lo, lo), (lo, hi)), window_s=window_s)
     prev_w, cur_w = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
@@ -125,6 +130,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     if not len(windows):
         lint.append({"code": "fleet-empty-period",
                      "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})
+    kernel_join = {"kernel_join": jsonable(fleet_join(join, windows))} if join is not None else {}
     groups = group_records(table, by)
     findings = fleet_findings(groups, top)
     window_recs = window_records(windows.iloc[:MAX_WINDOWS])
@@ -146,6 +152,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                 "gpus": int(windows[["host", "gpu"]].drop_duplicates().shape[0]) if len(windows) else 0,
                 "gpu_hours": float(cur_roll["gpu_hours"].sum()) if len(cur_roll) else 0.0,
             },
+            **kernel_join,
         },
     )
     # inputs come from the manifest (checksums recorded at ingest; the files may be gone by now)
