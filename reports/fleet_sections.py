@@ -137,10 +137,16 @@ def sections(doc: dict[str, Any]) -> list[Section]:
                 Column("group", "group"), Column("gpu_hours", "GPU-hours", lambda v: fmt_num(v), numeric=True),
                 Column("d_hours", "Δ GPU-h", _pct_change, numeric=True), Column("moved", "what moved")]),
                 anchor="trend"))
-    join = doc.get("kernel_join")
+    join = join_section(doc)
     if join:
-        out.append(Section("Kernels vs DCGM", _join_html(join), anchor="join"))
+        out.append(join)
     return out
+
+
+def join_section(doc: dict[str, Any]) -> Section | None:
+    """"Kernels vs DCGM": the profiled kernels' predicted DCGM signature against what DCGM saw."""
+    join = doc.get("kernel_join")
+    return Section("Kernels vs DCGM", _join_html(join), anchor="join") if join else None
 
 
 def _join_rows(join: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -194,12 +200,20 @@ def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
         if moved:
             out.append(MdSection("Night over night", md_table(moved[:MD_ROWS], [("group", "group"),
                                                                                ("moved", "what moved")])))
-    join = doc.get("kernel_join")
+    join = join_md_section(doc)
     if join:
-        out.append(MdSection("Kernels vs DCGM", md_table(_join_rows(join), [
-            ("metric", "metric"), ("predicted_busy", "predicted", _ratio), ("expected", "expected", _ratio),
-            ("observed", "DCGM", _ratio), ("verdict", "verdict"), ("meaning", "what it means")])))
+        out.append(join)
     return out
 
 
-__all__: Sequence[str] = ["group_rows", "markdown_sections", "sections"]
+def join_md_section(doc: dict[str, Any]) -> MdSection | None:
+    """The "Kernels vs DCGM" table for Markdown."""
+    join = doc.get("kernel_join")
+    if not join:
+        return None
+    return MdSection("Kernels vs DCGM", md_table(_join_rows(join), [
+        ("metric", "metric"), ("predicted_busy", "predicted", _ratio), ("expected", "expected", _ratio),
+        ("observed", "DCGM", _ratio), ("verdict", "verdict"), ("meaning", "what it means")]))
+
+
+__all__: Sequence[str] = ["group_rows", "join_md_section", "join_section", "markdown_sections", "sections"]

@@ -153,18 +153,11 @@ def figure(data: list[dict[str, Any]], layout: Mapping[str, Any] | None = None, 
 
 
 def lazy(spec: str) -> SectionBuilder:
-    """A builder that imports ``"module:function"`` only when the page is rendered. A module that
-    does not exist yet yields a short notice instead of failing the whole report."""
+    """A builder that imports ``"module:function"`` only when the page is rendered."""
     module_name, _, func_name = spec.partition(":")
 
     def build(doc: dict[str, Any]) -> Section | list[Section] | None:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            return Section("Details", f"<p class=note>{esc(module_name)} is not available in this "
-                                      "build of rooftop.</p>")
+        module = importlib.import_module(module_name)
         result: Section | list[Section] | None = getattr(module, func_name or "sections")(doc)
         return result
 
@@ -451,7 +444,8 @@ DCGM_SECTIONS: list[SectionBuilder] = [_dcgm_sections]
 
 SECTIONS_BY_KIND: dict[str, list[SectionBuilder]] = {
     "analyze": [summary_section, roofline_section, findings_section, kernel_table_section,
-                *DCGM_SECTIONS, lint_section, inputs_section, provenance_section],
+                *DCGM_SECTIONS, lazy("reports.fleet_sections:join_section"), lint_section,
+                inputs_section, provenance_section],
     "fleet": [overview_section, lazy("reports.fleet_sections:sections"), findings_section,
               lint_section, inputs_section, provenance_section],
     "diff": [overview_section, lazy("reports.diff_sections:sections"), lint_section,

@@ -64,17 +64,11 @@ def md_table(rows: Iterable[Mapping[str, Any]],
 
 
 def md_lazy(spec: str) -> MdBuilder:
-    """A builder that imports ``"module:function"`` when the report is rendered; a missing module
-    yields a one-line note instead of failing."""
+    """A builder that imports ``"module:function"`` only when the report is rendered."""
     module_name, _, func_name = spec.partition(":")
 
     def build(doc: dict[str, Any]) -> MdSection | list[MdSection] | None:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            return MdSection("Details", f"_{md_esc(module_name)} is not available in this build._")
+        module = importlib.import_module(module_name)
         result: MdSection | list[MdSection] | None = getattr(module, func_name or "markdown_sections")(doc)
         return result
 
@@ -177,8 +171,8 @@ def reproduce_md_section(doc: dict[str, Any]) -> MdSection:
 
 
 MD_SECTIONS_BY_KIND: dict[str, list[MdBuilder]] = {
-    "analyze": [key_numbers_section, findings_md_section, top_kernels_md_section, lint_md_section,
-                reproduce_md_section],
+    "analyze": [key_numbers_section, findings_md_section, top_kernels_md_section,
+                md_lazy("reports.fleet_sections:join_md_section"), lint_md_section, reproduce_md_section],
     "fleet": [key_numbers_section, md_lazy("reports.fleet_sections:markdown_sections"),
               findings_md_section, lint_md_section, reproduce_md_section],
     "diff": [key_numbers_section, md_lazy("reports.diff_sections:markdown_sections"), lint_md_section,

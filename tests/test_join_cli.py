@@ -121,3 +121,12 @@ def test_analyze_ncu_only_has_no_kernel_join(tmp_path):
     res = _run(["analyze", DEMO, "--json", str(out), "--html", str(tmp_path / "a.html"), "-q"])
     assert res.exit_code == 0, res.output
     assert "kernel_join" not in json.loads(out.read_text())
+
+
+def test_analyze_reports_show_the_kernel_join(tmp_path: Path) -> None:
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    res = CliRunner().invoke(main, ["analyze", str(ROOT / "fixtures" / "ncu" / "demo.raw.csv"),
+                                    str(ROOT / "fixtures" / "dcgm" / "prom_scrapes_phases.prom"),
+                                    "--html", str(html), "--md", str(md), "-q"])
+    assert res.exit_code == 0, res.output
+    assert "Kernels vs DCGM" in html.read_text() and "## Kernels vs DCGM" in md.read_text()

@@ -160,23 +160,6 @@ def test_section_api_for_fleet_and_diff(monkeypatch: pytest.MonkeyPatch) -> None
     assert "fleet" in SECTIONS_BY_KIND and "diff" in MD_SECTIONS_BY_KIND
 
 
-def test_missing_kind_module_gives_notice(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib
-
-    real = importlib.import_module
-
-    def fake(name: str, *a: Any) -> Any:
-        if name == "reports.diff_sections":
-            raise ModuleNotFoundError(name=name)
-        return real(name, *a)
-
-    monkeypatch.setattr(importlib, "import_module", fake)
-    doc = sample_document()
-    doc["kind"] = "diff"
-    assert "not available" in render_html(doc)
-    assert "not available" in render_markdown(doc)
-
-
 def test_table_escapes_and_sorts_numbers() -> None:
     html = table([{"a": "<x>", "b": 2.5}], [Column("a", "A&B"), Column("b", "n", lambda v: f"{v} s", numeric=True)])
     assert "&lt;x&gt;" in html and "A&amp;B" in html and 'data-v="2.5"' in html and "2.5 s" in html
