@@ -339,3 +339,67 @@ def _used_devices(df: pd.DataFrame, values: pd.DataFrame, source: pd.DataFrame, 
                               cc=str(ccs.iloc[0]) if len(ccs) else None, peaks=peaks, bandwidth=bws, sources=srcs)
             out.append(spec.as_contract())
     return out
+
+
+REF_COLUMNS = (*CEILING_COLUMNS, "sm_count", "ceiling_device")
+
+
+def ceiling_refs(values: pd.DataFrame, source: pd.DataFrame, ceiling_device: pd.Series, export_device: pd.Series,
+                 sm_count: pd.Series, devices: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per kernel, the ceilings as a reference into ``devices[]`` plus only what it does not imply.
+
+    Column ``ceilings``: ``"<name>|<source>"`` of the entry most ceilings came from, then
+    ``"; <keys>=<name>|<source>"`` for ceilings from another entry and ``"; <keys>=none"`` for
+    ceilings not known (``None`` when no ceiling is known). ``peak_<class>``, ``bw_<lvl>``,
+    ``sm_count`` and ``ceiling_device`` keep the kernel's value only where it differs from that
+    entry's (clock-scaled or per-kernel export ceilings); NaN/None elsewhere.
+    """
+    idx = values.index
+    keys = pd.DataFrame(index=idx)
+    for col in CEILING_COLUMNS:
+        s = source[col].astype("object")
+        name = export_device.astype("object").where(s == "export", ceiling_device.astype("object"))
+        keys[col] = (name.fillna("").astype(str) + "|" + s.fillna("").astype(str)).where(s.notna(), "")
+    combo = keys[CEILING_COLUMNS[0]]
+    for col in list(CEILING_COLUMNS)[1:]:
+        combo = combo + "\x1f" + keys[col]
+    codes, uniq = pd.factorize(combo, sort=False)
+    refs: list[str | None] = []
+    primary: list[str] = []
+    for u in uniq.tolist():  # distinct ceiling combinations, not kernels
+        parts = str(u).split("\x1f")
+        counts: dict[str, int] = {}
+        for p in parts:
+            if p:
+                counts[p] = counts.get(p, 0) + 1
+        if not counts:
+            refs.append(None)
+            primary.append("")
+            continue
+        top = max(counts, key=lambda k: (counts[k], -parts.index(k)))
+        others: dict[str, list[str]] = {}
+        for col, p in zip(CEILING_COLUMNS, parts, strict=True):
+            if p != top:
+                others.setdefault(p or "none", []).append(col.split("_", 1)[1])
+        refs.append(top + "".join(f"; {','.join(cs)}={k}" for k, cs in others.items()))
+        primary.append(top)
+    out = pd.DataFrame(index=idx)
+    out["ceilings"] = pd.Series(np.asarray(refs, dtype=object)[codes], index=idx, dtype="object")
+    entries: dict[str, dict[str, Any]] = {}
+    for d in devices:
+        entries.setdefault(f"{d.get('name')}|{d.get('source')}", d)
+    for col in CEILING_COLUMNS:
+        key = col.split("_", 1)[1]
+        implied = {k: float(e["ceilings"][key]) for k, e in entries.items()
+                   if isinstance(e.get("ceilings"), dict) and e["ceilings"].get(key) is not None}
+        expected = keys[col].map(implied).astype("float64")
+        v = values[col].astype("float64")
+        out[col] = v.where(v != expected)
+    prim = pd.Series(np.asarray(primary, dtype=object)[codes], index=idx)
+    sms = {k: float(e["sm_count"]) for k, e in entries.items() if e.get("sm_count") is not None}
+    sm = sm_count.astype("float64")
+    out["sm_count"] = sm.where(sm != prim.map(sms).astype("float64"))
+    prim_name = prim.str.rsplit("|", n=1).str[0]
+    cdev = ceiling_device.astype("object")
+    out["ceiling_device"] = cdev.where(cdev.notna() & (cdev != prim_name), None)
+    return out

@@ -54,6 +54,12 @@ KERNEL_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Extra columns written on a kernel only where not null: the ceilings a kernel's ``extra.ceilings``
+# reference into ``devices[]`` does not imply (analyzer.ceilings.ceiling_refs).
+SPARSE_EXTRAS = ("peak_fp64", "peak_fp32", "peak_fp16", "peak_tensor", "bw_l1", "bw_l2", "bw_dram",
+                 "sm_count", "ceiling_device")
+
+
 def jsonable(value: Any) -> Any:
     """Plain JSON types: NaN/NA/inf -> None, numpy scalars -> Python, containers recursively."""
     if value is None or value is pd.NA or value is pd.NaT:
@@ -109,7 +115,8 @@ _DEFAULTS: dict[str, Callable[[], Any]] = {"evidence": list, "ncu_rules": list, 
 
 
 def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
-    """Nest flat kernel result columns into contract kernel objects (extra columns go in ``extra``).
+    """Nest flat kernel result columns into contract kernel objects (extra columns go in ``extra``;
+    those in :data:`SPARSE_EXTRAS` only where not null).
 
     Column-wise: each column is converted to plain JSON values once, then zipped into records.
     """
@@ -121,8 +128,9 @@ def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
         if make is not None:
             vals = [make() if v is None else v for v in vals]
         cols[col] = vals
-    extra_cols = [c for c in results.columns if c not in KERNEL_FIELDS]
+    extra_cols = [c for c in results.columns if c not in KERNEL_FIELDS and c not in SPARSE_EXTRAS]
     extra = {str(c): _column_values(results, c) for c in extra_cols}
+    sparse = {str(c): _column_values(results, c) for c in results.columns if c in SPARSE_EXTRAS}
     top = [c for c, path in KERNEL_FIELDS.items() if len(path) == 1]
     groups: dict[str, list[tuple[str, str]]] = {}
     for c, path in KERNEL_FIELDS.items():
@@ -146,6 +154,10 @@ def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
         ekeys = list(extra)
         for rec, vs in zip(records, zip(*extra.values(), strict=True), strict=True):
             rec["extra"] = dict(zip(ekeys, vs, strict=True))
+    for col, vals in sparse.items():
+        for i, v in enumerate(vals):
+            if v is not None:
+                records[i].setdefault("extra", {})[col] = v
     return records
 
 

@@ -5,9 +5,13 @@
 * ``results``: one row per kernel (same order as the kernel table), flat columns named as in
   :data:`analyzer.document.KERNEL_FIELDS` (except ``family``) plus extras: ``binding_level``,
   ``dominant_class``, ``ridge_<lvl>``, ``attainable_<lvl>``, ``bw_util_<lvl>``, ``pct_of_roof``,
-  ``waves``, ``sm_count``, ``sol_verdict``, ``bytes_convention``, ``peak_<class>``, ``bw_<lvl>``,
-  ``src_<ceiling>`` (export/builtin/user) and ``ceiling_device``.
+  ``waves``, ``sol_verdict``, ``bytes_convention``, ``compute_peak``, ``compute_util``, ``memory_util``
+  and the ceilings as a reference into ``devices`` (:func:`analyzer.ceilings.ceiling_refs`: column
+  ``ceilings``; ``peak_<class>``, ``bw_<lvl>``, ``sm_count``, ``ceiling_device`` only where they
+  differ from the referenced entry, NaN/None elsewhere).
 * ``devices``: contract entries of every device whose ceilings were used.
+* ``ceilings``: every kernel's full ceilings: ``peak_<class>``, ``bw_<lvl>``, ``src_<ceiling>``
+  (export/builtin/user), ``detail_<ceiling>``, ``ceiling_device``, ``sm_count``.
 * ``lint``: contract lint items; ``kernels`` are row positions in ``results`` (= positions in
   the document's ``kernels`` list).
 """
@@ -22,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer import metrics as M
-from analyzer.ceilings import CEILING_COLUMNS, resolve_ceilings
+from analyzer.ceilings import CEILING_COLUMNS, ceiling_refs, resolve_ceilings
 from analyzer.classify import LAUNCH_S, LEVEL_NAMES, classify
 from analyzer.devices import load_device_option
 from analyzer.lint import lint_kernels
@@ -38,6 +42,7 @@ class KernelAnalysis:
     results: pd.DataFrame
     devices: list[dict[str, Any]] = field(default_factory=list)
     lint: list[dict[str, Any]] = field(default_factory=list)
+    ceilings: pd.DataFrame | None = None
 
 
 def si(value: float | None, unit: str) -> str:
@@ -136,6 +141,7 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.Data
         else pd.Series(None, index=df.index, dtype="object")
     f["device"] = exported.where(exported.notna(), ceil.device_name)
     f["ceiling_device"] = ceil.device_name
+    f["export_device"] = exported.where(exported.notna(), "unnamed device")  # name of its ``export`` entry
     f["cc"] = df["cc"] if "cc" in df.columns else None
     f["duration_s"] = dur
     f["duration_source"] = dur_src
@@ -323,13 +329,17 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     })
     res["evidence"] = explain(f, c)
     res["ncu_rules"] = _ncu_rules(f, rules)
-    extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "sm_count", "compute_peak", "compute_util",
+    extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
               "memory_util", "bytes_convention"]
     extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in M.LEVELS]
-    extras += list(CEILING_COLUMNS) + [f"src_{col}" for col in CEILING_COLUMNS]
     for col in extras:
         res[col] = f[col]
     res["sol_verdict"] = c["sol_verdict"]
-    res["ceiling_device"] = f["ceiling_device"]
+    refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
+        list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices)
+    for col in refs.columns:
+        res[col] = refs[col]
+    full = [*CEILING_COLUMNS, *(f"src_{col}" for col in CEILING_COLUMNS), *(f"detail_{col}" for col in CEILING_COLUMNS),
+            "ceiling_device", "sm_count"]
     lint = lint_kernels(f, meta=meta)
-    return KernelAnalysis(res, devices, lint)
+    return KernelAnalysis(res, devices, lint, f[full].copy())

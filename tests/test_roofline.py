@@ -144,15 +144,22 @@ def test_device_option_overrides_export(tmp_path) -> None:
     f = tmp_path / "dev.json"
     f.write_text(json.dumps({"name": "Capped H100", "peaks": {"fp32": 5e13}, "bandwidth": {"dram": 2e12}}))
     ka = analyze_kernels(_kernel(**H100_EXPORT), pd.DataFrame(), device=str(f))
-    r = ka.results.iloc[0]
+    r = ka.ceilings.iloc[0]
     assert r["peak_fp32"] == 5e13 and r["src_peak_fp32"] == "user"
     assert r["bw_dram"] == 2e12 and r["src_bw_dram"] == "user"
     assert r["src_bw_l2"] == "export"  # the file does not give L2: the export's roof stays
     assert ka.devices[0]["name"] == "Capped H100" and ka.devices[0]["source"] == "user"
     ka2 = analyze_kernels(_kernel(**H100_EXPORT), pd.DataFrame(), device="Tesla T4")
     # a named built-in device replaces the export too, its compute peaks at the measured clock: 8.1 x 1.98 / 1.59
-    assert ka2.results.iloc[0]["peak_fp32"] == pytest.approx(8.1e12 * 1.98 / 1.59)
-    assert ka2.results.iloc[0]["src_peak_fp32"] == "builtin"
+    assert ka2.ceilings.iloc[0]["peak_fp32"] == pytest.approx(8.1e12 * 1.98 / 1.59)
+    assert ka2.ceilings.iloc[0]["src_peak_fp32"] == "builtin"
+    # the document's extras: a reference to the devices[] entry, numbers only where they differ from it
+    res = ka.results.iloc[0]
+    head, *rest = res["ceilings"].split("; ")  # most ceilings from the export entry, fp32 and dram from the file
+    assert head == "NVIDIA H100 80GB HBM3|export" and len(rest) == 1 and rest[0].endswith("=Capped H100|user")
+    assert {"fp32", "dram"} <= set(rest[0].split("=")[0].split(","))
+    assert pd.isna(res["peak_fp32"]) and pd.isna(res["bw_dram"])  # 5e13 and 2e12 are the entry's values
+    assert ka2.results.iloc[0]["peak_fp32"] == pytest.approx(8.1e12 * 1.98 / 1.59)  # clock-scaled: kept
 
 
 def test_result_columns_match_the_document_fields() -> None:
