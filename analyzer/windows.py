@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from parsers import dcgm_fields as F
 
@@ -88,7 +87,15 @@ _HOPPER_PLUS = re.compile(r"\b(H100|H200|H800|H20|GH200|B100|B200|B300|GB200|GB3
 
 
 # ----------------------------------------------------------------------------------------- map
-def _codes(col: pd.Series, sel: np.ndarray, blank_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
+Codes = tuple[np.ndarray, np.ndarray]  # (int64 codes sorted like the values, missing = len(uniques); uniques)
+Slices = tuple[tuple[int, int], ...]
+_FID_MAX = max(PROFILE_METRICS) + 1
+_FID_LUT = np.full(_FID_MAX + 1, -1, dtype="int64")  # field id -> metric column; last slot: "other"
+_FID_LUT[list(PROFILE_METRICS)] = np.arange(len(PROFILE_METRICS))
+_DENSE_MAX = 1 << 22  # largest dense code space (cells) tabulated with np.bincount without re-coding
+
+
+def _codes(col: pd.Series, sel: np.ndarray | None = None, blank_missing: bool = False) -> Codes:
     """Dense codes of ``col[sel]`` sorted like the values, missing (and ``""`` if ``blank_missing``)
     coded ``len(uniques)`` (last, as groupby(sort=True, dropna=False)); and the sorted uniques.
     Strings go through Arrow ``dictionary_encode`` on the whole column (no Python objects per row)."""
@@ -100,26 +107,48 @@ def _codes(col: pd.Series, sel: np.ndarray, blank_missing: bool = False) -> tupl
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if arr is not None and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        enc = arr.dictionary_encode()
-        dic = enc.dictionary
-        order = np.asarray(pc.array_sort_indices(dic), dtype="int64")
-        uniques = dic.take(pa.array(order)).to_numpy(zero_copy_only=False).astype(object)
-        rank = np.empty(len(dic) + 1, dtype="int64")
-        rank[order] = np.arange(len(dic))
-        rank[len(dic)] = len(dic)
-        raw = np.asarray(enc.indices.fill_null(len(dic)).to_numpy(zero_copy_only=False), dtype="int64")
-        codes = rank[raw[sel]]
-    else:
-        c, u = pd.factorize(col.to_numpy(dtype=object)[sel], sort=True, use_na_sentinel=True)
-        codes, uniques = np.asarray(c, dtype="int64"), np.asarray(u, dtype=object)
-        codes[codes < 0] = len(uniques)
+        codes, uniques = _arrow_codes(arr, blank_missing)
+        return (codes if sel is None else codes[sel]), uniques
+    obj = col.to_numpy(dtype=object)
+    c, u = pd.factorize(obj if sel is None else obj[sel], sort=True, use_na_sentinel=True)
+    codes, uniques = np.asarray(c, dtype="int64"), np.asarray(u, dtype=object)
+    codes[codes < 0] = len(uniques)
     if blank_missing:
-        blank = np.array([str(u) == "" for u in uniques], dtype=bool)
-        if blank.any():
-            keep = np.flatnonzero(~blank)
-            remap = np.full(len(uniques) + 1, len(keep), dtype="int64")
-            remap[keep] = np.arange(len(keep))
-            codes, uniques = remap[codes], uniques[keep]
+        codes, uniques = _drop_blank(codes, uniques)
+    return codes, uniques
+
+
+def _drop_blank(codes: np.ndarray, uniques: np.ndarray) -> Codes:
+    blank = np.array([str(u) == "" for u in uniques], dtype=bool)
+    if not blank.any():
+        return codes, uniques
+    keep = np.flatnonzero(~blank)
+    remap = np.full(len(uniques) + 1, len(keep), dtype="int64")
+    remap[keep] = np.arange(len(keep))
+    return remap[codes], uniques[keep]
+
+
+def _arrow_codes(arr: Any, blank_missing: bool = False) -> Codes:
+    """:func:`_codes` of an Arrow array: dictionary arrays (as read from Parquet) use their indices
+    directly, so no string is hashed or materialised per row; only the (small) dictionary is sorted."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if pa.types.is_null(arr.type):
+        return np.zeros(len(arr), dtype="int64"), np.empty(0, dtype=object)
+    if not pa.types.is_dictionary(arr.type):
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            arr = arr.cast(pa.string())
+        arr = arr.dictionary_encode()
+    dic = arr.dictionary.to_numpy(zero_copy_only=False).astype(object)
+    ok = np.array([isinstance(v, str) for v in dic], dtype=bool)
+    uniques, inv = np.unique(dic[ok].astype(str), return_inverse=True)
+    uniques = uniques.astype(object)
+    remap = np.full(len(dic) + 1, len(uniques), dtype="int64")  # dictionary slot -> sorted code
+    remap[np.flatnonzero(ok)] = inv
+    idx = np.asarray(arr.indices.fill_null(len(dic)).to_numpy(zero_copy_only=False))
+    codes = remap[idx]
+    if blank_missing:
+        codes, uniques = _drop_blank(codes, uniques)
     return codes, uniques
 
 
@@ -142,74 +171,180 @@ def _dense(code: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def window_partials(samples: pd.DataFrame, window_s: float) -> pd.DataFrame:
-    """Per (``KEY_COLUMNS``) sums, counts and label counts of one partition of samples.
+    """Per (``KEY_COLUMNS``) sums, counts and label counts of one partition of samples (pandas)."""
+    n = len(samples)
+    if not n:
+        return _empty_partials(window_s)
+    keys = [_codes(samples[c]) if c in samples.columns else _missing(n) for c in _KEY_KEEP]
+    labels = {lab: _codes(samples[lab], blank_missing=True) for lab in LABEL_COLUMNS if lab in samples.columns}
+    out = _partials_core(_epoch_ms(samples["timestamp"]), samples["field_id"].to_numpy(),
+                         samples["value"].to_numpy(dtype="float64"), keys, labels, window_s,
+                         ((-(2**63), 2**63 - 1),))[0]
+    return out if out is not None else _empty_partials(window_s)
 
-    Vectorized: key columns are factorized once into one dense group code (sorted like the keys,
-    missing last); sums and counts per (group, metric) are ``np.bincount`` over ``group*M+metric``.
+
+def window_partials_arrow(batch: pa.RecordBatch | pa.Table, window_s: float,
+                          slices: Slices) -> list[pd.DataFrame | None]:
+    """:func:`window_partials` of an Arrow batch (as read from Parquet, strings dictionary-encoded
+    or not) for each time slice ``[lo, hi)`` (epoch ms): one partial table per slice, None if empty."""
+    n = batch.num_rows
+    names = batch.schema.names
+    tcol = batch.column("timestamp")
+    ts = np.asarray(tcol.cast(pa.int64()).to_numpy())
+    unit = tcol.type.unit if pa.types.is_timestamp(tcol.type) else "ms"
+    ts = ts * 1000 if unit == "s" else ts // {"ms": 1, "us": 1000, "ns": 1_000_000}[unit] if unit != "ms" else ts
+    keys = [_arrow_codes(batch.column(c)) if c in names else _missing(n) for c in _KEY_KEEP]
+    labels = {lab: _arrow_codes(batch.column(lab), blank_missing=True) for lab in LABEL_COLUMNS if lab in names}
+    return _partials_core(ts, np.asarray(batch.column("field_id").to_numpy()),
+                          np.asarray(batch.column("value").to_numpy(), dtype="float64"),
+                          keys, labels, window_s, slices)
+
+
+def _missing(n: int) -> Codes:
+    return np.zeros(n, dtype="int64"), np.empty(0, dtype=object)
+
+
+def _empty_partials(window_s: float) -> pd.DataFrame:
+    out = _partials_core(np.zeros(1, "int64"), np.full(1, 1001), np.zeros(1), [_missing(1)] * len(_KEY_KEEP),
+                         {}, window_s, ((0, 1),))[0]
+    assert out is not None
+    return out.iloc[:0].reset_index(drop=True)
+
+
+def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Codes],
+                   labels: dict[str, Codes], window_s: float, slices: Slices) -> list[pd.DataFrame | None]:
+    """Sums, counts, zero counts, first/last timestamps and top labels per (slice, key, window).
+
+    All group codes are dense integers built from sorted per-column codes (no hashing): the key
+    codes in mixed radix, the window as ``ts // window - first window``; sums per (group, metric)
+    are ``np.bincount`` over ``group × M + metric`` (plain sequential sums in row order, so the
+    same rows in the same order give the same bits on every engine).
     """
-    fid = samples["field_id"].to_numpy() if len(samples) else np.empty(0, "int32")
-    sel = np.isin(fid, list(PROFILE_METRICS))
-    n_rows = int(sel.sum())
     win_ms = max(1, round(window_s * 1000))
-    ts = _epoch_ms(samples["timestamp"])[sel] if n_rows else np.empty(0, "int64")
-    wstart = (ts // win_ms) * win_ms
-    parts: list[np.ndarray] = []
-    uniq: dict[str, np.ndarray] = {}
-    for c in _KEY_KEEP:
-        if c in samples.columns and n_rows:
-            codes, uniq[c] = _codes(samples[c], sel)
-        else:
-            codes, uniq[c] = np.zeros(n_rows, "int64"), np.empty(0, dtype=object)
-        parts.append(codes)
-    wcodes, _wu = pd.factorize(wstart, sort=True)
-    parts.append(np.asarray(wcodes, dtype="int64"))
-    grp, n_grp = _group_codes(parts)
-    rep = np.zeros(n_grp, dtype="int64")
-    rep[grp] = np.arange(len(grp))  # any row of a group: its keys are the group's keys
+    metric = _FID_LUT[np.clip(fid, 0, _FID_MAX)]
+    sl = np.zeros(len(ts), dtype="int64") if len(slices) == 1 else np.full(len(ts), -1, dtype="int64")
+    if len(slices) == 1:
+        lo, hi = slices[0]
+        keep = (metric >= 0) & (ts >= lo) & (ts < hi)
+    else:
+        for i, (lo, hi) in enumerate(slices):
+            sl[(ts >= lo) & (ts < hi)] = i
+        keep = (metric >= 0) & (sl >= 0)
+    if not keep.all():
+        ts, metric, value, sl = ts[keep], metric[keep], value[keep], sl[keep]
+        keys = [(c[keep], u) for c, u in keys]
+        labels = {k: (c[keep], u) for k, (c, u) in labels.items()}
+    if not len(ts):
+        return [None for _ in slices]
+    # key tuple -> dense code in key order (missing last), without sorting rows
+    combo = np.zeros(len(ts), dtype="int64")
+    card = 1
+    for c, u in keys:
+        k = len(u) + 1
+        if card * k >= 2**62:
+            combo, card = _dense(combo)
+        combo = combo * k + c
+        card *= k
+    if card <= 4 * _DENSE_MAX:
+        present = np.bincount(combo, minlength=card) > 0
+        combo_d = (np.cumsum(present) - 1)[combo]
+        n_combo = int(present.sum())
+    else:
+        combo_d, n_combo = _dense(combo)
+    rep = np.empty(n_combo, dtype="int64")
+    rep[combo_d] = np.arange(len(ts))  # any row of a key tuple holds its key codes
+    wnd = ts // win_ms
+    w0 = int(wnd.min())
+    widx = wnd - w0
+    n_win = int(widx.max()) + 1
+    n_sl = len(slices)
+    grp = (combo_d * n_win + widx) * n_sl + sl
+    n_grp = n_combo * n_win * n_sl
     n_m = len(METRICS)
-    midx = pd.Index(list(PROFILE_METRICS)).get_indexer(fid[sel])
-    value = samples["value"].to_numpy(dtype="float64")[sel]
-    cell = grp * n_m + midx
+    if n_grp * n_m > max(_DENSE_MAX, 4 * len(ts)):
+        gdense, n_used = _dense(grp)
+        gid = np.zeros(n_used, dtype="int64")
+        gid[gdense] = grp
+        grp, n_grp = gdense, n_used
+    else:
+        gid = np.arange(n_grp, dtype="int64")
+    cell = grp * n_m + metric
     size = n_grp * n_m
-    # plain sequential sums: pandas' groupby sum is Kahan-compensated, so sums may differ in the last ulp
-    sums = np.bincount(cell, weights=value, minlength=size).astype("float64").reshape(n_grp, n_m)
-    cnts = np.bincount(cell, minlength=size).reshape(n_grp, n_m).astype("int64")
-    zeros = np.bincount(cell[value == 0.0], minlength=size).reshape(n_grp, n_m).astype("int64")
-    cols: dict[str, Any] = {c: np.r_[uniq[c], np.array([None], dtype=object)][parts[i][rep]]
-                            for i, c in enumerate(_KEY_KEEP)}
-    cols["window_start"] = wstart[rep]
-    for j, m in enumerate(METRICS):
-        cols[m + "__sum"] = np.ascontiguousarray(sums[:, j])
-        cols[m + "__n"] = np.ascontiguousarray(cnts[:, j])
-        cols[m + "__zero"] = np.ascontiguousarray(zeros[:, j])
-    cols["n_samples"] = np.bincount(grp, minlength=n_grp).astype("int64")
+    sums = np.bincount(cell, weights=value, minlength=size).reshape(n_grp, n_m)
+    cnts = np.bincount(cell, minlength=size).astype("int64").reshape(n_grp, n_m)
+    zeros = np.bincount(cell[value == 0.0], minlength=size).astype("int64").reshape(n_grp, n_m)
+    n_samples = cnts.sum(axis=1)
     first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
     last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
     np.minimum.at(first, grp, ts)
     np.maximum.at(last, grp, ts)
-    cols["first_ts"], cols["last_ts"] = first, last
-    cols["window_s"] = np.full(n_grp, float(window_s))
-    for lab in LABEL_COLUMNS:
-        lab_codes = _codes(samples[lab], sel, blank_missing=True) if lab in samples.columns and n_rows else None
-        top, top_n = _top_labels(lab_codes, grp, n_grp)
-        cols[lab], cols[lab + "__n"] = top, top_n
-    return _tidy(pd.DataFrame(cols))
+    tops = {lab: _top_dense(lab_codes, grp, n_grp) for lab, lab_codes in labels.items()}
+    # decode group ids -> (key codes, window, slice)
+    g_all = gid
+    g_sl = g_all % n_sl
+    g_win = (g_all // n_sl) % n_win
+    g_row = rep[g_all // n_sl // n_win]
+    key_codes = [c[g_row] for c, _u in keys]
+    out: list[pd.DataFrame | None] = []
+    for s in range(n_sl):
+        rows = np.flatnonzero((g_sl == s) & (n_samples > 0))
+        if not len(rows):
+            out.append(None)
+            continue
+        cols: dict[str, Any] = {}
+        for i, name in enumerate(_KEY_KEEP):
+            cols[name] = np.r_[keys[i][1], np.array([None], dtype=object)][key_codes[i][rows]]
+        cols["window_start"] = (g_win[rows] + w0) * win_ms
+        for j, m in enumerate(METRICS):
+            cols[m + "__sum"] = sums[rows, j]
+            cols[m + "__n"] = cnts[rows, j]
+            cols[m + "__zero"] = zeros[rows, j]
+        cols["n_samples"] = n_samples[rows]
+        cols["first_ts"], cols["last_ts"] = first[rows], last[rows]
+        cols["window_s"] = np.full(len(rows), float(window_s))
+        for lab in LABEL_COLUMNS:
+            if lab in tops:
+                top, top_n = tops[lab]
+                cols[lab], cols[lab + "__n"] = top[rows], top_n[rows]
+            else:
+                cols[lab], cols[lab + "__n"] = np.full(len(rows), None, dtype=object), np.zeros(len(rows), "int64")
+        out.append(_frame(cols))
+    return out
 
 
-def _top_labels(lab: tuple[np.ndarray, np.ndarray] | None, grp: np.ndarray,
-                n_grp: int) -> tuple[np.ndarray, np.ndarray]:
-    """Most frequent label per group from sorted label codes (``len(uniques)`` = missing/blank):
-    ties go to the smallest value; None/0 where the group has none."""
+def _top_dense(lab: Codes, grp: np.ndarray, n_grp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Most frequent label per group (ties: smallest value); a dense (group × label) count table
+    when small, else :func:`_top_labels`."""
+    lc, uniq = lab
+    n_l = len(uniq)
+    if n_l == 0:
+        return np.full(n_grp, None, dtype=object), np.zeros(n_grp, dtype="int64")
+    if n_grp * (n_l + 1) > _DENSE_MAX:
+        return _top_labels(lab, grp, n_grp)
+    cnt = np.bincount(grp * (n_l + 1) + lc, minlength=n_grp * (n_l + 1)).reshape(n_grp, n_l + 1)[:, :n_l]
+    best = cnt.argmax(axis=1)  # first maximum: the smallest value on ties
+    top_n = np.asarray(cnt[np.arange(n_grp), best], dtype="int64")
+    top = np.asarray(np.where(top_n > 0, uniq[best], None), dtype=object)
+    return top, top_n
+
+
+def _top_labels(lab: Codes, grp: np.ndarray, n_grp: int,
+                weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Most frequent label per group from sorted label codes (``len(uniques)`` = missing/blank),
+    counting each row ``weights`` times (default 1): ties go to the smallest value; None/0 where
+    the group has none."""
     top = np.full(n_grp, None, dtype=object)
     top_n = np.zeros(n_grp, dtype="int64")
-    if lab is None:
-        return top, top_n
     lc, uniq = lab
     n_l = len(uniq)
     ok = lc < n_l
+    if weights is not None:
+        ok &= weights > 0
     if not ok.any():
         return top, top_n
-    pair, cnt = np.unique(grp[ok] * n_l + lc[ok], return_counts=True)
+    pair, inv = np.unique(grp[ok] * n_l + lc[ok], return_inverse=True)
+    w = None if weights is None else weights[ok].astype("float64")
+    cnt = np.rint(np.bincount(inv.ravel(), weights=w, minlength=len(pair))).astype("int64")
     g, li = pair // n_l, pair % n_l
     order = np.lexsort((li, -cnt, g))
     g, li, cnt = g[order], li[order], cnt[order]
@@ -217,14 +352,6 @@ def _top_labels(lab: tuple[np.ndarray, np.ndarray] | None, grp: np.ndarray,
     top[g[head]] = uniq[li[head]]
     top_n[g[head]] = cnt[head]
     return top, top_n
-
-
-def _keystr(df: pd.DataFrame) -> np.ndarray:
-    parts = [df[c].astype("object").where(df[c].notna(), "\x00").astype(str) for c in KEY_COLUMNS]
-    out = parts[0]
-    for p in parts[1:]:
-        out = out + "\x1f" + p
-    return out.to_numpy()
 
 
 def _epoch_ms(ts: pd.Series) -> np.ndarray:
@@ -242,43 +369,47 @@ def _tidy(out: pd.DataFrame) -> pd.DataFrame:
 
 # -------------------------------------------------------------------------------------- reduce
 def combine_partials(parts: pd.DataFrame | list[pd.DataFrame]) -> pd.DataFrame:
-    """Re-aggregate partials of several partitions (sums of sums and counts; label counts merged)."""
+    """Re-aggregate partials of several partitions (sums of sums and counts; label counts merged).
+
+    Sums are sequential in row order (``np.bincount``), so the same partials in the same order
+    give the same bits; rows come out sorted by key (missing last) and window start."""
     df = pd.concat(parts, ignore_index=True) if isinstance(parts, list) else parts
     if not len(df):
         return df.copy()
-    df = df.copy()
+    n = len(df)
+    codes = [_codes(df[c]) if c in df.columns else _missing(n) for c in _KEY_KEEP]
+    wcodes, wuniq = pd.factorize(df["window_start"].to_numpy(dtype="int64"), sort=True)
+    grp, n_grp = _group_codes([*(c for c, _u in codes), np.asarray(wcodes, dtype="int64")])
+    rep = np.full(n_grp, n, dtype="int64")
+    np.minimum.at(rep, grp, np.arange(n))
+    out: dict[str, Any] = {c: np.r_[u, np.array([None], dtype=object)][cc[rep]]
+                           for c, (cc, u) in zip(_KEY_KEEP, codes, strict=True)}
+    out["window_start"] = np.asarray(wuniq, dtype="int64")[np.asarray(wcodes)[rep]]
     num = [c for c in df.columns if c.endswith(("__sum", "__n", "__zero")) and
            c[: c.rindex("__")] not in LABEL_COLUMNS] + ["n_samples"]
-    key = _keystr(df)
-    codes, _uniques = pd.factorize(key, sort=True)
-    first = pd.Series(np.arange(len(df))).groupby(codes).min().to_numpy()
-    out = df.iloc[first][KEY_COLUMNS].reset_index(drop=True)
-    grouped = df[num].groupby(codes, sort=True)
-    sums = grouped.sum()
     for c in num:
-        out[c] = sums[c].to_numpy()
-    out["first_ts"] = df["first_ts"].groupby(codes).min().to_numpy()
-    out["last_ts"] = df["last_ts"].groupby(codes).max().to_numpy()
-    out["window_s"] = df["window_s"].groupby(codes).first().to_numpy()
+        col = df[c].to_numpy()
+        s = np.bincount(grp, weights=col.astype("float64"), minlength=n_grp)
+        out[c] = s if c.endswith("__sum") else np.rint(s).astype("int64")
+    first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
+    last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
+    np.minimum.at(first, grp, df["first_ts"].to_numpy(dtype="int64"))
+    np.maximum.at(last, grp, df["last_ts"].to_numpy(dtype="int64"))
+    out["first_ts"], out["last_ts"] = first, last
+    out["window_s"] = df["window_s"].to_numpy(dtype="float64")[rep]
     for lab in LABEL_COLUMNS:
         if lab not in df.columns:
-            out[lab] = None
-            out[lab + "__n"] = 0
+            out[lab], out[lab + "__n"] = np.full(n_grp, None, dtype=object), np.zeros(n_grp, "int64")
             continue
-        lf = df[[*KEY_COLUMNS, lab, lab + "__n"]].rename(columns={lab: "_l", lab + "__n": "_c"})
-        lf = lf[lf["_l"].notna()]
-        if not len(lf):
-            out[lab] = None
-            out[lab + "__n"] = 0
-            continue
-        lf = lf.assign(_k=_keystr(lf))
-        counts = lf.groupby(["_k", "_l"], sort=True)["_c"].sum().reset_index()
-        counts = counts.sort_values(["_c", "_l"], ascending=[False, True], kind="stable")
-        top = counts.drop_duplicates("_k", keep="first")
-        pos = pd.Index(top["_k"].to_numpy()).get_indexer(_keystr(out))
-        out[lab] = np.where(pos >= 0, top["_l"].to_numpy(dtype=object)[pos], None)
-        out[lab + "__n"] = np.where(pos >= 0, top["_c"].to_numpy()[pos], 0).astype("int64")
-    return _tidy(out)
+        lab_n = df[lab + "__n"].to_numpy(dtype="int64") if lab + "__n" in df.columns else np.ones(n, "int64")
+        out[lab], out[lab + "__n"] = _top_labels(_codes(df[lab], blank_missing=True), grp, n_grp, lab_n)
+    return _frame(out)
+
+
+def _frame(cols: dict[str, Any]) -> pd.DataFrame:
+    """A partials frame: key and label columns object (None for missing), numbers as given."""
+    obj = {*_KEY_KEEP, *LABEL_COLUMNS}
+    return pd.DataFrame({c: pd.Series(v, dtype=object) if c in obj else v for c, v in cols.items()})
 
 
 # -------------------------------------------------------------------------------------- finish

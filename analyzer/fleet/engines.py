@@ -18,11 +18,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parsers.model import SAMPLE_SCHEMA, InputError
@@ -54,25 +54,55 @@ def scan_columns(keys: Sequence[str], by: Sequence[str]) -> tuple[str, ...]:
 
 
 def fragment_partials(path: str, spec: ScanSpec) -> Partials:
-    """The map step for one Parquet file: window partials per time slice (None where empty)."""
-    from analyzer.windows import window_partials
+    """The map step for one Parquet file: window partials per time slice (None where empty).
+
+    Reads only ``spec.columns``, strings as dictionaries (the window maths works on dictionary
+    indices, never on per-row strings), skips row groups whose timestamp statistics miss every
+    slice, and windows each batch straight from Arrow (no pandas frame of samples)."""
+    from analyzer.windows import window_partials_arrow
 
     per_slice: list[list[pd.DataFrame]] = [[] for _ in spec.slices]
     try:
-        pf = pq.ParquetFile(path)
-        batches: Iterator[pa.RecordBatch] = pf.iter_batches(batch_size=spec.batch_rows,
-                                                            columns=list(spec.columns))
-        for batch in batches:
-            ts = batch.column("timestamp").cast(pa.int64())
-            for i, (lo, hi) in enumerate(spec.slices):
-                mask = pc.and_(pc.greater_equal(ts, lo), pc.less(ts, hi))
-                sub = batch.filter(mask)
-                if sub.num_rows:
-                    per_slice[i].append(window_partials(sub.to_pandas(), spec.window_s))
+        pf = pq.ParquetFile(path, read_dictionary=[c for c in spec.columns if c in _STRINGS])
+        groups = _row_groups(pf, spec.slices)
+        if groups:
+            batches: Iterator[pa.RecordBatch] = pf.iter_batches(batch_size=spec.batch_rows, row_groups=groups,
+                                                                columns=list(spec.columns), use_threads=False)
+            for batch in batches:
+                for i, part in enumerate(window_partials_arrow(batch, spec.window_s, spec.slices)):
+                    if part is not None:
+                        per_slice[i].append(part)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, f"is not a readable Parquet partition ({exc})",
                          "re-ingest the input that produced it, or remove it from _manifest.json") from exc
     return tuple(_combine_list(parts) for parts in per_slice)
+
+
+_STRINGS = frozenset(f.name for f in SAMPLE_SCHEMA if pa.types.is_string(f.type))
+
+
+def _row_groups(pf: pq.ParquetFile, slices: tuple[tuple[int, int], ...]) -> list[int]:
+    """Row groups whose timestamp min/max (when recorded) overlap some slice ``[lo, hi)``."""
+    md = pf.metadata
+    names = [md.schema.column(j).path for j in range(md.num_columns)]
+    ts_col = names.index("timestamp") if "timestamp" in names else -1
+    keep: list[int] = []
+    for i in range(md.num_row_groups):
+        st = md.row_group(i).column(ts_col).statistics if ts_col >= 0 else None
+        if st is not None and st.has_min_max:
+            lo_t, hi_t = _ms(st.min), _ms(st.max)
+            if lo_t is not None and hi_t is not None and not any(lo_t < hi and hi_t >= lo for lo, hi in slices):
+                continue
+        keep.append(i)
+    return keep
+
+
+def _ms(v: Any) -> int | None:
+    """Epoch ms of a Parquet timestamp statistic (datetime, or int in the column's unit: ms here)."""
+    if isinstance(v, datetime):
+        v = v if v.tzinfo else v.replace(tzinfo=timezone.utc)
+        return int(v.timestamp() * 1000)
+    return int(v) if isinstance(v, int) else None
 
 
 def _combine_list(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
@@ -80,7 +110,7 @@ def _combine_list(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
 
     if not parts:
         return None
-    return combine_partials(parts)
+    return parts[0] if len(parts) == 1 else combine_partials(parts)
 
 
 def combine_many(*items: Partials) -> Partials:
