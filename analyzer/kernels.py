@@ -300,8 +300,7 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     add(gaps != "", "Not in the export, so not evaluated: " + gaps)
     add(label == "unknown", "Nothing decides the bound: no SpeedOfLight %, and the roofline lacks FLOPs, bytes, "
                             "time or ceilings for a comparison")
-    table = np.stack(frags, axis=1)
-    return [[t for t in row if t] for row in table]
+    return [list(filter(None, row)) for row in zip(*(fr.tolist() for fr in frags), strict=True)]
 
 
 def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | None = None,
