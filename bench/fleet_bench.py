@@ -254,13 +254,23 @@ def main(argv: list[str] | None = None) -> int:
         per_night = n // 2
         rows.append(("fleet local (2 nights read)", f"{n:,} samples", f"{local['seconds']:.1f} s",
                      f"{n / local['seconds'] / 1e6:.2f} M/s, peak {local['peak_rss_mb']:.0f} MB"))
-        for threads in (1, os.cpu_count() or 1):
+        threads_max = os.cpu_count() or 1
+        ours = {1: local}
+        if threads_max > 1:
+            lt = _child(["fleet", str(ds), "local", str(threads_max)], args.timeout)
+            lt["identical_to_1_thread"] = lt["groups"] == local["groups"]
+            results[f"fleet_local_{threads_max}t"] = ours[threads_max] = lt
+            rows.append((f"fleet local, {threads_max} threads", f"{n:,} samples", f"{lt['seconds']:.1f} s",
+                         f"{n / lt['seconds'] / 1e6:.2f} M/s, peak {lt['peak_rss_mb']:.0f} MB, "
+                         f"identical={lt['identical_to_1_thread']}"))
+        for threads in sorted({1, threads_max}):
             duck = _child(["duckdb", str(ds), str(threads), json.dumps(local["period"])], args.timeout)
-            duck["vs_local"] = duck["seconds"] / local["seconds"]
+            mine = ours[threads]
+            duck["vs_local"] = duck["seconds"] / mine["seconds"]
             duck["max_abs_diff"] = compare(local["groups"], duck["groups"])
             results[f"duckdb_{threads}t"] = duck
             rows.append((f"DuckDB SQL, {threads} thread(s)", f"{n:,} samples", f"{duck['seconds']:.2f} s",
-                         f"ours/DuckDB speed = {duck['seconds'] / local['seconds']:.3f}x, peak "
+                         f"ours({threads}t)/DuckDB speed = {duck['vs_local']:.3f}x, peak "
                          f"{duck['peak_rss_mb']:.0f} MB"))
         # 4. Dask with 1 and 2 workers
         if not args.no_dask:

@@ -263,3 +263,28 @@ def test_classify_evidence_text_by_hand() -> None:
     assert (out["label"].iat[0], out["limiter"].iat[0]) == ("memory-bound", "dram")
     assert out["evidence"].iat[0] == ["GR active 0.90", "SM active 0.90 (>= 0.8: SMs well used)",
                                       "DRAM active 0.72 (~90% of the practical 0.8 peak)"]
+
+
+def test_arrow_partials_match_pandas_and_split_slices() -> None:
+    # slices [0, 59.5 s) and [59.5 s, ...): 0, 30, 59 s -> first slice, window 0 (sum 0.2 + 0.4 + 0.6,
+    # pod votes a, a, blank -> a x2); 61 s (gpu "0" 0.9, gpu missing 0.0) -> second slice, window 60 s
+    s = samples([(0, "0", 1001, 0.2), (30, "0", 1001, 0.4), (59, "0", 1001, 0.6), (61, "0", 1001, 0.9),
+                 (61, None, 1001, 0.0), (5, "0", 150, 40.0)])
+    s["pod"] = ["a", "a", "", "b", None, "a"]
+    t0 = T0.value // 10**6
+    tab = as_table(s)
+    dict_tab = pa.table({c: (tab[c].dictionary_encode() if pa.types.is_string(tab[c].type) else tab[c])
+                         for c in tab.column_names})
+    whole = W.window_partials(s, 60.0)
+    for t in (tab, dict_tab):
+        (one,) = W.window_partials_arrow(t, 60.0, ((-(2**63), 2**63 - 1),))
+        assert one is not None
+        pd.testing.assert_frame_equal(one, whole)
+        a, b = W.window_partials_arrow(t, 60.0, ((t0, t0 + 59_500), (t0 + 59_500, t0 + 10**9)))
+        assert a is not None and b is not None
+        assert a["window_start"].tolist() == [t0] and a["gr_active__sum"].tolist() == [0.2 + 0.4 + 0.6]
+        assert a["pod"].tolist() == ["a"] and a["pod__n"].tolist() == [2]
+        assert b["gpu"].tolist() == ["0", None] and b["gr_active__n"].tolist() == [1, 1]
+        assert b["window_start"].tolist() == [t0 + 60_000] * 2 and b["gr_active__sum"].tolist() == [0.9, 0.0]
+        assert b["pod"].tolist() == ["b", None] and b["gr_active__zero"].tolist() == [0, 1]
+    assert W.window_partials_arrow(tab, 60.0, ((0, 1),)) == [None]

@@ -16,7 +16,9 @@ do the same floating-point additions in the same order and give bit-identical wi
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -158,13 +160,32 @@ class TreeReducer:
 
 
 def run_local(paths: Sequence[str], spec: ScanSpec,
-              progress: Callable[[int], None] | None = None) -> Partials | None:
-    """Map and reduce in this process, one fragment at a time."""
+              progress: Callable[[int], None] | None = None, threads: int = 1) -> Partials | None:
+    """Map and reduce in this process: fragments on ``threads`` threads (Parquet decoding and the
+    numpy kernels release the GIL), at most ``2 × threads`` in flight; partials reduced in
+    manifest order, so the result does not depend on ``threads``."""
     reducer = TreeReducer(lambda items: combine_many(*items), fanin=FANIN)
-    for i, path in enumerate(paths):
-        reducer.add(fragment_partials(path, spec))
-        if progress:
-            progress(i + 1)
+    if threads <= 1:
+        for i, path in enumerate(paths):
+            reducer.add(fragment_partials(path, spec))
+            if progress:
+                progress(i + 1)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            pending: deque[Future[Partials]] = deque()
+            done = 0
+            for path in paths:
+                pending.append(pool.submit(fragment_partials, path, spec))
+                while len(pending) >= 2 * threads or (pending and pending[0].done()):
+                    reducer.add(pending.popleft().result())
+                    done += 1
+                    if progress:
+                        progress(done)
+            while pending:
+                reducer.add(pending.popleft().result())
+                done += 1
+                if progress:
+                    progress(done)
     result: Partials | None = reducer.result()
     return result
 

@@ -81,7 +81,7 @@ def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, 
         with engines.dask_client(scheduler, workers) as client:
             reduced = engines.run_dask(paths, spec, client)
     elif engine == "local":
-        reduced = engines.run_local(paths, spec)
+        reduced = engines.run_local(paths, spec, threads=workers)  # same result for any count
     else:
         raise InputError("--engine", f"unknown engine {engine!r}", "use local or dask")
     if reduced is None:
