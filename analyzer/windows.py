@@ -90,7 +90,7 @@ _HOPPER_PLUS = re.compile(r"\b(H100|H200|H800|H20|GH200|B100|B200|B300|GB200|GB3
 Codes = tuple[np.ndarray, np.ndarray]  # (int64 codes sorted like the values, missing = len(uniques); uniques)
 Slices = tuple[tuple[int, int], ...]
 _FID_MAX = max(PROFILE_METRICS) + 1
-_FID_LUT = np.full(_FID_MAX + 1, -1, dtype="int64")  # field id -> metric column; last slot: "other"
+_FID_LUT = np.full(_FID_MAX + 1, -1, dtype="int8")  # field id -> metric column; -1 at both ends: "other"
 _FID_LUT[list(PROFILE_METRICS)] = np.arange(len(PROFILE_METRICS))
 _DENSE_MAX = 1 << 22  # largest dense code space (cells) tabulated with np.bincount without re-coding
 
@@ -145,11 +145,14 @@ def _arrow_codes(arr: Any, blank_missing: bool = False) -> Codes:
     uniques = uniques.astype(object)
     remap = np.full(len(dic) + 1, len(uniques), dtype="int64")  # dictionary slot -> sorted code
     remap[np.flatnonzero(ok)] = inv
-    idx = np.asarray(arr.indices.fill_null(len(dic)).to_numpy(zero_copy_only=False))
-    codes = remap[idx]
     if blank_missing:
-        codes, uniques = _drop_blank(codes, uniques)
-    return codes, uniques
+        remap, uniques = _drop_blank(remap, uniques)
+    n, nulls = len(arr), arr.null_count
+    if nulls == n or (nulls == 0 and len(dic) and bool((remap[:-1] == remap[0]).all())):
+        # one code for every row (a host's partition, an unused MIG column): a zero-stride array
+        return np.broadcast_to(remap[-1] if nulls == n else remap[0], (n,)), uniques
+    idx = np.asarray(arr.indices.fill_null(len(dic)).to_numpy(zero_copy_only=False))
+    return remap[idx], uniques
 
 
 def _group_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, int]:
@@ -201,7 +204,16 @@ def window_partials_arrow(batch: pa.RecordBatch | pa.Table, window_s: float,
 
 
 def _missing(n: int) -> Codes:
-    return np.zeros(n, dtype="int64"), np.empty(0, dtype=object)
+    return np.broadcast_to(np.int64(0), (n,)), np.empty(0, dtype=object)
+
+
+def _is_const(c: np.ndarray) -> bool:
+    """A zero-stride (broadcast) code array: the same code on every row."""
+    return c.ndim == 1 and c.strides == (0,)
+
+
+def _take(c: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
+    return np.broadcast_to(c[:1], (n,)) if _is_const(c) and len(c) else c[keep]
 
 
 def _empty_partials(window_s: float) -> pd.DataFrame:
@@ -221,9 +233,10 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
     same rows in the same order give the same bits on every engine).
     """
     win_ms = max(1, round(window_s * 1000))
-    metric = _FID_LUT[np.clip(fid, 0, _FID_MAX)]
-    sl = np.zeros(len(ts), dtype="int64") if len(slices) == 1 else np.full(len(ts), -1, dtype="int64")
-    if len(slices) == 1:
+    metric = _FID_LUT.take(fid, mode="clip")  # out-of-range ids clip onto the -1 slots at both ends
+    n_sl = len(slices)
+    sl = np.full(len(ts), -1, dtype="int64") if n_sl > 1 else None
+    if sl is None:
         lo, hi = slices[0]
         keep = (metric >= 0) & (ts >= lo) & (ts < hi)
     else:
@@ -231,34 +244,51 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
             sl[(ts >= lo) & (ts < hi)] = i
         keep = (metric >= 0) & (sl >= 0)
     if not keep.all():
-        ts, metric, value, sl = ts[keep], metric[keep], value[keep], sl[keep]
-        keys = [(c[keep], u) for c, u in keys]
-        labels = {k: (c[keep], u) for k, (c, u) in labels.items()}
+        ts, metric, value = ts[keep], metric[keep], value[keep]
+        sl = None if sl is None else sl[keep]
+        n_keep = len(ts)
+        keys = [(_take(c, keep, n_keep), u) for c, u in keys]
+        labels = {k: (_take(c, keep, n_keep), u) for k, (c, u) in labels.items()}
     if not len(ts):
         return [None for _ in slices]
-    # key tuple -> dense code in key order (missing last), without sorting rows
-    combo = np.zeros(len(ts), dtype="int64")
-    card = 1
-    for c, u in keys:
+    # key tuple -> dense code in key order (missing last), without sorting rows; constant columns
+    # (zero-stride codes) do not take part
+    varying = [i for i, (c, _u) in enumerate(keys) if not _is_const(c)]
+    combo: np.ndarray | None = None
+    card, radix = 1, True
+    for i in varying:
+        c, u = keys[i]
         k = len(u) + 1
-        if card * k >= 2**62:
+        if combo is not None and card * k >= 2**62:
             combo, card = _dense(combo)
-        combo = combo * k + c
+            radix = False
+        combo = c if combo is None else combo * k + c
         card *= k
-    if card <= 4 * _DENSE_MAX:
+    combo_ids: np.ndarray = np.zeros(1, dtype="int64")
+    combo_d: np.ndarray | None = None
+    if combo is None:
+        n_combo = 1
+    elif card <= 4 * _DENSE_MAX:
         present = np.bincount(combo, minlength=card) > 0
+        combo_ids = np.flatnonzero(present)
         combo_d = (np.cumsum(present) - 1)[combo]
-        n_combo = int(present.sum())
+        n_combo = len(combo_ids)
     else:
         combo_d, n_combo = _dense(combo)
-    rep = np.empty(n_combo, dtype="int64")
-    rep[combo_d] = np.arange(len(ts))  # any row of a key tuple holds its key codes
-    wnd = ts // win_ms
-    w0 = int(wnd.min())
-    widx = wnd - w0
-    n_win = int(widx.max()) + 1
-    n_sl = len(slices)
-    grp = (combo_d * n_win + widx) * n_sl + sl
+        radix = False
+    rep = None
+    if not radix and combo_d is not None:
+        rep = np.empty(n_combo, dtype="int64")
+        rep[combo_d] = np.arange(len(ts))  # any row of a key tuple holds its key codes
+    grp = ts // win_ms
+    w0 = int(grp.min())
+    grp -= w0
+    n_win = int(grp.max()) + 1
+    if combo_d is not None and n_combo > 1:
+        grp += combo_d * n_win
+    if sl is not None:
+        grp *= n_sl
+        grp += sl
     n_grp = n_combo * n_win * n_sl
     n_m = len(METRICS)
     if n_grp * n_m > max(_DENSE_MAX, 4 * len(ts)):
@@ -268,7 +298,8 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
         grp, n_grp = gdense, n_used
     else:
         gid = np.arange(n_grp, dtype="int64")
-    cell = grp * n_m + metric
+    cell = grp * n_m
+    cell += metric
     size = n_grp * n_m
     sums = np.bincount(cell, weights=value, minlength=size).reshape(n_grp, n_m)
     cnts = np.bincount(cell, minlength=size).astype("int64").reshape(n_grp, n_m)
@@ -283,8 +314,17 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
     g_all = gid
     g_sl = g_all % n_sl
     g_win = (g_all // n_sl) % n_win
-    g_row = rep[g_all // n_sl // n_win]
-    key_codes = [c[g_row] for c, _u in keys]
+    g_combo = g_all // n_sl // n_win
+    key_codes: list[np.ndarray] = [np.broadcast_to(c[:1] if len(c) else np.zeros(1, "int64"), g_all.shape)
+                                   for c, _u in keys]
+    if rep is not None:
+        for i in varying:
+            key_codes[i] = keys[i][0][rep[g_combo]]
+    else:
+        rest = combo_ids[g_combo]
+        for i in reversed(varying):
+            k = len(keys[i][1]) + 1
+            key_codes[i], rest = rest % k, rest // k
     out: list[pd.DataFrame | None] = []
     for s in range(n_sl):
         rows = np.flatnonzero((g_sl == s) & (n_samples > 0))
@@ -409,7 +449,7 @@ def combine_partials(parts: pd.DataFrame | list[pd.DataFrame]) -> pd.DataFrame:
 def _frame(cols: dict[str, Any]) -> pd.DataFrame:
     """A partials frame: key and label columns object (None for missing), numbers as given."""
     obj = {*_KEY_KEEP, *LABEL_COLUMNS}
-    return pd.DataFrame({c: pd.Series(v, dtype=object) if c in obj else v for c, v in cols.items()})
+    return pd.DataFrame({c: pd.Series(v, dtype=object) if c in obj else v for c, v in cols.items()}, copy=False)
 
 
 # -------------------------------------------------------------------------------------- finish

@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, help="scratch folder (default: a temp dir, removed)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "fleet.json")
     ap.add_argument("--no-dask", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="keep the dataset already in --work/ds (same sizes)")
     ap.add_argument("--tiny", action="store_true", help="a few seconds: 2 hosts x 2 GPUs x 300 s")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
@@ -231,9 +232,12 @@ def main(argv: list[str] | None = None) -> int:
         # 1. synthetic fleet, two nights, through the dataset writer
         t0 = time.perf_counter()
         n = 0
-        for night in range(2):
-            n += write_fleet(ds, hosts=args.hosts, gpus=args.gpus, seconds=args.seconds,
-                             start=START + timedelta(days=night), seed=night)["rows"]
+        if args.reuse and (ds / "_manifest.json").exists():
+            n = sum(int(e.get("records", 0)) for e in json.loads((ds / "_manifest.json").read_text())["inputs"])
+        else:
+            for night in range(2):
+                n += write_fleet(ds, hosts=args.hosts, gpus=args.gpus, seconds=args.seconds,
+                                 start=START + timedelta(days=night), seed=night)["rows"]
         dt = time.perf_counter() - t0
         size = sum(p.stat().st_size for p in ds.rglob("*.parquet"))
         results["write"] = {"samples": n, "seconds": dt, "parquet_bytes": size}

@@ -288,3 +288,23 @@ def test_arrow_partials_match_pandas_and_split_slices() -> None:
         assert b["window_start"].tolist() == [t0 + 60_000] * 2 and b["gr_active__sum"].tolist() == [0.9, 0.0]
         assert b["pod"].tolist() == ["b", None] and b["gr_active__zero"].tolist() == [0, 1]
     assert W.window_partials_arrow(tab, 60.0, ((0, 1),)) == [None]
+
+
+def test_partials_same_through_hash_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # many key tuples / groups / labels: with _DENSE_MAX = 1 every dense table falls back to
+    # factorized codes (key tuples decoded from a representative row); results must not change
+    rng = np.random.default_rng(3)
+    n = 400
+    rows = [(int(t), str(g), int(f), float(v)) for t, g, f, v in
+            zip(rng.integers(0, 600, n), rng.integers(0, 12, n), rng.choice([1001, 1002, 1005, 150], n),
+                rng.choice([0.0, 0.25, 0.5], n), strict=True)]
+    s = samples(rows, pod=rng.choice(["a", "b", "", None], n).tolist(), uuid=rng.choice(["u1", "u2"], n).tolist())
+    t0 = T0.value // 10**6
+    cut = ((t0, t0 + 300_000), (t0 + 300_000, t0 + 600_000))
+    want = W.window_partials_arrow(as_table(s), 60.0, cut)
+    monkeypatch.setattr(W, "_DENSE_MAX", 1)
+    got = W.window_partials_arrow(as_table(s), 60.0, cut)
+    for a, b in zip(want, got, strict=True):
+        assert a is not None and b is not None
+        pd.testing.assert_frame_equal(a, b)
+    assert sum(int(p["n_samples"].sum()) for p in want if p is not None) == int((s["field_id"] != 150).sum())
