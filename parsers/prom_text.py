@@ -104,13 +104,16 @@ def _utf8(data: bytes) -> pa.Array:
         return pa.array([data.decode("utf-8", "replace")], pa.string())
 
 
-def _chunks(src: Source) -> Iterator[tuple[int, pa.Array]]:
-    """(number of lines before this chunk, lines) over whole-line chunks of the file."""
+def _chunks(src: Source) -> Iterator[pa.Array | bytes]:
+    """The text of each whole-line chunk of the file.
+
+    UTF-8 files give the raw bytes of each chunk (no trailing newline; split by :func:`_lines`),
+    other encodings one array of lines.
+    """
     if src.encoding != "utf-8":
         text = src.text()
-        yield 0, pc.split_pattern(pa.array([text]), "\n").flatten()
+        yield pc.split_pattern(pa.array([text]), "\n").flatten()
         return
-    done = 0
     with open(src.path, "rb") as fh:
         fh.seek(src.bom_len)
         rest = b""
@@ -118,7 +121,7 @@ def _chunks(src: Source) -> Iterator[tuple[int, pa.Array]]:
             data = fh.read(CHUNK_BYTES)
             if not data:
                 if rest:
-                    yield done, _utf8(rest)
+                    yield rest
                 return
             buf = rest + data
             cut = buf.rfind(b"\n")
@@ -126,9 +129,111 @@ def _chunks(src: Source) -> Iterator[tuple[int, pa.Array]]:
                 rest = buf
                 continue
             rest = buf[cut + 1 :]
-            lines = pc.split_pattern(_utf8(buf[:cut]), "\n").flatten()
-            yield done, lines
-            done += len(lines)
+            yield buf[:cut]
+
+
+_WS = np.zeros(256, dtype=bool)
+_WS[[9, 10, 11, 12, 13, 32]] = True  # ASCII whitespace as ascii_rtrim_whitespace strips it
+
+
+@dataclass
+class _Fast:
+    """Plain ``NAME{labels} value [ts]`` lines of a chunk, found by byte positions (no regex)."""
+
+    no: np.ndarray  # 0-based line index within the chunk, ascending
+    heads: pa.DictionaryArray  # ``name{labels}`` per line, dictionary-encoded
+    value: pa.Array  # string
+    ts: pa.Array  # string, null where the line has no timestamp
+
+
+def _views(b: np.ndarray, buf: pa.Buffer, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """A ``string_view`` array of the byte ranges ``[start, start + length)`` of ``buf`` (zero copy)."""
+    n = len(start)
+    v = np.zeros((n, 16), dtype=np.uint8)
+    v[:, 0:4] = length.astype("<i4").view(np.uint8).reshape(n, 4)
+    idx = np.minimum(start[:, None] + np.arange(12), max(len(b) - 1, 0))
+    inl = b[idx] if len(b) else np.zeros((n, 12), dtype=np.uint8)
+    inl[np.arange(12) >= length[:, None]] = 0
+    small = length <= 12
+    v[small, 4:16] = inl[small]
+    big = ~small
+    v[big, 4:8] = inl[big, :4]
+    v[big, 12:16] = start[big].astype("<i4").view(np.uint8).reshape(-1, 4)
+    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(v), buf])
+
+
+def _lines(data: bytes) -> tuple[pa.Array, np.ndarray, _Fast | None]:
+    """(the chunk's other lines, their 0-based indices, the plain DCGM lines) of a UTF-8 chunk.
+
+    A line goes the fast way when it starts with ``DCGM_FI_``, its last ``}`` is followed by
+    exactly `` value`` or `` value ts`` (single spaces, no tab, ``ts`` ASCII digits) and nothing
+    but an optional ``\r``: exactly the lines :func:`_extract` would split into the same head,
+    value and timestamp. Every other line (and every line of a chunk that is not valid UTF-8)
+    goes through :func:`_parse_chunk`'s general path unchanged.
+    """
+    b = np.frombuffer(data, dtype=np.uint8)
+    buf = pa.py_buffer(data)
+    nl = np.flatnonzero(b == 10)
+    n = len(nl) + 1
+    starts = np.empty(n, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = nl + 1
+    ends = np.empty(n, dtype=np.int64)
+    ends[:-1] = nl
+    ends[-1] = len(b)
+    try:  # one UTF-8 check over the chunk (zero copy); line slices of valid UTF-8 stay valid
+        pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, len(b)], np.int32)),
+                                               buf]).validate(full=True)
+    except pa.ArrowInvalid:
+        lines = pc.split_pattern(_utf8(data), "\n").flatten()
+        return lines, np.arange(len(lines)), None
+    off = np.empty(2 * n, dtype=np.int32)  # line i is string 2i, the newline after it 2i + 1
+    off[0::2] = starts
+    off[1::2] = ends
+    both = pa.Array.from_buffers(pa.string(), 2 * n - 1, [None, pa.py_buffer(off), buf])
+    d = np.flatnonzero(_mask(pc.starts_with(both, "DCGM_FI_"))[0::2])
+    s = starts[d]
+    e = ends[d] - (b[ends[d] - 1] == 13)  # DCGM_FI_ lines are non-empty
+    ok = ~_WS[b[e - 1]]
+    cl = np.flatnonzero(b == 125)  # "}"
+    k = np.searchsorted(cl, e) - 1
+    q = cl[np.maximum(k, 0)] if len(cl) else np.zeros(len(d), dtype=np.int64)
+    ok &= (k >= 0) & (q >= s + 12)  # heads longer than 12 bytes: out-of-line views
+    sp = np.flatnonzero(b == 32)
+    if len(sp) and len(d):
+        i0 = np.searchsorted(sp, q)
+        nsp = np.searchsorted(sp, e) - i0
+        ok &= ((nsp == 1) | (nsp == 2)) & (sp[np.minimum(i0, len(sp) - 1)] == q + 1)
+        p2 = np.where(nsp == 2, sp[np.minimum(i0 + 1, len(sp) - 1)], e)
+        ok &= (p2 > q + 2) & ((nsp == 1) | (e > p2 + 1))
+    else:
+        ok[:] = False
+        nsp = p2 = np.zeros(len(d), dtype=np.int64)
+    tab = np.flatnonzero(b == 9)
+    if len(tab):
+        ok &= np.searchsorted(tab, e) == np.searchsorted(tab, q)
+    f = np.flatnonzero(ok)
+    s, q, p2, e, nsp = s[f], q[f], p2[f], e[f], nsp[f]
+    has = nsp == 2
+    ts_v = _views(b, buf, p2[has] + 1, e[has] - p2[has] - 1).cast(pa.string())
+    digits = _mask(pc.ascii_is_decimal(ts_v))
+    if not digits.all():  # negative or odd timestamps: the general path decides
+        keep = np.ones(len(f), dtype=bool)
+        keep[np.flatnonzero(has)[~digits]] = False
+        f, s, q, p2, e, has = f[keep], s[keep], q[keep], p2[keep], e[keep], has[keep]
+        ts_v = ts_v.filter(pa.array(digits))
+    ts = pa.nulls(len(f), pa.string())
+    if has.any():
+        ts = ts_v if has.all() else pc.replace_with_mask(ts, pa.array(has), ts_v)
+    heads = pc.dictionary_encode(_views(b, buf, s, q + 1 - s))
+    heads = pa.DictionaryArray.from_arrays(heads.indices, heads.dictionary.cast(pa.string()))
+    value = _views(b, buf, q + 2, p2 - q - 2).cast(pa.string())
+    fast_no = d[f]
+    rest = np.ones(n, dtype=bool)
+    rest[fast_no] = False
+    rest_no = np.flatnonzero(rest)
+    lines = both.take(pa.array(2 * rest_no, pa.int64())) if len(rest_no) else pa.array([], pa.string())
+    return lines, rest_no, _Fast(fast_no, heads, value, ts)
 
 
 def _label(labels: pa.Array, names: tuple[str, ...], state: _State) -> pa.Array:
@@ -231,8 +336,11 @@ def _parse_heads(heads: pa.Array, state: _State) -> dict[str, Any]:
     valid = np.array([bool(_NAME_OK.match(n or "")) for n in names], dtype=bool)
     valid &= ~brace | _mask(pc.ends_with(heads, "}"))
     fid = np.array([F.BY_NAME.get(n, -1) for n in names], dtype="int32")
-    lcols = {col: _label(labels, lab_names, state) for col, lab_names in LABELS.items()}
-    sentinels = np.asarray(pc.count_substring(labels, "<<<").to_numpy(zero_copy_only=False), dtype="int64")
+    blocks = pc.dictionary_encode(labels)  # one label block per GPU, repeated for every field
+    bidx = blocks.indices
+    lcols = {col: _label(blocks.dictionary, lab_names, state).take(bidx) for col, lab_names in LABELS.items()}
+    sentinels = np.asarray(pc.count_substring(blocks.dictionary, "<<<").to_numpy(zero_copy_only=False),
+                           dtype="int64")[np.asarray(bidx, dtype="int64")]
     return {"name": name, "fid": fid, "valid": valid, "labels": lcols, "sentinels": sentinels}
 
 
@@ -254,9 +362,8 @@ def _bad_timestamps(ts_s: pa.Array) -> np.ndarray:
     return bad
 
 
-def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
-                 rejected: list[Rejected]) -> pa.Table | None:
-    """Samples of one chunk of lines (columns: ts_ms, scrape, field_id, field, value, missing, labels)."""
+def _candidates(lines: pa.Array, state: _State) -> np.ndarray:
+    """Indices of the lines that look like DCGM samples (counts other metric lines in ``state``)."""
     # cheap prefix tests first; regexes only run on the few lines that need them
     hashed = _mask(pc.starts_with(lines, "#"))
     dcgm = _mask(pc.starts_with(lines, "DCGM_FI_"))
@@ -268,22 +375,65 @@ def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
         dcgm[odd[cand]] = True
         # any other well-formed metric line (go_*, process_*, DCGM_EXP_*): counted, not a sample
         state.other += int(_mask(pc.match_substring_regex(_take(odd_lines, np.flatnonzero(~cand)), _OTHER)).sum())
-    d_idx = np.flatnonzero(dcgm)
-    if not len(d_idx):
-        return None
-    c_lines = _take(lines, d_idx) if len(d_idx) < len(lines) else lines
-    c_no = d_idx + offset + 1
-    head_s, value_s, ts_s, ok = _extract(c_lines)
+    return np.flatnonzero(dcgm)
+
+
+def _merge(fast: _Fast | None, slow_no: np.ndarray, slow: tuple[pa.Array, pa.Array, pa.Array, np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray, pa.Array, pa.Array, pa.Array, pa.Array]:
+    """Fast and general-path candidates in line order: (line index, ok, head index, heads, value, ts)."""
+    head_s, value_s, ts_s, ok = slow
     dh = pc.dictionary_encode(head_s)
-    hidx = np.asarray(dh.indices, dtype="int64")
-    h = _parse_heads(dh.dictionary, state)
+    if fast is None or not len(fast.no):
+        return slow_no, ok, np.asarray(dh.indices, dtype="int64"), dh.dictionary, value_s, ts_s
+    f_idx = np.asarray(fast.heads.indices, dtype="int64")
+    if not len(slow_no):
+        return fast.no, np.ones(len(fast.no), bool), f_idx, fast.heads.dictionary, fast.value, fast.ts
+    both = pc.dictionary_encode(pa.concat_arrays([fast.heads.dictionary, dh.dictionary.cast(pa.string())]))
+    remap = np.asarray(both.indices, dtype="int64")
+    s_idx = remap[len(fast.heads.dictionary) + np.asarray(dh.indices, dtype="int64")]
+    no = np.concatenate([fast.no, slow_no])
+    order = np.argsort(no, kind="stable")
+    ok_all = np.concatenate([np.ones(len(fast.no), bool), ok])[order]
+    good = np.concatenate([np.ones(len(fast.no), bool), ok])
+    rows = np.argsort(no[good], kind="stable")
+    perm = pa.array(rows, pa.int64())
+    hidx = np.concatenate([remap[f_idx], s_idx])[rows]
+    value = pa.concat_arrays([fast.value, value_s.cast(pa.string())]).take(perm)
+    ts = pa.concat_arrays([fast.ts, ts_s.cast(pa.string())]).take(perm)
+    return no[order], ok_all, hidx, both.dictionary, value, ts
+
+
+def _parse_chunk(data: pa.Array | bytes, offset: int, state: _State, path: str,
+                 rejected: list[Rejected]) -> tuple[pa.Table | None, int]:
+    """(samples of one chunk, its number of lines); columns: ts_ms, scrape, field_id, field,
+    value, missing and the label columns."""
+    if isinstance(data, bytes):
+        lines, rest_no, fast = _lines(data)
+        n_lines = len(lines) + (len(fast.no) if fast is not None else 0)
+    else:
+        lines, rest_no, fast = data, np.arange(len(data)), None
+        n_lines = len(lines)
+    if len(lines):
+        d_idx = _candidates(lines, state)
+        c_lines = _take(lines, d_idx) if len(d_idx) < len(lines) else lines
+        slow_no = rest_no[d_idx]
+        slow = _extract(c_lines) if len(d_idx) else (
+            pa.array([], pa.string()), pa.array([], pa.string()), pa.array([], pa.string()), np.zeros(0, bool))
+    else:
+        slow_no = np.zeros(0, dtype="int64")
+        slow = (pa.array([], pa.string()), pa.array([], pa.string()), pa.array([], pa.string()), np.zeros(0, bool))
+    c_idx, ok, hidx, heads, value_s, ts_s = _merge(fast, slow_no, slow)
+    if not len(c_idx):
+        return None, n_lines
+    c_no = c_idx + offset + 1
+    h = _parse_heads(heads, state)
     ok_rows = np.flatnonzero(ok)
     bad_head = ~h["valid"][hidx]
     ok[ok_rows[bad_head]] = False
     for n in c_no[~ok]:
         rejected.append(Rejected(path, int(n), "DCGM metric line does not parse as 'name{labels} value [ts]'"))
     if not ok.any():
-        return None
+        return None, n_lines
     nos = c_no[ok]
     if bad_head.any():
         keep_h = pa.array(~bad_head)
@@ -358,7 +508,7 @@ def _parse_chunk(lines: pa.Array, offset: int, state: _State, path: str,
     }
     for col, arr in lab.items():  # dictionary-encoded: one value per distinct head
         cols[col] = pa.DictionaryArray.from_arrays(h_arr, arr)
-    return pa.table(cols)
+    return pa.table(cols), n_lines
 
 
 def _stamp(ts_ms: pa.Array, scrape: np.ndarray, start_ms: int, interval_ms: int) -> pa.Array:
@@ -391,8 +541,10 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     state = _State()
     rejected: list[Rejected] = []
     tables = []
-    for offset, lines in _chunks(src):
-        t = _parse_chunk(lines, offset, state, src.path, rejected)
+    offset = 0
+    for data in _chunks(src):
+        t, n_lines = _parse_chunk(data, offset, state, src.path, rejected)
+        offset += n_lines
         if t is not None and t.num_rows:
             tables.append(t)
     acc = InputAccounting(src.path, FORMAT, rejected=len(rejected))
