@@ -151,7 +151,10 @@ def _arrow_codes(arr: Any, blank_missing: bool = False) -> Codes:
     if nulls == n or (nulls == 0 and len(dic) and bool((remap[:-1] == remap[0]).all())):
         # one code for every row (a host's partition, an unused MIG column): a zero-stride array
         return np.broadcast_to(remap[-1] if nulls == n else remap[0], (n,)), uniques
-    idx = np.asarray(arr.indices.fill_null(len(dic)).to_numpy(zero_copy_only=False))
+    ind = arr.indices
+    if nulls == 0 and np.array_equal(remap[:-1], np.arange(len(dic))):
+        return np.asarray(ind.to_numpy(zero_copy_only=False)), uniques  # dictionary already sorted
+    idx = np.asarray((ind.fill_null(len(dic)) if nulls else ind).to_numpy(zero_copy_only=False))
     return remap[idx], uniques
 
 
@@ -235,60 +238,65 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
     win_ms = max(1, round(window_s * 1000))
     metric = _FID_LUT.take(fid, mode="clip")  # out-of-range ids clip onto the -1 slots at both ends
     n_sl = len(slices)
-    sl = np.full(len(ts), -1, dtype="int64") if n_sl > 1 else None
-    if sl is None:
+    sl: np.ndarray | None = None  # slice per row; None: all rows in slice ``sl0``
+    sl0 = 0
+    keep: np.ndarray | None = None if not len(metric) or metric.min() >= 0 else metric >= 0
+    t_lo, t_hi = (int(ts.min()), int(ts.max())) if len(ts) else (0, 0)
+    whole = [i for i, (lo, hi) in enumerate(slices) if lo <= t_lo and t_hi < hi]
+    if whole:  # the usual case: a partition's rows all fall in one slice, no per-row test
+        sl0 = whole[0]
+    elif n_sl == 1:
         lo, hi = slices[0]
-        keep = (metric >= 0) & (ts >= lo) & (ts < hi)
+        inside = (ts >= lo) & (ts < hi)
+        keep = inside if keep is None else keep & inside
     else:
+        sl = np.full(len(ts), -1, dtype="int64")
         for i, (lo, hi) in enumerate(slices):
             sl[(ts >= lo) & (ts < hi)] = i
-        keep = (metric >= 0) & (sl >= 0)
-    if not keep.all():
+        keep = sl >= 0 if keep is None else keep & (sl >= 0)
+    if keep is not None and not keep.all():
         ts, metric, value = ts[keep], metric[keep], value[keep]
         sl = None if sl is None else sl[keep]
         n_keep = len(ts)
         keys = [(_take(c, keep, n_keep), u) for c, u in keys]
         labels = {k: (_take(c, keep, n_keep), u) for k, (c, u) in labels.items()}
+        t_lo, t_hi = (int(ts.min()), int(ts.max())) if n_keep else (0, 0)
     if not len(ts):
         return [None for _ in slices]
-    # key tuple -> dense code in key order (missing last), without sorting rows; constant columns
-    # (zero-stride codes) do not take part
+    # group = ((key tuple) × windows + window) × slices + slice, key codes in mixed radix (sorted,
+    # missing last; constant, zero-stride columns left out): dense integers, no hashing, no sort
+    w0 = t_lo // win_ms
+    base = w0 * win_ms
+    n_win = (t_hi - base) // win_ms + 1
+    # float division of integers < 2**52 truncates to the exact floor (cheaper than int64 //)
+    grp = ((ts - base) / win_ms).astype("int64") if t_hi - base < 2**52 else (ts - base) // win_ms
     varying = [i for i, (c, _u) in enumerate(keys) if not _is_const(c)]
-    combo: np.ndarray | None = None
-    card, radix = 1, True
+    card = 1
     for i in varying:
-        c, u = keys[i]
-        k = len(u) + 1
-        if combo is not None and card * k >= 2**62:
-            combo, card = _dense(combo)
-            radix = False
-        combo = c if combo is None else combo * k + c
-        card *= k
+        card *= len(keys[i][1]) + 1
+    rep: np.ndarray | None = None
     combo_ids: np.ndarray = np.zeros(1, dtype="int64")
-    combo_d: np.ndarray | None = None
-    if combo is None:
-        n_combo = 1
-    elif card <= 4 * _DENSE_MAX:
-        present = np.bincount(combo, minlength=card) > 0
-        combo_ids = np.flatnonzero(present)
-        combo_d = (np.cumsum(present) - 1)[combo]
-        n_combo = len(combo_ids)
+    if card * n_win * n_sl * len(METRICS) <= max(_DENSE_MAX, 4 * len(ts)):
+        stride = n_win  # every key tuple gets its block of windows, present or not (tiny)
+        for i in reversed(varying):
+            grp += np.multiply(keys[i][0], stride, dtype="int64")  # codes may be int32
+            stride *= len(keys[i][1]) + 1
+        n_combo = card
+        combo_ids = np.arange(card, dtype="int64")
     else:
+        combo = np.zeros(len(ts), dtype="int64")
+        for i in varying:
+            combo = combo * (len(keys[i][1]) + 1) + keys[i][0]
         combo_d, n_combo = _dense(combo)
-        radix = False
-    rep = None
-    if not radix and combo_d is not None:
         rep = np.empty(n_combo, dtype="int64")
         rep[combo_d] = np.arange(len(ts))  # any row of a key tuple holds its key codes
-    grp = ts // win_ms
-    w0 = int(grp.min())
-    grp -= w0
-    n_win = int(grp.max()) + 1
-    if combo_d is not None and n_combo > 1:
         grp += combo_d * n_win
     if sl is not None:
         grp *= n_sl
         grp += sl
+    else:
+        grp *= n_sl
+        grp += sl0
     n_grp = n_combo * n_win * n_sl
     n_m = len(METRICS)
     if n_grp * n_m > max(_DENSE_MAX, 4 * len(ts)):
@@ -316,7 +324,7 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
     g_win = (g_all // n_sl) % n_win
     g_combo = g_all // n_sl // n_win
     key_codes: list[np.ndarray] = [np.broadcast_to(c[:1] if len(c) else np.zeros(1, "int64"), g_all.shape)
-                                   for c, _u in keys]
+                                   for c, _u in keys]  # constant columns
     if rep is not None:
         for i in varying:
             key_codes[i] = keys[i][0][rep[g_combo]]

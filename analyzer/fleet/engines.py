@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -60,20 +61,21 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
 
     Reads only ``spec.columns``, strings as dictionaries (the window maths works on dictionary
     indices, never on per-row strings), skips row groups whose timestamp statistics miss every
-    slice, and windows each batch straight from Arrow (no pandas frame of samples)."""
+    slice, and windows runs of row groups (up to ``spec.batch_rows`` rows) straight from Arrow
+    (no pandas frame of samples)."""
     from analyzer.windows import window_partials_arrow
 
     per_slice: list[list[pd.DataFrame]] = [[] for _ in spec.slices]
     try:
         pf = pq.ParquetFile(path, read_dictionary=[c for c in spec.columns if c in _STRINGS])
-        groups = _row_groups(pf, spec.slices)
-        if groups:
-            batches: Iterator[pa.RecordBatch] = pf.iter_batches(batch_size=spec.batch_rows, row_groups=groups,
-                                                                columns=list(spec.columns), use_threads=False)
-            for batch in batches:
-                for i, part in enumerate(window_partials_arrow(batch, spec.window_s, spec.slices)):
-                    if part is not None:
-                        per_slice[i].append(part)
+        for run in _runs(pf, _row_groups(pf, spec.slices), spec.batch_rows):
+            consts = _constant_columns(pf, run, [c for c in spec.columns if c in _STRINGS])
+            table = pf.read_row_groups(run, columns=[c for c in spec.columns if c not in consts])
+            for name, val in consts.items():
+                table = table.append_column(name, _constant_array(val, table.num_rows))
+            for i, part in enumerate(window_partials_arrow(table, spec.window_s, spec.slices)):
+                if part is not None:
+                    per_slice[i].append(part)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, f"is not a readable Parquet partition ({exc})",
                          "re-ingest the input that produced it, or remove it from _manifest.json") from exc
@@ -81,6 +83,58 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
 
 
 _STRINGS = frozenset(f.name for f in SAMPLE_SCHEMA if pa.types.is_string(f.type))
+
+
+def _constant_columns(pf: pq.ParquetFile, groups: list[int], names: list[str]) -> dict[str, str | None]:
+    """String columns that hold one value (or only nulls) in all ``groups``, by the column chunk
+    statistics, so they need not be decoded (a host's partition: host, model, MIG columns).
+    Trusted only from Arrow's writer (it drops, never truncates, min/max of long values)."""
+    md = pf.metadata
+    if not groups or not str(md.created_by or "").startswith("parquet-cpp-arrow"):
+        return {}
+    idx = {md.schema.column(j).path: j for j in range(md.num_columns)}
+    out: dict[str, str | None] = {}
+    for name in names:
+        vals: set[str | None] = set()
+        for g in groups:
+            rg = md.row_group(g)
+            st = rg.column(idx[name]).statistics if name in idx else None
+            if st is None or not st.has_null_count:
+                vals = {"", None}
+                break
+            if st.null_count == rg.num_rows:
+                vals.add(None)
+            elif st.null_count == 0 and st.has_min_max and st.min == st.max and isinstance(st.min, str):
+                vals.add(st.min)
+            else:
+                vals = {"", None}
+                break
+        if len(vals) == 1:
+            out[name] = vals.pop()
+    return out
+
+
+def _constant_array(value: str | None, n: int) -> pa.DictionaryArray:
+    """``n`` rows of one string (or null) as a dictionary array: no per-row strings."""
+    if value is None:
+        return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string()))
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype="int32")), pa.array([value], pa.string()))
+
+
+def _runs(pf: pq.ParquetFile, groups: list[int], max_rows: int) -> Iterator[list[int]]:
+    """Consecutive row groups read together, up to ``max_rows`` rows (at least one group) a run:
+    few, large batches (one partial per fragment and slice for the usual file) in bounded memory."""
+    run: list[int] = []
+    rows = 0
+    for g in groups:
+        n = pf.metadata.row_group(g).num_rows
+        if run and rows + n > max_rows:
+            yield run
+            run, rows = [], 0
+        run.append(g)
+        rows += n
+    if run:
+        yield run
 
 
 def _row_groups(pf: pq.ParquetFile, slices: tuple[tuple[int, int], ...]) -> list[int]:
