@@ -146,23 +146,35 @@ class _Fast:
     ts: pa.Array  # string, null where the line has no timestamp
 
 
-def _views(b: np.ndarray, buf: pa.Buffer, start: np.ndarray, length: np.ndarray) -> pa.Array:
-    """A ``string_view`` array of the byte ranges ``[start, start + length)`` of ``buf`` (zero copy)."""
+def _head_views(b: np.ndarray, buf: pa.Buffer, start: np.ndarray, length: np.ndarray) -> pa.Array:
+    """A ``string_view`` array over the byte ranges ``[start, start + length)`` of ``buf``, all
+    longer than 12 bytes (so stored out of line: length, 4-byte prefix, buffer 0, offset; zero copy)."""
     n = len(start)
-    v = np.zeros((n, 16), dtype=np.uint8)
-    v[:, 0:4] = length.astype("<i4").view(np.uint8).reshape(n, 4)
-    idx = np.minimum(start[:, None] + np.arange(12), max(len(b) - 1, 0))
-    inl = b[idx] if len(b) else np.zeros((n, 12), dtype=np.uint8)
-    inl[np.arange(12) >= length[:, None]] = 0
-    small = length <= 12
-    v[small, 4:16] = inl[small]
-    big = ~small
-    v[big, 4:8] = inl[big, :4]
-    v[big, 12:16] = start[big].astype("<i4").view(np.uint8).reshape(-1, 4)
+    v = np.zeros((n, 4), dtype="<i4")
+    v[:, 0] = length
+    v[:, 1] = b[start[:, None] + np.arange(4)].view("<i4")[:, 0]
+    v[:, 3] = start
     return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(v), buf])
 
 
-def _lines(data: bytes) -> tuple[pa.Array, np.ndarray, _Fast | None]:
+def _gather(b: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(concatenated bytes of the ranges ``[start, start + length)``, int32 offsets into them)."""
+    off = np.zeros(len(start) + 1, dtype=np.int64)
+    np.cumsum(length, out=off[1:])
+    idx = np.arange(int(off[-1]), dtype=np.int64) + np.repeat(start - off[:-1], length)
+    return b[idx], off.astype(np.int32)
+
+
+def _strings(data: np.ndarray, off: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    n = len(off) - 1
+    if valid is None:
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(off), pa.py_buffer(data)])
+    bits = pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(off), pa.py_buffer(data)],
+                                 null_count=int(n - valid.sum()))
+
+
+def _lines(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, _Fast | None]:
     """(the chunk's other lines, their 0-based indices, the plain DCGM lines) of a UTF-8 chunk.
 
     A line goes the fast way when it starts with ``DCGM_FI_``, its last ``}`` is followed by
@@ -185,7 +197,7 @@ def _lines(data: bytes) -> tuple[pa.Array, np.ndarray, _Fast | None]:
         pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, len(b)], np.int32)),
                                                buf]).validate(full=True)
     except pa.ArrowInvalid:
-        lines = pc.split_pattern(_utf8(data), "\n").flatten()
+        lines = pc.split_pattern(_utf8(bytes(data)), "\n").flatten()
         return lines, np.arange(len(lines)), None
     off = np.empty(2 * n, dtype=np.int32)  # line i is string 2i, the newline after it 2i + 1
     off[0::2] = starts
@@ -194,40 +206,48 @@ def _lines(data: bytes) -> tuple[pa.Array, np.ndarray, _Fast | None]:
     d = np.flatnonzero(_mask(pc.starts_with(both, "DCGM_FI_"))[0::2])
     s = starts[d]
     e = ends[d] - (b[ends[d] - 1] == 13)  # DCGM_FI_ lines are non-empty
-    ok = ~_WS[b[e - 1]]
     cl = np.flatnonzero(b == 125)  # "}"
     k = np.searchsorted(cl, e) - 1
     q = cl[np.maximum(k, 0)] if len(cl) else np.zeros(len(d), dtype=np.int64)
-    ok &= (k >= 0) & (q >= s + 12)  # heads longer than 12 bytes: out-of-line views
-    sp = np.flatnonzero(b == 32)
-    if len(sp) and len(d):
-        i0 = np.searchsorted(sp, q)
-        nsp = np.searchsorted(sp, e) - i0
-        ok &= ((nsp == 1) | (nsp == 2)) & (sp[np.minimum(i0, len(sp) - 1)] == q + 1)
-        p2 = np.where(nsp == 2, sp[np.minimum(i0 + 1, len(sp) - 1)], e)
-        ok &= (p2 > q + 2) & ((nsp == 1) | (e > p2 + 1))
-    else:
-        ok[:] = False
-        nsp = p2 = np.zeros(len(d), dtype=np.int64)
-    tab = np.flatnonzero(b == 9)
-    if len(tab):
-        ok &= np.searchsorted(tab, e) == np.searchsorted(tab, q)
+    ok = (k >= 0) & (q >= s + 12) & (e - q <= 64)  # heads longer than 12 bytes: out-of-line views
+    # the tail after the last "}" (short): " value" or " value ts", single spaces, no tab
     f = np.flatnonzero(ok)
-    s, q, p2, e, nsp = s[f], q[f], p2[f], e[f], nsp[f]
-    has = nsp == 2
-    ts_v = _views(b, buf, p2[has] + 1, e[has] - p2[has] - 1).cast(pa.string())
-    digits = _mask(pc.ascii_is_decimal(ts_v))
-    if not digits.all():  # negative or odd timestamps: the general path decides
-        keep = np.ones(len(f), dtype=bool)
-        keep[np.flatnonzero(has)[~digits]] = False
-        f, s, q, p2, e, has = f[keep], s[keep], q[keep], p2[keep], e[keep], has[keep]
-        ts_v = ts_v.filter(pa.array(digits))
-    ts = pa.nulls(len(f), pa.string())
-    if has.any():
-        ts = ts_v if has.all() else pc.replace_with_mask(ts, pa.array(has), ts_v)
-    heads = pc.dictionary_encode(_views(b, buf, s, q + 1 - s))
+    tail, toff = _gather(b, q[f] + 1, e[f] - q[f] - 1)
+    tlen = np.diff(toff)
+    padded = np.append(tail, np.uint8(0))  # empty tails (line ends at "}") index the pad
+    first = padded[toff[:-1]]
+    last = padded[np.maximum(toff[1:] - 1, 0)]
+    good = (tlen >= 2) & (first == 32) & ~_WS[last]
+    seg = np.repeat(np.arange(len(f)), tlen)
+    sp_pos = np.flatnonzero(tail == 32)
+    nsp = np.bincount(seg[sp_pos], minlength=len(f))
+    good &= ((nsp == 1) | (nsp == 2)) & (np.bincount(seg[np.flatnonzero(_WS[tail])], minlength=len(f)) == nsp)
+    # second space (the one before the timestamp), as an offset in the tail
+    p2 = tlen.copy()
+    two = np.flatnonzero(nsp == 2)
+    if len(two):
+        second = sp_pos[np.searchsorted(sp_pos, toff[two]) + 1] - toff[two]
+        p2[two] = second
+        good[two] &= (second > 1) & (second < tlen[two] - 1)
+        # timestamp bytes must be ASCII digits
+        nondig = (tail < 48) | (tail > 57)
+        nondig[sp_pos] = False
+        p2_abs = np.full(len(f), len(tail))  # one-space tails: no timestamp bytes
+        p2_abs[two] = toff[two] + second
+        bad_ts = np.bincount(seg[np.flatnonzero(nondig & (np.arange(len(tail)) > p2_abs[seg]))],
+                             minlength=len(f)) > 0
+        good &= ~bad_ts
+    good &= p2 > 1
+    g = np.flatnonzero(good)
+    f, tl, p2, has = f[g], tlen[g], p2[g], nsp[g] == 2
+    tstart = toff[:-1][g]
+    s, q = s[f], q[f]
+    vdata, voff = _gather(tail, tstart + 1, p2 - 1)
+    value = _strings(vdata, voff)
+    tdata, toff2 = _gather(tail, tstart + p2 + 1, np.where(has, tl - p2 - 1, 0))
+    ts = _strings(tdata, toff2, None if has.all() else has)
+    heads = pc.dictionary_encode(_head_views(b, buf, s, q + 1 - s))
     heads = pa.DictionaryArray.from_arrays(heads.indices, heads.dictionary.cast(pa.string()))
-    value = _views(b, buf, q + 2, p2 - q - 2).cast(pa.string())
     fast_no = d[f]
     rest = np.ones(n, dtype=bool)
     rest[fast_no] = False
