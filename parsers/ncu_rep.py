@@ -250,10 +250,22 @@ def _dim_text(dims: tuple[int, int, int] | None) -> str | None:
     return None if dims is None else f"({dims[0]}, {dims[1]}, {dims[2]})"
 
 
+# Reports written by ncu 2019.x store no units. Their CSV exports show that the only metric whose
+# base unit is not already SI is the duration (``gpu__time_duration  nsecond``).
+UNITLESS_DEFAULTS = (("gpu__time_duration", "nsecond"),)
+
+
+def _default_unit(name: str, unit: str) -> str:
+    if unit:
+        return unit
+    return next((u for prefix, u in UNITLESS_DEFAULTS if name.startswith(prefix)), unit)
+
+
 def _build_row(msg: dict[str, Any], unknown_units: set[str]) -> dict[str, Any]:
     """One kernel-table row (without input/index/id) from a worker ``result`` message."""
     metrics: dict[str, float] = {}
-    for name, (value, unit) in (msg.get("metrics") or {}).items():
+    for name, (value, raw_unit) in (msg.get("metrics") or {}).items():
+        unit = _default_unit(name, raw_unit)
         factor = si_factor(unit)
         if factor is None:
             unknown_units.add(str(unit))

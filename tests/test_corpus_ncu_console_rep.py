@@ -177,6 +177,9 @@ def test_rep_legacy_extension_and_headless_fragment() -> None:
     legacy = _parse("romnn__microgpusim__profile__tests__nsight_vectoradd_102400_32_metrics_report.nsight-cuprof-report")
     assert legacy.accounting.format == "ncu-rep" and len(legacy.kernels) == 1
     assert legacy.kernels.iloc[0]["device"] == "NVIDIA GeForce GTX 1080"
+    # The 2019 report stores gpu__time_duration = 7520.0 with no unit; the CSV exports of the same
+    # tool print it in nsecond (sibling raw CSV units row): 7520 ns = 7.52e-6 s, not 7520 s.
+    assert legacy.kernels.iloc[0]["duration_s"] == pytest.approx(7520e-9)
     with pytest.raises(InputError) as err:
         _parse("JakeFlasher__benchmark_flash_attention__ncu_reports__standard__window-512.ncu-rep")
     assert "no NVR magic" in str(err.value) and "headless" in str(err.value)
