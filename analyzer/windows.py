@@ -537,7 +537,7 @@ def _const(text: str, mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def _classify(out: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Label, limiter and evidence columns (object arrays, None = no line) for every window."""
     v = {m: out[m].to_numpy(dtype="float64") for m in ("gr_active", "sm_active", "dram_active", "gpu_util",
                                                       *PIPES.values())}
@@ -576,6 +576,8 @@ def _classify(out: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[np.ndarra
     limiter = np.select([no_sig, idle, ou_mixed, mem, comp, launch, host, dom],
                         ["unknown", "none", "unknown", "dram", top_pipe, "launch", "host", lim_name],
                         "latency").astype(object)
+    if not evidence:
+        return label, limiter, []
     sm_note = np.where(sm >= SM_EFFECTIVE, " (>= 0.8: SMs well used)",
                        np.where(sm < SM_INEFFECTIVE, " (< 0.5: likely ineffective use, NVIDIA)", ""))
     sm_ev = _strs("SM active %.2f", sm, rest & p_sm)
@@ -610,9 +612,10 @@ def _dram_ev(dram: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def classify_windows(wide: pd.DataFrame, device: str | None = None) -> pd.DataFrame:
+def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bool = True) -> pd.DataFrame:
     """Add ``label``, ``limiter``, ``est_flops_s``, ``est_dram_bytes_s``, ``est_intensity``,
-    ``evidence`` (list of str) and ``device`` (the spec's name) to finished windows."""
+    ``evidence`` (list of str; None for every window when ``evidence`` is False, which skips
+    formatting text for windows no report lists) and ``device`` (the spec's name) to finished windows."""
     out = wide.copy()
     n = len(out)
     if not n:
@@ -624,7 +627,7 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None) -> pd.DataFr
     for m in METRICS:
         if m not in out.columns:
             out[m] = np.nan
-    label, limiter, ev = _classify(out)
+    label, limiter, ev = _classify(out, evidence)
     out["label"] = label.tolist()
     out["limiter"] = limiter.tolist()
     models = out["model"].to_numpy(dtype=object) if "model" in out.columns else np.full(n, None, dtype=object)
@@ -657,6 +660,10 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None) -> pd.DataFr
     out["est_dram_bytes_s"] = dram_bw
     with np.errstate(invalid="ignore", divide="ignore"):
         out["est_intensity"] = np.where(dram_bw > 0, out["est_flops_s"] / dram_bw, np.nan)
+    if not evidence:  # labels and estimates only (the fleet roll-ups); evidence is text per window
+        out["evidence"] = None
+        out["device"] = names.tolist()
+        return out
     ev.append(_strs("MIG instance: values relative to the instance; peaks scaled by %.3f of the GPU",
                     share, share < 1.0))
     est = names.astype(bool) & have

@@ -71,6 +71,12 @@ FROM lab GROUP BY host, cur ORDER BY host, cur
 """
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process so far (all its threads)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _rss_mb() -> float:
     """Peak resident memory of this process, MB: VmHWM (reset at exec, unlike ru_maxrss, which a
     child inherits from the parent it was forked from)."""
@@ -89,10 +95,10 @@ def _rss_mb() -> float:
 def step_fleet(dataset: str, engine: str, workers: int) -> dict[str, Any]:
     from analyzer.fleet.pipeline import run_fleet
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_s()
     doc = run_fleet(Path(dataset), since=None, until=None, by=["host"], engine=engine, scheduler=None,
                     workers=workers, window_s=60.0, device=None, top=10, command="bench")
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, _cpu_s() - c0
     groups = {g["key"]["host"]: {"windows": g["windows"], "gpu_hours": g["gpu_hours"],
                                  "sm_active": g["metrics"].get("sm_active"),
                                  "share_idle": g["labels"]["idle"]["share"],
@@ -100,7 +106,7 @@ def step_fleet(dataset: str, engine: str, workers: int) -> dict[str, Any]:
                                  "share_memory": g["labels"]["memory-bound"]["share"],
                                  "share_overhead": g["labels"]["overhead-bound"]["share"]}
               for g in doc["groups"]}
-    return {"seconds": dt, "peak_rss_mb": _rss_mb(), "groups": groups,
+    return {"seconds": dt, "cpu_s": cpu, "peak_rss_mb": _rss_mb(), "groups": groups,
             "windows": doc["fleet"]["windows_total"], "period": doc["fleet"]["period"]}
 
 
@@ -115,9 +121,9 @@ def step_duckdb(dataset: str, threads: int, period: dict[str, str]) -> dict[str,
     con.execute("SET TimeZone = 'UTC'")
     sql = DUCKDB_SQL.format(glob=f"{dataset}/date=*/host=*/*.parquet", win_ms=60000, window_s=60.0,
                             lo_s=since.timestamp(), hi_s=until.timestamp(), prev_s=prev.timestamp())
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_s()
     rows = con.execute(sql).fetchall()
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, _cpu_s() - c0
     cols = [d[0] for d in con.description]
     groups = {}
     for r in rows:
@@ -125,7 +131,7 @@ def step_duckdb(dataset: str, threads: int, period: dict[str, str]) -> dict[str,
         if rec["cur"]:
             groups[rec["host"]] = {k: rec[k] for k in ("windows", "gpu_hours", "sm_active", "share_idle",
                                                         "share_compute", "share_memory", "share_overhead")}
-    return {"seconds": dt, "peak_rss_mb": _rss_mb(), "groups": groups, "threads": threads}
+    return {"seconds": dt, "cpu_s": cpu, "peak_rss_mb": _rss_mb(), "groups": groups, "threads": threads}
 
 
 def step_ingest(source: str, dataset: str) -> dict[str, Any]:
@@ -273,9 +279,10 @@ def main(argv: list[str] | None = None) -> int:
             duck["vs_local"] = duck["seconds"] / mine["seconds"]
             duck["max_abs_diff"] = compare(local["groups"], duck["groups"])
             results[f"duckdb_{threads}t"] = duck
+            duck["cpu_vs_local"] = duck["cpu_s"] / mine["cpu_s"]
             rows.append((f"DuckDB SQL, {threads} thread(s)", f"{n:,} samples", f"{duck['seconds']:.2f} s",
-                         f"ours({threads}t)/DuckDB speed = {duck['vs_local']:.3f}x, peak "
-                         f"{duck['peak_rss_mb']:.0f} MB"))
+                         f"ours({threads}t)/DuckDB speed = {duck['vs_local']:.3f}x (CPU {mine['cpu_s']:.1f} s vs "
+                         f"{duck['cpu_s']:.1f} s: {duck['cpu_vs_local']:.2f}x), peak {duck['peak_rss_mb']:.0f} MB"))
         # 4. Dask with 1 and 2 workers
         if not args.no_dask:
             for w in (1, 2):

@@ -117,8 +117,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     prev_w, cur_w = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
                                     workers=workers)
     lint: list[dict[str, Any]] = []
-    windows = _classify(cur_w, device)
-    previous = _classify(prev_w, device)
+    windows = _classify(cur_w, device, evidence=False)  # roll-ups need labels, not text
+    previous = _classify(prev_w, device, evidence=False)
     cur_roll = rollup(windows, by, window_s)
     if len(previous):
         table = trend(cur_roll, rollup(previous, by, window_s), by)
@@ -133,7 +133,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     kernel_join = {"kernel_join": jsonable(fleet_join(join, windows))} if join is not None else {}
     groups = group_records(table, by)
     findings = fleet_findings(groups, top)
-    window_recs = window_records(windows.iloc[:MAX_WINDOWS])
+    # the listed windows again with evidence text (classification keeps the sorted row order)
+    window_recs = window_records(_classify(None if cur_w is None else cur_w.iloc[:MAX_WINDOWS], device))
     if len(windows) > MAX_WINDOWS:
         lint.append({"code": "fleet-windows-capped",
                      "message": f"{len(windows)} windows; the document lists the first "
@@ -161,13 +162,13 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     return doc
 
 
-def _classify(wide: pd.DataFrame | None, device: str | None) -> pd.DataFrame:
+def _classify(wide: pd.DataFrame | None, device: str | None, evidence: bool = True) -> pd.DataFrame:
     """Classified windows sorted by host, gpu, mig, start (an empty frame when none)."""
     from analyzer.windows import classify_windows
 
     if wide is None or not len(wide):
         return pd.DataFrame({"host": [], "gpu": [], "mig": [], "model": [], "label": [], "start": []})
-    return classify_windows(wide, device)
+    return classify_windows(wide, device, evidence=evidence)
 
 
 def window_records(windows: pd.DataFrame) -> list[dict[str, Any]]:
