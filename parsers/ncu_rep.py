@@ -290,6 +290,8 @@ def _build_row(msg: dict[str, Any], unknown_units: set[str]) -> dict[str, Any]:
     row["nvtx"] = msg.get("nvtx")
     row["invocations"] = 1
     row["duration_s"] = metrics.pop(_DURATION, None)
+    if row["duration_s"] is None:  # 2019.x name, as in the CSV parsers
+        row["duration_s"] = metrics.get("gpu__time_duration")
     for key, value in metrics.items():
         if key not in IDENTITY_COLUMNS:
             row[key] = value
