@@ -104,7 +104,7 @@ def _utf8(data: bytes) -> pa.Array:
         return pa.array([data.decode("utf-8", "replace")], pa.string())
 
 
-def _chunks(src: Source) -> Iterator[pa.Array | bytes]:
+def _chunks(src: Source) -> Iterator[pa.Array | bytes | memoryview]:
     """The text of each whole-line chunk of the file.
 
     UTF-8 files give the raw bytes of each chunk (no trailing newline; split by :func:`_lines`),
@@ -123,13 +123,13 @@ def _chunks(src: Source) -> Iterator[pa.Array | bytes]:
                 if rest:
                     yield rest
                 return
-            buf = rest + data
+            buf = rest + data if rest else data
             cut = buf.rfind(b"\n")
             if cut < 0:
                 rest = buf
                 continue
             rest = buf[cut + 1 :]
-            yield buf[:cut]
+            yield memoryview(buf)[:cut]  # no copy; the fast path reads the bytes in place
 
 
 _WS = np.zeros(256, dtype=bool)
@@ -423,11 +423,11 @@ def _merge(fast: _Fast | None, slow_no: np.ndarray, slow: tuple[pa.Array, pa.Arr
     return no[order], ok_all, hidx, both.dictionary, value, ts
 
 
-def _parse_chunk(data: pa.Array | bytes, offset: int, state: _State, path: str,
+def _parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: _State, path: str,
                  rejected: list[Rejected]) -> tuple[pa.Table | None, int]:
     """(samples of one chunk, its number of lines); columns: ts_ms, scrape, field_id, field,
     value, missing and the label columns."""
-    if isinstance(data, bytes):
+    if isinstance(data, (bytes, memoryview)):
         lines, rest_no, fast = _lines(data)
         n_lines = len(lines) + (len(fast.no) if fast is not None else 0)
     else:
