@@ -131,6 +131,10 @@ def _drop_blank(codes: np.ndarray, uniques: np.ndarray) -> Codes:
 def _arrow_codes(arr: Any, blank_missing: bool = False) -> Codes:
     """:func:`_codes` of an Arrow array: dictionary arrays (as read from Parquet) use their indices
     directly, so no string is hashed or materialised per row; only the (small) dictionary is sorted."""
+    if isinstance(arr, _ConstColumn):
+        if arr.value is None or (blank_missing and arr.value == ""):
+            return _missing(arr.n)
+        return np.broadcast_to(np.int64(0), (arr.n,)), np.array([arr.value], dtype=object)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     if pa.types.is_null(arr.type):
@@ -189,21 +193,34 @@ def window_partials(samples: pd.DataFrame, window_s: float) -> pd.DataFrame:
     return out if out is not None else _empty_partials(window_s)
 
 
-def window_partials_arrow(batch: pa.RecordBatch | pa.Table, window_s: float,
-                          slices: Slices) -> list[pd.DataFrame | None]:
+def window_partials_arrow(batch: pa.RecordBatch | pa.Table, window_s: float, slices: Slices,
+                          constants: dict[str, str | None] | None = None) -> list[pd.DataFrame | None]:
     """:func:`window_partials` of an Arrow batch (as read from Parquet, strings dictionary-encoded
-    or not) for each time slice ``[lo, hi)`` (epoch ms): one partial table per slice, None if empty."""
+    or not) for each time slice ``[lo, hi)`` (epoch ms): one partial table per slice, None if empty.
+    ``constants``: string columns absent from ``batch`` that hold one value (or None) on every row."""
     n = batch.num_rows
-    names = batch.schema.names
+    consts = constants or {}
+    names = {*batch.schema.names, *consts}
+
+    def column(name: str) -> Any:
+        return _ConstColumn(consts[name], n) if name in consts else batch.column(name)
+
     tcol = batch.column("timestamp")
     ts = np.asarray(tcol.cast(pa.int64()).to_numpy())
     unit = tcol.type.unit if pa.types.is_timestamp(tcol.type) else "ms"
     ts = ts * 1000 if unit == "s" else ts // {"ms": 1, "us": 1000, "ns": 1_000_000}[unit] if unit != "ms" else ts
-    keys = [_arrow_codes(batch.column(c)) if c in names else _missing(n) for c in _KEY_KEEP]
-    labels = {lab: _arrow_codes(batch.column(lab), blank_missing=True) for lab in LABEL_COLUMNS if lab in names}
+    keys = [_arrow_codes(column(c)) if c in names else _missing(n) for c in _KEY_KEEP]
+    labels = {lab: _arrow_codes(column(lab), blank_missing=True) for lab in LABEL_COLUMNS if lab in names}
     return _partials_core(ts, np.asarray(batch.column("field_id").to_numpy()),
                           np.asarray(batch.column("value").to_numpy(), dtype="float64"),
                           keys, labels, window_s, slices)
+
+
+class _ConstColumn:
+    """A string column with one value on every row, standing in for an Arrow column."""
+
+    def __init__(self, value: str | None, n: int) -> None:
+        self.value, self.n = value, n
 
 
 def _missing(n: int) -> Codes:

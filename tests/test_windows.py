@@ -308,3 +308,17 @@ def test_partials_same_through_hash_fallbacks(monkeypatch: pytest.MonkeyPatch) -
         assert a is not None and b is not None
         pd.testing.assert_frame_equal(a, b)
     assert sum(int(p["n_samples"].sum()) for p in want if p is not None) == int((s["field_id"] != 150).sum())
+
+
+def test_arrow_partials_constant_columns_not_read() -> None:
+    # host "h" and model "Stub GPU" on every row, mig and pod all null: passing them as constants
+    # (not decoded from the file) gives the same partials as the full table
+    s = samples([(0, "0", 1001, 0.2), (30, "1", 1001, 0.4), (61, "0", 1002, 0.0)])
+    tab = as_table(s)
+    want = W.window_partials_arrow(tab, 60.0, ((-(2**63), 2**63 - 1),))
+    slim = tab.drop_columns(["host", "model", "mig", "pod"])
+    got = W.window_partials_arrow(slim, 60.0, ((-(2**63), 2**63 - 1),),
+                                  {"host": "h", "model": "Stub GPU", "mig": None, "pod": None})
+    assert want[0] is not None and got[0] is not None
+    pd.testing.assert_frame_equal(got[0], want[0])
+    assert got[0]["host"].tolist() == ["h"] * 3 and got[0]["mig"].isna().all()
