@@ -149,7 +149,7 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str 
               help="Comma-separated groups: host, model, gpu, namespace, pod, container, job.")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True)
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786); default: a local cluster.")
-@click.option("--workers", default=2, show_default=True, help="Workers for a local Dask cluster.")
+@click.option("--workers", default=2, show_default=True, help="Workers for a local Dask cluster; threads for the local engine.")
 @click.option("--window", "window_s", default=60.0, show_default=True, help="Window, seconds.")
 @click.option("--device", help="Device name or ceilings file for GPUs the dataset does not name.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default="rooftop-fleet.html",
