@@ -157,21 +157,18 @@ def _head_views(b: np.ndarray, buf: pa.Buffer, start: np.ndarray, length: np.nda
     return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(v), buf])
 
 
-def _gather(b: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(concatenated bytes of the ranges ``[start, start + length)``, int32 offsets into them)."""
-    off = np.zeros(len(start) + 1, dtype=np.int64)
-    np.cumsum(length, out=off[1:])
-    idx = np.arange(int(off[-1]), dtype=np.int64) + np.repeat(start - off[:-1], length)
-    return b[idx], off.astype(np.int32)
-
-
-def _strings(data: np.ndarray, off: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    n = len(off) - 1
-    if valid is None:
-        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(off), pa.py_buffer(data)])
-    bits = pa.array(valid).buffers()[1]
-    return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(off), pa.py_buffer(data)],
-                                 null_count=int(n - valid.sum()))
+def _slices(buf: pa.Buffer, start: np.ndarray, end: np.ndarray) -> pa.Array:
+    """String array of the byte ranges ``[start, end)`` of ``buf`` (ascending, non-overlapping),
+    copied out in C: the ranges and the gaps between them are one string array, the ranges its
+    even elements."""
+    n = len(start)
+    if not n:
+        return pa.array([], pa.string())
+    off = np.empty(2 * n, dtype=np.int32)
+    off[0::2] = start
+    off[1::2] = end
+    both = pa.Array.from_buffers(pa.string(), 2 * n - 1, [None, pa.py_buffer(off), buf])
+    return both.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
 
 
 def _lines(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, _Fast | None]:
@@ -212,7 +209,10 @@ def _lines(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, _Fast | None
     ok = (k >= 0) & (q >= s + 12) & (e - q <= 64)  # heads longer than 12 bytes: out-of-line views
     # the tail after the last "}" (short): " value" or " value ts", single spaces, no tab
     f = np.flatnonzero(ok)
-    tail, toff = _gather(b, q[f] + 1, e[f] - q[f] - 1)
+    tails = _slices(buf, q[f] + 1, e[f])
+    toff = np.frombuffer(tails.buffers()[1], dtype=np.int32)[: len(f) + 1] if len(f) else np.zeros(1, np.int32)
+    data_buf = tails.buffers()[2] if len(f) else None
+    tail = np.frombuffer(data_buf, dtype=np.uint8)[: int(toff[-1])] if data_buf is not None else np.zeros(0, np.uint8)
     tlen = np.diff(toff)
     padded = np.append(tail, np.uint8(0))  # empty tails (line ends at "}") index the pad
     first = padded[toff[:-1]]
@@ -239,13 +239,13 @@ def _lines(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, _Fast | None
         good &= ~bad_ts
     good &= p2 > 1
     g = np.flatnonzero(good)
-    f, tl, p2, has = f[g], tlen[g], p2[g], nsp[g] == 2
-    tstart = toff[:-1][g]
-    s, q = s[f], q[f]
-    vdata, voff = _gather(tail, tstart + 1, p2 - 1)
-    value = _strings(vdata, voff)
-    tdata, toff2 = _gather(tail, tstart + p2 + 1, np.where(has, tl - p2 - 1, 0))
-    ts = _strings(tdata, toff2, None if has.all() else has)
+    f, p2, has = f[g], p2[g].astype(np.int64), nsp[g] == 2
+    s, q, e = s[f], q[f], e[f]
+    value = _slices(buf, q + 2, q + 1 + p2)
+    ts = _slices(buf, np.where(has, q + 2 + p2, e), e)
+    if not has.all():
+        ts = pa.Array.from_buffers(pa.string(), len(ts), [pa.array(has).buffers()[1], *ts.buffers()[1:]],
+                                   null_count=int(len(has) - has.sum()))
     heads = pc.dictionary_encode(_head_views(b, buf, s, q + 1 - s))
     heads = pa.DictionaryArray.from_arrays(heads.indices, heads.dictionary.cast(pa.string()))
     fast_no = d[f]
