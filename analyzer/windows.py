@@ -828,15 +828,18 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
         means = {m: float(np.nanmean(sub[m])) for m in ("gr_active", "sm_active", "tensor_active", "dram_active")
                  if sub[m].notna().any()}
         share = gh / total
+
+        def ratio(metric: str, means: dict[str, float] = means) -> str:
+            v = means.get(metric)
+            return f"{v:.2f}" if v is not None and np.isfinite(v) else "not collected"
+
         if label == "memory-bound":
-            title = (f"{grp}: {gh:.2f} GPU-hours memory-bound at DRAM-active "
-                     f"{means.get('dram_active', float('nan')):.2f} and tensor-active "
-                     f"{means.get('tensor_active', float('nan')):.2f}")
+            title = (f"{grp}: {gh:.2f} GPU-hours memory-bound at DRAM-active {ratio('dram_active')} "
+                     f"and tensor-active {ratio('tensor_active')}")
             saving = None
         elif label == "overhead-bound":
-            gr = means.get("gr_active", float("nan"))
-            title = (f"{grp}: {gh:.2f} GPU-hours overhead-bound (GR-active {gr:.2f}, SM-active "
-                     f"{means.get('sm_active', float('nan')):.2f})")
+            title = (f"{grp}: {gh:.2f} GPU-hours overhead-bound (GR-active {ratio('gr_active')}, "
+                     f"SM-active {ratio('sm_active')})")
             idle_frac = (1.0 - sub["gr_active"]).clip(lower=0).fillna(0).to_numpy()
             saving = float((sub["window_s"].to_numpy() * idle_frac).sum())
         else:

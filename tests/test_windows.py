@@ -322,3 +322,13 @@ def test_arrow_partials_constant_columns_not_read() -> None:
     assert want[0] is not None and got[0] is not None
     pd.testing.assert_frame_equal(got[0], want[0])
     assert got[0]["host"].tolist() == ["h"] * 3 and got[0]["mig"].isna().all()
+
+
+def test_finding_title_says_not_collected_instead_of_nan() -> None:
+    # GR-engine active 0.2 for two minutes and no SM-active field at all (an exporter without it):
+    # overhead-bound, and the title must not print "nan".
+    rows = [(t, "0", 1001, 0.2) for t in range(0, 120, 10)]
+    wa = W.analyze_windows(as_table(samples(rows, namespace="ns")))
+    titles = [f["title"] for f in wa.findings if f["rule"] == "dcgm-overhead-bound"]
+    assert titles and all("nan" not in t for t in titles)
+    assert "GR-active 0.20, SM-active not collected" in titles[0]
