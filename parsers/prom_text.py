@@ -94,6 +94,8 @@ class _State:
     sentinels: int = 0
     label_sentinels: int = 0
     label_names: set[str] = field(default_factory=set)
+    head_ids: dict[str, int] = field(default_factory=dict)  # distinct heads parsed so far
+    heads: dict[str, Any] = field(default_factory=dict)  # their _parse_heads columns, in head_ids order
 
 
 def _utf8(data: bytes) -> pa.Array:
@@ -364,6 +366,36 @@ def _parse_heads(heads: pa.Array, state: _State) -> dict[str, Any]:
     return {"name": name, "fid": fid, "valid": valid, "labels": lcols, "sentinels": sentinels}
 
 
+def _heads_cached(heads: pa.Array, state: _State) -> dict[str, Any]:
+    """:func:`_parse_heads` of a chunk's distinct heads; each head is parsed once per file (later
+    chunks repeat the first chunk's heads) and its columns taken from ``state.heads``."""
+    keys = heads.to_pylist()
+    if not keys:
+        return _parse_heads(heads, state)
+    ids = state.head_ids
+    new = [k for k in dict.fromkeys(keys) if k not in ids]
+    if new:
+        h = _parse_heads(pa.array(new, pa.string()), state)
+        for k in new:
+            ids[k] = len(ids)
+        old = state.heads
+        if not old:
+            state.heads = h
+        else:
+            state.heads = {
+                "name": pa.concat_arrays([old["name"], h["name"]]),
+                "fid": np.concatenate([old["fid"], h["fid"]]),
+                "valid": np.concatenate([old["valid"], h["valid"]]),
+                "labels": {c: pa.concat_arrays([old["labels"][c], h["labels"][c]]) for c in LABELS},
+                "sentinels": np.concatenate([old["sentinels"], h["sentinels"]]),
+            }
+    idx = np.fromiter((ids[k] for k in keys), dtype=np.int64, count=len(keys))
+    c = state.heads
+    take = pa.array(idx, pa.int64())
+    return {"name": c["name"].take(take), "fid": c["fid"][idx], "valid": c["valid"][idx],
+            "labels": {col: arr.take(take) for col, arr in c["labels"].items()}, "sentinels": c["sentinels"][idx]}
+
+
 _INT64 = (-(2**63) + 1, 2**63 - 1)  # int64 min is NaT as a datetime64
 
 
@@ -446,7 +478,7 @@ def _parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: _State
     if not len(c_idx):
         return None, n_lines
     c_no = c_idx + offset + 1
-    h = _parse_heads(heads, state)
+    h = _heads_cached(heads, state)
     ok_rows = np.flatnonzero(ok)
     bad_head = ~h["valid"][hidx]
     ok[ok_rows[bad_head]] = False
