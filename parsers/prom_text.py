@@ -223,7 +223,9 @@ def _lines(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, _Fast | None
     seg = np.repeat(np.arange(len(f)), tlen)
     sp_pos = np.flatnonzero(tail == 32)
     nsp = np.bincount(seg[sp_pos], minlength=len(f))
-    good &= ((nsp == 1) | (nsp == 2)) & (np.bincount(seg[np.flatnonzero(_WS[tail])], minlength=len(f)) == nsp)
+    other_ws = np.flatnonzero((tail >= 9) & (tail <= 13))  # whitespace other than " " (rare)
+    good &= (nsp == 1) | (nsp == 2)
+    good[seg[other_ws]] = False
     # second space (the one before the timestamp), as an offset in the tail
     p2 = tlen.copy()
     two = np.flatnonzero(nsp == 2)
@@ -232,13 +234,8 @@ def _lines(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, _Fast | None
         p2[two] = second
         good[two] &= (second > 1) & (second < tlen[two] - 1)
         # timestamp bytes must be ASCII digits
-        nondig = (tail < 48) | (tail > 57)
-        nondig[sp_pos] = False
-        p2_abs = np.full(len(f), len(tail))  # one-space tails: no timestamp bytes
-        p2_abs[two] = toff[two] + second
-        bad_ts = np.bincount(seg[np.flatnonzero(nondig & (np.arange(len(tail)) > p2_abs[seg]))],
-                             minlength=len(f)) > 0
-        good &= ~bad_ts
+        ft = f[two]
+        good[two] &= _mask(pc.ascii_is_decimal(_slices(buf, q[ft] + 2 + second, e[ft])))
     good &= p2 > 1
     g = np.flatnonzero(good)
     f, p2, has = f[g], p2[g].astype(np.int64), nsp[g] == 2
