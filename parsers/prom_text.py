@@ -521,10 +521,12 @@ def _parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: _State
     head_ident = np.array([ident_id.setdefault(t, len(ident_id)) for t in ident_rows], dtype="int64")
     idents = list(ident_id)
     m = max(1, len(idents))
-    series = fid_k.astype("int64") * m + head_ident[hidx_k]
-    uniq, inv = np.unique(series, return_inverse=True)
-    order = np.argsort(inv, kind="stable")
-    starts = np.searchsorted(inv[order], np.arange(len(uniq)))
+    # series per distinct head (few), then per row by the head index (no sort of the rows' keys)
+    uniq, inv_h = np.unique(h["fid"].astype("int64") * m + head_ident, return_inverse=True)
+    inv = inv_h.reshape(-1)[hidx_k].astype(np.int16 if len(uniq) < 2**15 else np.int64)
+    order = np.argsort(inv, kind="stable")  # radix sort for int16
+    per = np.bincount(inv, minlength=len(uniq))
+    starts = np.cumsum(per) - per
     cum = np.empty(len(inv), dtype="int64")
     cum[order] = np.arange(len(inv)) - starts[inv[order]]
     skeys = [(int(u) // m, idents[int(u) % m]) for u in uniq]
@@ -533,8 +535,9 @@ def _parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: _State
     scrape = np.maximum.accumulate(np.maximum(occ, state.max_scrape)) if len(occ) else occ
     if len(occ):
         state.max_scrape = int(scrape[-1])
-        for k, c in zip(skeys, np.bincount(inv, minlength=len(uniq)).tolist(), strict=True):
-            state.counts[k] = state.counts.get(k, 0) + int(c)
+        for k, c in zip(skeys, per.tolist(), strict=True):
+            if c:
+                state.counts[k] = state.counts.get(k, 0) + int(c)
 
     v = np.asarray((value_all.filter(keep) if not good.all() else value_all).to_numpy(zero_copy_only=False),
                    dtype="float64")
