@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 DASH = "—"
@@ -55,3 +56,13 @@ def fmt_time(seconds: Any) -> str:
     if a >= 1e-6 or a == 0:
         return f"{s * 1e6:.3g} µs"
     return f"{s * 1e9:.3g} ns"
+
+
+def kernel_label_shares(kernels: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], float]:
+    """Shares of total kernel time per label, and the total time (seconds)."""
+    totals: dict[str, float] = {}
+    for k in kernels:
+        lab = str(k.get("label") or "unknown")
+        totals[lab] = totals.get(lab, 0.0) + (num(k.get("duration_s")) or 0.0)
+    total = sum(totals.values())
+    return ({lab: v / total for lab, v in totals.items()} if total > 0 else {}), total

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.escape import esc, script_json
-from reports.formatting import fmt_num, fmt_pct, fmt_time, num
+from reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 
 __all__ = [
     "SECTIONS_BY_KIND",
@@ -209,17 +209,6 @@ def _share_bar(shares: Mapping[str, float], labels: Sequence[str]) -> str:
     legend = "".join(f'<i class="lab-{esc(lab)}"></i>{esc(lab)} {fmt_pct(shares.get(lab, 0.0))}'
                      for lab in labels if shares.get(lab, 0.0) > 0)
     return f'<div class="bar">{"".join(parts)}</div><div class="legend note">{legend}</div>'
-
-
-def kernel_label_shares(kernels: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], float]:
-    """Shares of total kernel time per label, and the total time (seconds)."""
-    totals: dict[str, float] = {}
-    for k in kernels:
-        d = num(k.get("duration_s")) or 0.0
-        lab = str(k.get("label") or "unknown")
-        totals[lab] = totals.get(lab, 0.0) + d
-    total = sum(totals.values())
-    return ({lab: v / total for lab, v in totals.items()} if total > 0 else {}), total
 
 
 def _kpi(value: str, caption: str) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.escape import md as md_esc
-from reports.formatting import fmt_num, fmt_pct, fmt_time, num
+from reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 
 __all__ = ["MD_SECTIONS_BY_KIND", "MdSection", "md_esc", "md_lazy", "md_table", "render_markdown"]
 
@@ -88,17 +88,13 @@ def key_numbers_section(doc: dict[str, Any]) -> MdSection:
     for d in devs:
         lines.append(f"- Device: **{md_esc(d.get('name'))}** (ceilings: {md_esc(d.get('source'))})")
     if kernels:
-        totals: dict[str, float] = {}
-        for k in kernels:
-            lab = str(k.get("label") or "unknown")
-            totals[lab] = totals.get(lab, 0.0) + (num(k.get("duration_s")) or 0.0)
-        total = sum(totals.values())
+        shares, total = kernel_label_shares(kernels)
         fams = {k.get("family") for k in kernels}
         lines.append(f"- Kernels: {len(kernels)} launches in {len(fams)} families, "
                      f"{fmt_time(total)} of GPU time")
         if total > 0:
-            share = ", ".join(f"{md_esc(lab)} {fmt_pct(v / total)}"
-                              for lab, v in sorted(totals.items(), key=lambda kv: -kv[1]))
+            share = ", ".join(f"{md_esc(lab)} {fmt_pct(v)}"
+                              for lab, v in sorted(shares.items(), key=lambda kv: -kv[1]))
             lines.append(f"- Time by label: {share}")
     if windows:
         lines.append(f"- DCGM windows: {len(windows)}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.formatting import fmt_time, num
+from reports.formatting import fmt_time, kernel_label_shares, num
 
 NAME_LIMIT = 90
 
@@ -29,15 +29,11 @@ def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None =
     for d in doc.get("devices") or []:
         lines.append(f"  device: {plain(d.get('name'))} (ceilings: {plain(d.get('source'))})")
     if kernels:
-        totals: dict[str, float] = {}
-        for k in kernels:
-            lab = str(k.get("label") or "unknown")
-            totals[lab] = totals.get(lab, 0.0) + (num(k.get("duration_s")) or 0.0)
-        total = sum(totals.values())
+        shares, total = kernel_label_shares(kernels)
         lines.append(f"  kernels: {len(kernels)} launches, {fmt_time(total)} GPU time")
         if total > 0:
             lines.append("  by label: " + ", ".join(
-                f"{plain(lab)} {100 * v / total:.1f}%" for lab, v in sorted(totals.items(), key=lambda kv: -kv[1])))
+                f"{plain(lab)} {100 * v:.1f}%" for lab, v in sorted(shares.items(), key=lambda kv: -kv[1])))
     if windows:
         counts: dict[str, int] = {}
         for w in windows:
