@@ -668,7 +668,7 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
         peak = np.array([(s.peaks.get(pipe) or 0.0) if s is not None else 0.0 for s in mspecs])[mcode]
         v = out[col].to_numpy(dtype="float64")
         use = (peak != 0) & np.isfinite(v)
-        flops = np.where(use, flops + v * peak * share, flops)
+        flops = flops + np.where(use, np.nan_to_num(v) * peak * share, 0.0)
         have |= use
     bw = np.array([(s.bandwidth.get("dram") or 0.0) if s is not None else 0.0 for s in mspecs])[mcode]
     dram = out["dram_active"].to_numpy(dtype="float64")
