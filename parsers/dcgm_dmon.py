@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from parsers import dcgm_fields as F
 from parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
@@ -62,7 +63,7 @@ def _parse_stamp(text: str) -> int:
     return int(ts.value // 1_000_000)
 
 
-def _expand(colsets: list[list[tuple[int | None, str]]], r_set: list[int], r_suffix: list[str]) -> dict:
+def _expand(colsets: list[list[tuple[int | None, str]]], r_set: np.ndarray, r_suffix: list[str]) -> dict:
     """Per-cell arrays for rows laid out flat, k values per row (k = that row's header width).
 
     ``row`` (row index), ``fid`` (-1 = unknown column), ``unknown``, ``short`` (column name) and
@@ -79,7 +80,10 @@ def _expand(colsets: list[list[tuple[int | None, str]]], r_set: list[int], r_suf
     gcol = offs[sets][row] + (np.arange(len(row)) - starts[row]) if len(row) else np.zeros(0, "int64")
     suf_codes, suf_uniq = pd.factorize(pd.Series(r_suffix, dtype="object"))
     key = gcol * max(len(suf_uniq), 1) + np.asarray(suf_codes, dtype="int64")[row]
-    ukey, inv = np.unique(key, return_inverse=True)
+    present = np.zeros(int(key.max()) + 1 if len(key) else 1, dtype=bool)
+    present[key] = True
+    ukey = np.flatnonzero(present)
+    inv = (np.cumsum(present) - 1)[key]
     names = [g_short[int(u) // max(len(suf_uniq), 1)] + str(suf_uniq[int(u) % max(len(suf_uniq), 1)])
              for u in ukey]
     fid = g_fid[gcol] if len(gcol) else np.zeros(0, "int64")
@@ -88,43 +92,147 @@ def _expand(colsets: list[list[tuple[int | None, str]]], r_set: list[int], r_suf
             "field": field.cast(pa.string())}
 
 
+_FAST = r"^ *(?:GPU|GPU-I|GPU-CI) +[0-9]+(?: +[!-~]+)* *$"  # ASCII-space data rows, vectorized path
+_NUMERIC = r"^-?[0-9]+(?:\.[0-9]+)?$"  # values pyarrow casts exactly like pandas.to_numeric
+
+
+class _Rows:
+    """Accepted data rows in any order (sorted by line at the end); values flat, in Arrow chunks."""
+
+    def __init__(self) -> None:
+        self.colsets: list[list[tuple[int | None, str]]] = []
+        self.entities: dict[str, int] = {}
+        self._colset_of: dict[tuple[tuple[int | None, str], ...], int] = {}
+        self.line: list[np.ndarray] = []
+        self.stamp: list[np.ndarray] = []
+        self.cset: list[np.ndarray] = []
+        self.ent: list[np.ndarray] = []
+        self.voff: list[np.ndarray] = []  # offset of the row's first value in the concatenated values
+        self.vals: list[pa.Array] = []
+        self.nvals = 0
+
+    def colset(self, cols: list[tuple[int | None, str]]) -> int:
+        """Index of a column set (a re-printed header gives the same index)."""
+        key = tuple(cols)
+        if key not in self._colset_of:
+            self._colset_of[key] = len(self.colsets)
+            self.colsets.append(cols)
+        return self._colset_of[key]
+
+    def ent_id(self, name: str) -> int:
+        return self.entities.setdefault(name, len(self.entities))
+
+    def add(self, line: np.ndarray, stamp: np.ndarray, cset: int, ent: np.ndarray, k: int, vals: pa.Array) -> None:
+        self.line.append(line)
+        self.stamp.append(stamp)
+        self.cset.append(np.full(len(line), cset, dtype="int64"))
+        self.ent.append(ent)
+        self.voff.append(self.nvals + k * np.arange(len(line), dtype="int64"))
+        self.vals.append(vals)
+        self.nvals += len(vals)
+
+
+def _short(path: str, n: int, ntok: int, k: int, rejected: list[Rejected]) -> int:
+    """Rejects a row with the wrong token count; returns the extra rejected samples."""
+    rejected.append(Rejected(
+        path, n, f"dmon row has {ntok} tokens; expected an entity and {k} values ({k} samples rejected)"))
+    return max(k - 1, 0)
+
+
+def _slow_row(path: str, n: int, line: str, stamp: int, cset: int | None, rows: _Rows,
+              rejected: list[Rejected]) -> int:
+    """One data row the per-line way (``line`` stripped, prefixes removed); returns extra rejected."""
+    tokens = line.split()
+    if cset is None:
+        rejected.append(Rejected(path, n, "dmon data row before any '#Entity' header: columns unknown"))
+        return 0
+    k = len(rows.colsets[cset])
+    ent_tokens, values = tokens[:-k] if k else tokens, tokens[-k:] if k else []
+    entity = " ".join(ent_tokens)
+    if len(tokens) <= k or _ENTITY.match(entity) is None:
+        return _short(path, n, len(tokens), k, rejected)
+    rows.add(np.array([n]), np.array([stamp]), cset, np.array([rows.ent_id(entity)]), k,
+             pa.array(values, pa.string()))
+    return 0
+
+
+def _fast_rows(path: str, lines: pa.Array, numbers: np.ndarray, cset: int, rows: _Rows,
+               rejected: list[Rejected]) -> int:
+    """ASCII data rows sharing one column set, split at once (values from the right)."""
+    k = len(rows.colsets[cset])
+    parts = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(lines), max_splits=k, reverse=True)
+    lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+    full = lens == k + 1
+    ent_d = pc.dictionary_encode(pc.list_element(parts.filter(pa.array(full)), 0))
+    codes = ent_d.indices.to_numpy(zero_copy_only=False).astype("int64")
+    uniq = [" ".join(str(e).split()) for e in ent_d.dictionary.to_pylist()]
+    u_ok = np.array([_ENTITY.match(e) is not None for e in uniq] + [False], dtype=bool)
+    u_id = np.array([rows.ent_id(e) for e in uniq] + [-1], dtype="int64")
+    code_all = np.full(len(lens), len(uniq), dtype="int64")
+    code_all[full] = codes
+    ok = u_ok[code_all]
+    extra = 0
+    for i in np.flatnonzero(~ok):
+        extra += _short(path, int(numbers[i]), len(str(lines[int(i)]).split()), k, rejected)
+    good = np.flatnonzero(ok)
+    if len(good) == 0:
+        return extra
+    flat = pc.list_flatten(parts.filter(pa.array(ok)))
+    pos = (np.arange(len(good))[:, None] * (k + 1) + np.arange(1, k + 1)[None, :]).ravel()
+    rows.add(numbers[good], np.full(len(good), -1, dtype="int64"), cset, u_id[code_all[good]], k,
+             flat.take(pa.array(pos)))
+    return extra
+
+
+def _ticks(ent: np.ndarray, reset: np.ndarray) -> np.ndarray:
+    """Tick-start flags: the first row after a header, or an entity repeating within the current tick."""
+    start = reset.copy()
+    if len(ent) == 0:
+        return start
+    start[0] = True
+    lastpos = [-2] * (int(ent.max()) + 1)
+    s = -1
+    r: int
+    e: int
+    for r, (e, rs) in enumerate(zip(ent.tolist(), reset.tolist(), strict=True)):
+        if rs or lastpos[e] >= s:
+            s = r
+            start[r] = True
+        lastpos[e] = r
+    return start
+
+
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     path = src.path
     rejected: list[Rejected] = []
     errors: list[str] = []
-    columns: list[tuple[int | None, str]] | None = None  # (field id, short name) per column
-    tick = -1
-    seen: set[str] = set()
-    last_gpu: str | None = None
+    rows = _Rows()
     headers = 0
-    n_rows = 0
     extra_rejected = 0  # a rejected row is one listing but k samples
-    # collected per data row (values: k per row, flat); cells are expanded with numpy afterwards
-    colsets: list[list[tuple[int | None, str]]] = []
-    colset_of: dict[int, int] = {}  # id(columns) -> index in colsets
-    r_tick: list[int] = []
-    r_stamp: list[int] = []
-    r_gpu: list[str | None] = []
-    r_mig: list[str | None] = []
-    r_suffix: list[str] = []
-    r_line: list[int] = []
-    r_set: list[int] = []
-    c_val: list[str] = []
-    for n, raw in src.lines():
-        line = raw.strip()
+    text_lines = src.text().split("\n")
+    arr = pa.array(text_lines, pa.string())
+    fast = pc.match_substring_regex(arr, _FAST).to_numpy(zero_copy_only=False)
+    cset: int | None = None
+    ev_line: list[int] = [-1]  # line index where a column set takes effect (header/command)
+    ev_set: list[int] = [-1]  # -1: none
+    for i in np.flatnonzero(~fast).tolist():
+        n = i + 1
+        line = text_lines[i].strip()
         if not line:
             continue
         m = _HEADER.match(line)
         if m:
             headers += 1
-            columns = [(F.field_id(t), t) for t in m.group(1).split()]
-            seen = set()  # a header (first or re-printed) always starts a new tick
+            cset = rows.colset([(F.field_id(t), t) for t in m.group(1).split()])
+            ev_line.append(i)
+            ev_set.append(cset)
             continue
         cm = _COMMAND.search(line)
         if cm and not _ROW_START.match(line):
             ids = [int(x) for x in re.split(r"[,\s]+", cm.group(1)) if x]
-            columns = [(i, F.BY_ID[i].short if i in F.BY_ID else str(i)) for i in ids]
-            seen = set()
+            cset = rows.colset([(f, F.BY_ID[f].short if f in F.BY_ID else str(f)) for f in ids])
+            ev_line.append(i)
+            ev_set.append(cset)
             continue
         if _UNITS.match(line) and not _ROW_START.match(line):
             continue
@@ -143,79 +251,105 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             line = line.lstrip("> ").strip()
         if not _ROW_START.match(line):
             continue  # prompts, fences, '...', prose, 'dmon was stopped ...'
-        tokens = line.split()
-        if columns is None:
-            rejected.append(Rejected(path, n, "dmon data row before any '#Entity' header: columns unknown"))
-            continue
-        k = len(columns)
-        ent_tokens, values = tokens[:-k] if k else tokens, tokens[-k:] if k else []
-        em = _ENTITY.match(" ".join(ent_tokens))
-        if len(tokens) <= k or em is None:
-            rejected.append(Rejected(
-                path, n, f"dmon row has {len(tokens)} tokens; expected an entity and {k} values "
-                f"({k} samples rejected)"))
-            extra_rejected += max(k - 1, 0)
-            continue
-        entity = " ".join(ent_tokens)
-        if entity in seen:
-            seen = set()
-        if not seen:
-            tick += 1
-            last_gpu = None
-        seen.add(entity)
-        n_rows += 1
-        kind, eid, link = em.group("kind"), em.group("id"), em.group("link")
-        gpu: str | None
-        mig: str | None = None
-        suffix = ""
-        if kind == "GPU":
-            gpu = eid
-            if link is not None:
-                suffix = f"[link {link}]"
-            else:
-                last_gpu = eid
-        elif kind == "GPU-I":
-            gpu, mig = last_gpu, eid
-        elif kind == "GPU-CI":
-            gpu, mig = last_gpu, f"ci{eid}"
+        extra_rejected += _slow_row(path, n, line, stamp, cset, rows, rejected)
+    columns = None if cset is None else rows.colsets[cset]
+    # fast rows: column set in effect = the latest header/command before the line
+    f_idx = np.flatnonzero(fast)
+    evl, evs = np.asarray(ev_line, dtype="int64"), np.asarray(ev_set, dtype="int64")
+    f_set = evs[np.searchsorted(evl, f_idx, side="right") - 1]
+    widths = np.array([len(c) for c in rows.colsets] + [0], dtype="int64")
+    for cs in np.unique(f_set).tolist():
+        sel = f_idx[f_set == cs]
+        if cs >= 0 and widths[cs] > 0:
+            extra_rejected += _fast_rows(path, arr.take(pa.array(sel)), sel + 1, cs, rows, rejected)
         else:
-            gpu = f"{kind} {eid}" + (f" LINK {link}" if link else "")
-        cs = colset_of.get(id(columns))
-        if cs is None:
-            cs = colset_of[id(columns)] = len(colsets)
-            colsets.append(columns)
-        r_tick.append(tick)
-        r_stamp.append(stamp)
-        r_gpu.append(gpu)
-        r_mig.append(mig)
-        r_suffix.append(suffix)
-        r_line.append(n)
-        r_set.append(cs)
-        c_val.extend(values)
-    cells = _expand(colsets, r_set, r_suffix)
-    for j, i in enumerate(np.flatnonzero(cells["unknown"])):
-        rejected.append(Rejected(path, r_line[cells["row"][i]], f"unknown dmon column {cells['short'][j]!r}"))
+            for i in sel.tolist():
+                extra_rejected += _slow_row(path, i + 1, text_lines[i].strip(), -1, None if cs < 0 else cs,
+                                            rows, rejected)
+    # rows in line order
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, "int64"))  # noqa: E731
+    r_line0 = cat(rows.line)
+    order = np.argsort(r_line0, kind="stable")
+    r_line = r_line0[order]
+    r_set = cat(rows.cset)[order]
+    r_ent = cat(rows.ent)[order]
+    r_stamp = cat(rows.stamp)[order]
+    r_voff = cat(rows.voff)[order]
+    n_rows = len(r_line)
+    # ticks: a header/command line before a row resets the tick
+    ev_arr = evl[1:] + 1  # 1-based line numbers of header/command lines
+    after = np.searchsorted(ev_arr, r_line, side="left")
+    reset = np.zeros(n_rows, dtype=bool)
+    if n_rows:
+        reset[1:] = after[1:] != after[:-1]
+    start = _ticks(r_ent, reset)
+    r_tick = np.cumsum(start) - 1
+    tick = int(r_tick[-1]) if n_rows else -1
+    idx = np.arange(n_rows)
+    tstart = np.maximum.accumulate(np.where(start, idx, 0)) if n_rows else idx
+    names = list(rows.entities)
+    u_ems = [_ENTITY.match(e) for e in names]
+    u_gpu = np.array([None] * len(names), dtype=object)
+    u_mig = np.array([None] * len(names), dtype=object)
+    u_suf = np.array([""] * len(names), dtype=object)
+    u_isgpu = np.zeros(len(names), dtype=bool)
+    u_inst = np.zeros(len(names), dtype=bool)  # GPU-I / GPU-CI: gpu from the tick's last GPU row
+    u_eid = np.array([""] * len(names), dtype=object)
+    for j, em in enumerate(u_ems):
+        if em is None:
+            continue
+        kind, eid, link = em.group("kind"), em.group("id"), em.group("link")
+        u_eid[j] = eid
+        if kind == "GPU":
+            u_gpu[j] = eid
+            u_isgpu[j] = link is None
+            if link is not None:
+                u_suf[j] = f"[link {link}]"
+        elif kind in ("GPU-I", "GPU-CI"):
+            u_inst[j] = True
+            u_mig[j] = eid if kind == "GPU-I" else f"ci{eid}"
+        else:
+            u_gpu[j] = f"{kind} {eid}" + (f" LINK {link}" if link else "")
+    gpos = np.maximum.accumulate(np.where(u_isgpu[r_ent], idx, -1)) if n_rows else idx
+    g_gpu = u_gpu[r_ent]
+    inst = u_inst[r_ent] & (gpos >= tstart)
+    g_gpu[inst] = u_eid[r_ent[gpos[inst]]]
+    r_gpu, r_mig, r_suffix = g_gpu, u_mig[r_ent], u_suf[r_ent]
+    k_row = widths[r_set] if n_rows else np.zeros(0, "int64")
+    used, r_used = np.unique(r_set, return_inverse=True)  # column sets that have rows
+    cells = _expand([rows.colsets[int(u)] for u in used], r_used, r_suffix.tolist())
+    for j, ci in enumerate(np.flatnonzero(cells["unknown"])):
+        rejected.append(Rejected(path, int(r_line[cells["row"][ci]]), f"unknown dmon column {cells['short'][j]!r}"))
     known = ~cells["unknown"]
     row = cells["row"][known]
-    c_val = [v for v, ok in zip(c_val, known.tolist(), strict=True) if ok] if not known.all() else c_val
+    all_vals = pa.concat_arrays(rows.vals) if rows.vals else pa.array([], pa.string())
+    vstarts = np.concatenate([[0], np.cumsum(k_row)])[:-1]
+    vidx = r_voff[cells["row"]] + (np.arange(len(cells["row"])) - vstarts[cells["row"]])
+    vals = all_vals.take(pa.array(vidx[known], pa.int64()))
     meta: dict[str, object] = {"errors": errors, "ticks": tick + 1, "headers": headers, "rows": n_rows,
                                "interval_s": float(opts.interval_s)}
-    if not c_val and not rejected:
+    if len(vals) == 0 and not rejected:
         if errors:
             raise InputError(path, f"dcgmi dmon printed no samples, only: {errors[0][:160]}",
                              "fix the DCGM error (profiling busy or unsupported?) and capture again")
         if headers == 0:
             raise InputError(path, "no dcgmi dmon header or data rows", "pass the output of 'dcgmi dmon -e ...'")
-    if headers == 0 and columns is None and rejected and not c_val:
+    if headers == 0 and columns is None and rejected and len(vals) == 0:
         raise InputError(path, "dcgmi dmon rows without the '#Entity' header line: field IDs unknown",
                          "keep the two header lines dcgmi dmon prints (or the 'dcgmi dmon -e ...' command)")
-    vals = pd.Series(c_val, dtype="object")
-    lines_arr = np.asarray(r_line, dtype="int64")[row]
-    missing = vals.isin(_MISSING).to_numpy()
-    nums = pd.to_numeric(vals.where(~missing), errors="coerce").to_numpy(dtype="float64")
+    lines_arr = r_line[row]
+    missing = pc.is_in(vals, pa.array(sorted(_MISSING))).to_numpy(zero_copy_only=False)
+    simple = pc.match_substring_regex(vals, _NUMERIC).to_numpy(zero_copy_only=False)
+    nums = np.full(len(vals), np.nan)
+    if simple.any():
+        nums[simple] = pc.cast(vals.filter(pa.array(simple)), pa.float64()).to_numpy(zero_copy_only=False)
+    rest = np.flatnonzero(~simple & ~missing)
+    if len(rest):
+        other_vals = pd.Series(vals.take(pa.array(rest)).to_pylist(), dtype="object")
+        nums[rest] = pd.to_numeric(other_vals, errors="coerce").to_numpy(dtype="float64")
     bad = np.isnan(nums) & ~missing
-    for i in np.flatnonzero(bad):
-        rejected.append(Rejected(path, int(lines_arr[i]), f"value {c_val[i][:40]!r} is not a number"))
+    for bi in np.flatnonzero(bad):
+        rejected.append(Rejected(path, int(lines_arr[bi]), f"value {str(vals[int(bi)])[:40]!r} is not a number"))
     sentinel = F.sentinel_mask(nums)
     missing = missing | sentinel
     good = ~missing & ~bad
@@ -228,15 +362,15 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     meta["sentinels"] = int(sentinel.sum())
     interval_ms = round(float(opts.interval_s) * 1000)
     start_ms = default_start_ms(src, opts, tick + 1, float(opts.interval_s))
-    ticks = np.asarray(r_tick, dtype="int64")[row]
-    stamps = np.asarray(r_stamp, dtype="int64")[row]
+    ticks = r_tick[row]
+    stamps = r_stamp[row]
     ts = np.where(stamps >= 0, stamps, start_ms + ticks * interval_ms)[good]
     idx = np.flatnonzero(good)
     nrow = len(idx)
 
     take = pa.array(row[idx], pa.int64())
 
-    def pick(xs: list[str | None]) -> pa.Array:
+    def pick(xs: np.ndarray) -> pa.Array:
         return pa.array(xs, pa.string()).take(take) if nrow else pa.array([], pa.string())
 
     none = pa.nulls(nrow, pa.string())
