@@ -61,19 +61,20 @@ _PREFIXES = np.array([_PREFIX[k] for k in range(-5, 7)], dtype=object)
 
 
 def _si_series(values: pd.Series, unit: str) -> list[str]:
-    """:func:`si` for a whole column at once."""
+    """:func:`si` for a whole column at once (each distinct value formatted once)."""
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype="float64")
-    finite = np.isfinite(v)
-    nz = finite & (v != 0)
-    k = np.zeros(len(v), dtype=int)
-    k[nz] = np.clip(np.floor(np.log10(np.abs(v[nz])) / 3), -5, 6).astype(int)
-    mant = np.where(finite, v / np.power(1000.0, k), 0.0)
+    codes, uniq = pd.factorize(v, use_na_sentinel=False)
+    u = np.asarray(uniq, dtype="float64")
+    finite = np.isfinite(u)
+    nz = finite & (u != 0)
+    k = np.zeros(len(u), dtype=int)
+    k[nz] = np.clip(np.floor(np.log10(np.abs(u[nz])) / 3), -5, 6).astype(int)
+    mant = np.where(finite, u / np.power(1000.0, k), 0.0)
     bump = np.abs(np.round(mant, 1)) >= 999.5  # 999.9 would print as 1e+03: use the next prefix
     k = np.where(bump & (k < 6), k + 1, k)
-    mant = np.where(finite, v / np.power(1000.0, k), 0.0)
-    text = list(map("%.3g ".__mod__, mant.tolist()))
-    out = [t + p + unit for t, p in zip(text, _PREFIXES[k + 5].tolist(), strict=True)]
-    return [o if ok else "n/a" for o, ok in zip(out, finite.tolist(), strict=True)]
+    mant = np.where(finite, u / np.power(1000.0, k), 0.0)
+    text = np.asarray(list(map("%.3g ".__mod__, mant.tolist())), dtype=object) + _PREFIXES[k + 5] + unit
+    return np.where(finite, text, "n/a")[codes].tolist()
 
 
 def stored_sol_verdicts(rules: pd.DataFrame) -> pd.Series:
@@ -190,9 +191,12 @@ def _obj(values: Any) -> np.ndarray:
 
 
 def _num(values: Any, fmt: str) -> np.ndarray:
+    """``fmt % value`` per row, "?" where not finite; each distinct value formatted once."""
     v = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
-    text = np.asarray(list(map(fmt.__mod__, np.nan_to_num(v).tolist())), dtype=object)
-    return np.where(np.isfinite(v), text, "?")
+    codes, uniq = pd.factorize(v, use_na_sentinel=False)
+    u = np.asarray(uniq, dtype="float64")
+    text = np.asarray(list(map(fmt.__mod__, np.nan_to_num(u).tolist())), dtype=object)
+    return np.where(np.isfinite(u), text, "?")[codes]
 
 
 def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:

@@ -113,12 +113,23 @@ def ceilings_of(device: Mapping[str, Any]) -> tuple[list[Ceiling], list[Ceiling]
 
 # ----------------------------------------------------------------------------- roofline
 
+def _get(objs: Sequence[Any], key: str) -> list[Any]:
+    """``o.get(key)`` for every mapping in ``objs`` (None for anything else)."""
+    return [o.get(key) if isinstance(o, (dict, Mapping)) else None for o in objs]
+
+
+_PLAIN_NUMBERS = frozenset({float, int, np.float64, type(None)})
+
+
 def _col(kernels: Sequence[Mapping[str, Any]], *path: str) -> np.ndarray:
-    out = np.empty(len(kernels), dtype=float)
-    for i, k in enumerate(kernels):
-        v: Any = k
-        for p in path:
-            v = v.get(p) if isinstance(v, Mapping) else None
+    """The number at ``path`` in every record (NaN where missing, not a number, or a bool)."""
+    vals: list[Any] = list(kernels)
+    for p in path:
+        vals = _get(vals, p)
+    if set(map(type, vals)) <= _PLAIN_NUMBERS:
+        return np.array([np.nan if v is None else v for v in vals], dtype=float)
+    out = np.empty(len(vals), dtype=float)
+    for i, v in enumerate(vals):
         out[i] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
     return out
 
