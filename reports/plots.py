@@ -151,9 +151,10 @@ def family_points(kernels: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         "limiter": [str(k.get("limiter") or "unknown") for k in kernels],
         "duration": dur, "flops": flops, "pos": np.arange(n),
     })
+    by_level, ai_level = _get(kernels, "bytes"), _get(kernels, "intensity")
     for lvl, _, _ in LEVELS:
-        b = _col(kernels, "bytes", lvl)
-        ai = _col(kernels, "intensity", lvl)
+        b = _col(by_level, lvl)
+        ai = _col(ai_level, lvl)
         with np.errstate(divide="ignore", invalid="ignore"):
             b = np.where(np.isnan(b) & (ai > 0), flops / ai, b)
         df[f"b_{lvl}"] = b
