@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pandas as pd
 
 # Values an export uses to say "no value": counted as missing, never as rejected.
@@ -65,7 +64,3 @@ def parse_series(values: pd.Series, decimal_comma: bool = False) -> tuple[pd.Ser
     nums = pd.to_numeric(s.where(~missing), errors="coerce").astype("float64")
     bad = nums.isna() & ~missing
     return nums, bad.fillna(False).astype(bool)
-
-
-def finite_or_nan(x: float | None) -> float:
-    return float(x) if x is not None and np.isfinite(x) else float("nan")
