@@ -28,6 +28,7 @@ Rules (see the corpus FORMATS.md §1):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import numpy as np
@@ -202,6 +203,22 @@ def _ticks(ent: np.ndarray, reset: np.ndarray) -> np.ndarray:
     return start
 
 
+SEGMENT_LINES = 500_000  # lines decoded and split at once: bounded memory, still vectorized
+
+
+def _segments(src: Source) -> Iterator[tuple[int, list[str]]]:
+    """The file as ``(index of the first line, lines)`` runs of at most ``SEGMENT_LINES``, streamed."""
+    buf: list[str] = []
+    first = 0
+    for n, line in src.lines():
+        if len(buf) >= SEGMENT_LINES:
+            yield first, buf
+            first, buf = n - 1, []
+        buf.append(line)
+    if buf:
+        yield first, buf
+
+
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     path = src.path
     rejected: list[Rejected] = []
@@ -209,63 +226,65 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     rows = _Rows()
     headers = 0
     extra_rejected = 0  # a rejected row is one listing but k samples
-    text_lines = src.text().split("\n")
-    arr = pa.array(text_lines, pa.string())
-    fast = pc.match_substring_regex(arr, _FAST).to_numpy(zero_copy_only=False)
     cset: int | None = None
-    ev_line: list[int] = [-1]  # line index where a column set takes effect (header/command)
+    ev_line: list[int] = [-1]  # 0-based line index where a column set takes effect (header/command)
     ev_set: list[int] = [-1]  # -1: none
-    for i in np.flatnonzero(~fast).tolist():
-        n = i + 1
-        line = text_lines[i].strip()
-        if not line:
-            continue
-        m = _HEADER.match(line)
-        if m:
-            headers += 1
-            cset = rows.colset([(F.field_id(t), t) for t in m.group(1).split()])
-            ev_line.append(i)
-            ev_set.append(cset)
-            continue
-        cm = _COMMAND.search(line)
-        if cm and not _ROW_START.match(line):
-            ids = [int(x) for x in re.split(r"[,\s]+", cm.group(1)) if x]
-            cset = rows.colset([(f, F.BY_ID[f].short if f in F.BY_ID else str(f)) for f in ids])
-            ev_line.append(i)
-            ev_set.append(cset)
-            continue
-        if _UNITS.match(line) and not _ROW_START.match(line):
-            continue
-        if line.startswith(("Error", "error")) or line.startswith("ERROR"):
-            errors.append(line)
-            continue
-        stamp = -1
-        sm = _STAMP.match(line)
-        if sm:
-            try:
-                stamp = _parse_stamp(sm.group("ts"))
-            except ValueError:
-                stamp = -1
-            line = line[sm.end():]
-        if line.startswith(">"):
-            line = line.lstrip("> ").strip()
-        if not _ROW_START.match(line):
-            continue  # prompts, fences, '...', prose, 'dmon was stopped ...'
-        extra_rejected += _slow_row(path, n, line, stamp, cset, rows, rejected)
+    for first, text_lines in _segments(src):
+        arr = pa.array(text_lines, pa.string())
+        fast = pc.match_substring_regex(arr, _FAST).to_numpy(zero_copy_only=False)
+        for i in np.flatnonzero(~fast).tolist():
+            n = first + i + 1
+            line = text_lines[i].strip()
+            if not line:
+                continue
+            m = _HEADER.match(line)
+            if m:
+                headers += 1
+                cset = rows.colset([(F.field_id(t), t) for t in m.group(1).split()])
+                ev_line.append(first + i)
+                ev_set.append(cset)
+                continue
+            cm = _COMMAND.search(line)
+            if cm and not _ROW_START.match(line):
+                ids = [int(x) for x in re.split(r"[,\s]+", cm.group(1)) if x]
+                cset = rows.colset([(f, F.BY_ID[f].short if f in F.BY_ID else str(f)) for f in ids])
+                ev_line.append(first + i)
+                ev_set.append(cset)
+                continue
+            if _UNITS.match(line) and not _ROW_START.match(line):
+                continue
+            if line.startswith(("Error", "error")) or line.startswith("ERROR"):
+                errors.append(line)
+                continue
+            stamp = -1
+            sm = _STAMP.match(line)
+            if sm:
+                try:
+                    stamp = _parse_stamp(sm.group("ts"))
+                except ValueError:
+                    stamp = -1
+                line = line[sm.end():]
+            if line.startswith(">"):
+                line = line.lstrip("> ").strip()
+            if not _ROW_START.match(line):
+                continue  # prompts, fences, '...', prose, 'dmon was stopped ...'
+            extra_rejected += _slow_row(path, n, line, stamp, cset, rows, rejected)
+        # fast rows: column set in effect = the latest header/command before the line
+        f_idx = np.flatnonzero(fast)
+        evl, evs = np.asarray(ev_line, dtype="int64"), np.asarray(ev_set, dtype="int64")
+        f_set = evs[np.searchsorted(evl, first + f_idx, side="right") - 1]
+        widths = np.array([len(c) for c in rows.colsets] + [0], dtype="int64")
+        for cs in np.unique(f_set).tolist():
+            sel = f_idx[f_set == cs]
+            if cs >= 0 and widths[cs] > 0:
+                extra_rejected += _fast_rows(path, arr.take(pa.array(sel)), first + sel + 1, cs, rows, rejected)
+            else:
+                for i in sel.tolist():
+                    extra_rejected += _slow_row(path, first + i + 1, text_lines[i].strip(), -1,
+                                                None if cs < 0 else cs, rows, rejected)
     columns = None if cset is None else rows.colsets[cset]
-    # fast rows: column set in effect = the latest header/command before the line
-    f_idx = np.flatnonzero(fast)
-    evl, evs = np.asarray(ev_line, dtype="int64"), np.asarray(ev_set, dtype="int64")
-    f_set = evs[np.searchsorted(evl, f_idx, side="right") - 1]
+    evl = np.asarray(ev_line, dtype="int64")
     widths = np.array([len(c) for c in rows.colsets] + [0], dtype="int64")
-    for cs in np.unique(f_set).tolist():
-        sel = f_idx[f_set == cs]
-        if cs >= 0 and widths[cs] > 0:
-            extra_rejected += _fast_rows(path, arr.take(pa.array(sel)), sel + 1, cs, rows, rejected)
-        else:
-            for i in sel.tolist():
-                extra_rejected += _slow_row(path, i + 1, text_lines[i].strip(), -1, None if cs < 0 else cs,
-                                            rows, rejected)
     # rows in line order
     cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, "int64"))  # noqa: E731
     r_line0 = cat(rows.line)
