@@ -141,8 +141,8 @@ def inputs(data: Path, args: argparse.Namespace) -> dict[str, Written]:
     return out
 
 
-# ----------------------------------------------------------------------------- 1. Prometheus text
-def rooftop_prom(path: Path, out: Path) -> int:
+def rooftop_to_parquet(path: Path, out: Path) -> int:
+    """rooftop's side of the stream benchmarks: parse (format detected) and write the samples."""
     import pyarrow.parquet as pq
 
     from parsers import parse_path
@@ -150,6 +150,9 @@ def rooftop_prom(path: Path, out: Path) -> int:
     res = parse_path(path)
     pq.write_table(res.samples, out)
     return res.accounting.total
+
+
+# ----------------------------------------------------------------------------- 1. Prometheus text
 
 
 def prometheus_client_prom(path: Path, out: Path) -> int:
@@ -197,7 +200,7 @@ def polars_prom(path: Path, out: Path) -> int:
 
 def bench_prom(w: Written, tmp: Path, args: argparse.Namespace) -> list[Row]:
     label = f"{w.bytes / 1e6:.1f} MB, {w.total:,} samples"
-    r_s, r_n = timed(lambda: rooftop_prom(w.path, tmp / "r.parquet"), args.repeat)
+    r_s, r_n = timed(lambda: rooftop_to_parquet(w.path, tmp / "r.parquet"), args.repeat)
     r_cpu = timed.cpu  # type: ignore[attr-defined]
     rows = []
     pc_s, pc_n = timed(lambda: prometheus_client_prom(w.path, tmp / "pc.parquet"), 1)
@@ -211,19 +214,11 @@ def bench_prom(w: Written, tmp: Path, args: argparse.Namespace) -> list[Row]:
     row.met = bool(row.ratio and row.ratio >= 1.0 and r_n == pl_n == w.total)
     rows.append(row)
     if args.profile:
-        profiled(lambda: rooftop_prom(w.path, tmp / "r.parquet"), tmp.parent / "profile_prom.html")
+        profiled(lambda: rooftop_to_parquet(w.path, tmp / "r.parquet"), tmp.parent / "profile_prom.html")
     return rows
 
 
 # ----------------------------------------------------------------------------- 2. dcgmi dmon
-def rooftop_dmon(path: Path, out: Path) -> int:
-    import pyarrow.parquet as pq
-
-    from parsers import parse_path
-
-    res = parse_path(path)
-    pq.write_table(res.samples, out)
-    return res.accounting.total
 
 
 def pandas_dmon(path: Path, out: Path) -> int:
@@ -248,14 +243,14 @@ def pandas_dmon(path: Path, out: Path) -> int:
 
 def bench_dmon(w: Written, tmp: Path, args: argparse.Namespace) -> list[Row]:
     label = f"{w.bytes / 1e6:.1f} MB, {w.total:,} samples"
-    r_s, r_n = timed(lambda: rooftop_dmon(w.path, tmp / "r.parquet"), args.repeat)
+    r_s, r_n = timed(lambda: rooftop_to_parquet(w.path, tmp / "r.parquet"), args.repeat)
     r_cpu = timed.cpu  # type: ignore[attr-defined]
     p_s, p_n = timed(lambda: pandas_dmon(w.path, tmp / "p.parquet"), args.repeat)
     row = Row("dcgmi dmon -> Parquet", label, r_s, "pandas read_csv(\\s+)+clean-up", p_s, "(report)",
               rows=f"{r_n}/{p_n}", rooftop_cpu_s=r_cpu, baseline_cpu_s=timed.cpu)  # type: ignore[attr-defined]
     row.met = r_n == p_n == w.total
     if args.profile:
-        profiled(lambda: rooftop_dmon(w.path, tmp / "r.parquet"), tmp.parent / "profile_dmon.html")
+        profiled(lambda: rooftop_to_parquet(w.path, tmp / "r.parquet"), tmp.parent / "profile_dmon.html")
     return [row]
 
 
