@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from io import StringIO
 
@@ -529,3 +530,30 @@ def is_missing_text(s: pd.Series) -> pd.Series:
         return t.isin(MISSING_TOKENS)
 
     return _by_unique(s, miss).astype(bool)
+
+
+BlockReader = Callable[[CsvBlock, str], tuple[pd.DataFrame, np.ndarray, list[BadRow]]]
+
+
+def read_blocks(path: str, text: str,
+                read_one: BlockReader) -> tuple[pd.DataFrame, np.ndarray, list[BadRow], str]:
+    """Every CSV block of an export read with ``read_one(block, text)``, rows without integer IDs
+    dropped (as :class:`BadRow`), blocks concatenated; also the first block's separator.
+    ``InputError`` when there is no header or no data row at all."""
+    blocks = locate_blocks(text)
+    if not blocks:
+        raise no_data_error(path, text, 'no ncu CSV header ("ID","Process ID",...) found')
+    frames: list[pd.DataFrame] = []
+    line_parts: list[np.ndarray] = []
+    bad: list[BadRow] = []
+    for block in blocks:
+        df, nos, b = read_one(block, text)
+        bad += b
+        df, nos, b = split_valid_ids(df, nos)
+        bad += b
+        frames.append(df)
+        line_parts.append(nos)
+    df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True).fillna("")
+    if len(df) == 0 and not bad:
+        raise no_data_error(path, text, "the ncu CSV header is present but there are no data rows")
+    return df, np.concatenate(line_parts), bad, blocks[0].sep

@@ -43,21 +43,21 @@ import pandas as pd
 from parsers.model import RULE_COLUMNS, InputAccounting, ParseResult, Rejected, normalize_kernels
 from parsers.ncu_csv import (
     BadRow,
+    CsvBlock,
     detect_decimal_comma,
     error_lines,
     factorize_columns,
     fill_launch_identity,
     identity_frame,
     instance_reducer,
-    locate_blocks,
     measured_columns,
     no_data_error,
     numeric_column,
     read_block,
+    read_blocks,
     rejected_launches,
     sample_values,
     sanitize_values,
-    split_valid_ids,
 )
 from parsers.ncu_labels import lookup_label
 from parsers.source import ParseOptions, Source
@@ -73,28 +73,16 @@ CMD_SECTION = "Command line profiler metrics"
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Parse a details-page export into kernel and rules tables (see module docstring)."""
     text = src.text()
-    blocks = locate_blocks(text)
-    if not blocks:
-        raise no_data_error(src.path, text, 'no ncu CSV header ("ID","Process ID",...) found')
-    frames: list[pd.DataFrame] = []
-    line_parts: list[np.ndarray] = []
-    bad: list[BadRow] = []
-    for block in blocks:
+
+    def read_one(block: CsvBlock, text: str) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
         missing_cols = [c for c in REQUIRED if c not in block.header]
         if missing_cols:
             raise no_data_error(src.path, text, f"details-page header lacks column(s) {', '.join(missing_cols)}")
         mv = block.header.index("Metric Value")
         shapes = {len(block.header)} | {w for w in (mv + 1, mv + 2) if w <= len(block.header)}
-        df, nos, b = read_block(block, shapes)
-        bad += b
-        df, nos, b = split_valid_ids(df, nos)
-        bad += b
-        frames.append(df)
-        line_parts.append(nos)
-    df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True).fillna("")
-    line_nos = np.concatenate(line_parts)
-    if len(df) == 0 and not bad:
-        raise no_data_error(src.path, text, "the ncu CSV header is present but there are no data rows")
+        return read_block(block, shapes)
+
+    df, line_nos, bad, sep = read_blocks(src.path, text, read_one)
 
     # Launches in order of first appearance.
     codes, launch_keys = factorize_columns(df, ["ID", "Process ID"])
@@ -112,7 +100,6 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         bad += [BadRow(int(n), "row has neither a metric name nor a rule name", i, p)
                 for i, p, n in zip(ids[neither], pids[neither], line_nos[neither], strict=True)]
 
-    sep = blocks[0].sep
     mcols = [c for c in ("Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Metric Value")
              if c in df.columns]
     mrows = df.loc[is_metric, mcols]

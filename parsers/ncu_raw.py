@@ -33,21 +33,20 @@ from parsers.model import InputAccounting, ParseResult, Rejected, normalize_kern
 from parsers.ncu_csv import (
     NON_METRIC_COLUMNS,
     BadRow,
+    CsvBlock,
     detect_decimal_comma,
     error_lines,
     fill_launch_identity,
     identity_frame,
     instance_reducer,
     is_missing_text,
-    locate_blocks,
     measured_columns,
-    no_data_error,
     numeric_frame,
     read_block,
+    read_blocks,
     rejected_launches,
     sample_values,
     sanitize_values,
-    split_valid_ids,
 )
 from parsers.source import ParseOptions, Source
 from parsers.units import si_factor
@@ -58,17 +57,12 @@ FORMAT = "ncu-raw-csv"
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Parse a raw-page export into the canonical kernel table (see module docstring)."""
     text = src.text()
-    blocks = locate_blocks(text)
-    if not blocks:
-        raise no_data_error(src.path, text, 'no ncu CSV header ("ID","Process ID",...) found')
-    frames: list[pd.DataFrame] = []
-    line_parts: list[np.ndarray] = []
     units: dict[str, str] = {}
-    bad: list[BadRow] = []
     n_unit_rows = 0
-    for block in blocks:
-        df, nos, b = read_block(block, {len(block.header)})
-        bad += b
+
+    def read_one(block: CsvBlock, _text: str) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
+        nonlocal n_unit_rows
+        df, nos, bad = read_block(block, {len(block.header)})
         # Units rows: every identity cell empty (the first one after each header).
         ident_cols = [c for c in df.columns if c in NON_METRIC_COLUMNS]
         is_units = (df[ident_cols] == "").all(axis=1) if ident_cols else pd.Series(False, index=df.index)
@@ -82,14 +76,9 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             df, nos = df.iloc[1:].reset_index(drop=True), nos[1:]
         elif len(units_at):
             df, nos = df.loc[~is_units.to_numpy()].reset_index(drop=True), nos[~is_units.to_numpy()]
-        df, nos, b = split_valid_ids(df, nos)
-        bad += b
-        frames.append(df)
-        line_parts.append(nos)
-    df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True).fillna("")
-    line_nos = np.concatenate(line_parts)
-    if len(df) == 0 and not bad:
-        raise no_data_error(src.path, text, "the ncu CSV header is present but there are no data rows")
+        return df, nos, bad
+
+    df, line_nos, bad, sep = read_blocks(src.path, text, read_one)
 
     # Repeated (ID, PID): keep the first, reject the others.
     dup = df.duplicated(["ID", "Process ID"]).to_numpy()
@@ -98,7 +87,6 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
                 for i, p, n in zip(df.loc[dup, "ID"], df.loc[dup, "Process ID"], line_nos[dup], strict=True)]
         df, line_nos = df.loc[~dup].reset_index(drop=True), line_nos[~dup]
 
-    sep = blocks[0].sep
     metric_cols = [c for c in df.columns if c not in NON_METRIC_COLUMNS]
     sample = sample_values([df[c] for c in metric_cols[:200]]) if sep == ";" else []
     dc = detect_decimal_comma(sep, sample, opts.decimal_comma)
