@@ -14,6 +14,13 @@ import json
 import math
 from typing import Any
 
+import orjson
+
+# orjson: compact UTF-8, NaN/inf -> null, numpy scalars/arrays, non-str keys as strings (like
+# ``json``); datetimes and dataclasses go through ``default`` (``str``) as they do with ``json``.
+_OPTS = (orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+         | orjson.OPT_PASSTHROUGH_DATACLASS)
+
 _JSON_SCRIPT_ESCAPES = {
     ord("<"): "\\u003c",
     ord(">"): "\\u003e",
@@ -53,18 +60,41 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-def dumps(value: Any, *, indent: int | None = None) -> str:
-    """Strict JSON (no NaN/Infinity; non-finite numbers become ``null``), UTF-8 kept."""
+def dumps_bytes(value: Any, *, indent: bool = False, newline: bool = False) -> bytes:
+    """Strict JSON as UTF-8 bytes (no NaN/Infinity; non-finite numbers become ``null``).
+
+    orjson (C/Rust) writes it; ``indent`` gives two-space indentation. What orjson refuses
+    (integers beyond 64 bits, strings with lone surrogates, deep nesting) goes through
+    :mod:`json` with the same rules. ``newline`` ends the text with one."""
+    opts = _OPTS | (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_APPEND_NEWLINE if newline else 0)
     try:
-        return json.dumps(value, allow_nan=False, ensure_ascii=False, indent=indent,
+        return orjson.dumps(value, default=_default, option=opts)
+    except orjson.JSONEncodeError:
+        # a lone surrogate becomes its JSON escape (\udcxx): the bytes stay valid UTF-8
+        text = _stdlib_dumps(value, indent=2 if indent else None) + ("\n" if newline else "")
+        return text.encode("utf-8", "backslashreplace")
+
+
+def _stdlib_dumps(value: Any, *, indent: int | None) -> str:
+    seps = (",", ": ") if indent else (",", ":")  # orjson's layout
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False, indent=indent, separators=seps,
                           default=_default)
     except ValueError:
-        return json.dumps(_plain(value), allow_nan=False, ensure_ascii=False, indent=indent)
+        return json.dumps(_plain(value), allow_nan=False, ensure_ascii=False, indent=indent, separators=seps)
+
+
+def dumps(value: Any, *, indent: bool = False) -> str:
+    """:func:`dumps_bytes` as text."""
+    return dumps_bytes(value, indent=indent).decode("utf-8")
 
 
 def script_json(value: Any) -> str:
     """JSON safe to place verbatim between ``<script type="application/json">`` tags."""
-    return dumps(value).translate(_JSON_SCRIPT_ESCAPES)
+    text = dumps(value)
+    for ch, rep in _JSON_SCRIPT_ESCAPES.items():  # five C-level replaces (translate is per character)
+        text = text.replace(chr(ch), rep)
+    return text
 
 
 _MD_SPECIAL = str.maketrans({

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.escape import dumps
+from reports.escape import dumps_bytes
 
-# Above this many kernels or windows the JSON is written compact: with ``indent``, Python's
-# json module falls back to its pure-Python encoder, which dominated a 100k-kernel run
-# (bench/NOTES.md). Small documents stay indented for people reading them.
+# Above this many kernels or windows the JSON is written compact; small documents stay indented
+# (two spaces) for people reading them. The content is the same.
 COMPACT_ABOVE = 10_000
 
 
-def render_json(doc: dict[str, Any]) -> str:
-    """``json.dumps(doc, allow_nan=False, indent=1)``; non-finite numbers become ``null``.
-
-    Large documents (more than ``COMPACT_ABOVE`` kernels or windows) are written without
-    indentation; the content is the same.
-    """
+def render_json_bytes(doc: dict[str, Any]) -> bytes:
+    """The document as strict JSON in UTF-8 (what ``--json`` writes); non-finite numbers are ``null``."""
     rows = max(len(doc.get("kernels") or []), len(doc.get("windows") or []))
-    return dumps(doc, indent=None if rows > COMPACT_ABOVE else 1) + "\n"
+    return dumps_bytes(doc, indent=rows <= COMPACT_ABOVE, newline=True)
+
+
+def render_json(doc: dict[str, Any]) -> str:
+    """:func:`render_json_bytes` as text."""
+    return render_json_bytes(doc).decode("utf-8")

@@ -10,9 +10,9 @@ from reports.atomic import write_atomic
 def write_outputs(doc: dict[str, Any], html: str | None, md: str | None, json_path: str | None) -> None:
     """Render and write each requested output; each file appears whole or not at all."""
     if json_path:
-        from reports.json_report import render_json
+        from reports.json_report import render_json_bytes
 
-        write_atomic(json_path, render_json(doc))
+        write_atomic(json_path, render_json_bytes(doc))  # bytes: no 250 MB str to encode again
     if md:
         from reports.markdown import render_markdown
 
