@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer import metrics as M
 from analyzer.ceilings import CEILING_COLUMNS, ceiling_refs, resolve_ceilings
@@ -60,11 +62,8 @@ def si(value: float | None, unit: str) -> str:
 _PREFIXES = np.array([_PREFIX[k] for k in range(-5, 7)], dtype=object)
 
 
-def _si_series(values: pd.Series, unit: str) -> list[str]:
-    """:func:`si` for a whole column at once (each distinct value formatted once)."""
-    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype="float64")
-    codes, uniq = pd.factorize(v, use_na_sentinel=False)
-    u = np.asarray(uniq, dtype="float64")
+def _si_texts(u: np.ndarray, unit: str) -> list[str]:
+    """:func:`si` of each value of ``u`` (float64), vectorized but for the final ``%``."""
     finite = np.isfinite(u)
     nz = finite & (u != 0)
     k = np.zeros(len(u), dtype=int)
@@ -73,8 +72,12 @@ def _si_series(values: pd.Series, unit: str) -> list[str]:
     bump = np.abs(np.round(mant, 1)) >= 999.5  # 999.9 would print as 1e+03: use the next prefix
     k = np.where(bump & (k < 6), k + 1, k)
     mant = np.where(finite, u / np.power(1000.0, k), 0.0)
-    text = np.asarray(list(map("%.3g ".__mod__, mant.tolist())), dtype=object) + _PREFIXES[k + 5] + unit
-    return np.where(finite, text, "n/a")[codes].tolist()
+    text = list(map("%.3g ".__mod__, mant.tolist()))
+    suffix = [p + unit for p in _PREFIXES.tolist()]
+    text = list(map(str.__add__, text, [suffix[i] for i in (k + 5).tolist()]))
+    for i in np.flatnonzero(~finite).tolist():
+        text[i] = "n/a"
+    return text
 
 
 def stored_sol_verdicts(rules: pd.DataFrame) -> pd.Series:
@@ -184,127 +187,185 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.Data
     return f, ceil.devices
 
 
-def _obj(values: Any) -> np.ndarray:
-    """Strings as an object array (``None``/NaN -> "")."""
+# Evidence text is built with Arrow string kernels over whole columns (C loops, no per-row Python):
+# numbers are formatted once per distinct value in Python and gathered with ``take``; a sentence a
+# mask does not select is null and dropped when the rows' lists are assembled.
+_NULL = pa.scalar(None, pa.string())
+Text: TypeAlias = "pa.Array | pa.Scalar | str"
+
+
+def _cat(*parts: Text) -> pa.Array:
+    """Concatenate strings element-wise (null if any part is null)."""
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def _where(mask: Any, yes: Text, no: Text) -> pa.Array:
+    return pc.if_else(_mask(mask), yes, no)
+
+
+def _mask(mask: Any) -> np.ndarray:
+    return np.asarray(pd.Series(mask).fillna(False).to_numpy(dtype=bool))
+
+
+def _obj(values: Any) -> pa.Array:
+    """Strings as an Arrow array (``None``/NaN -> "")."""
     ser = pd.Series(values)
-    return np.asarray(ser.astype("object").where(ser.notna(), "").astype(str).tolist(), dtype=object)
+    try:
+        arr = pa.array(ser.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # not all strings: str() each, as before
+        arr = pa.array(ser.astype("object").where(ser.notna(), "").astype(str).tolist(), type=pa.string())
+    return pc.fill_null(arr, "")
 
 
-def _num(values: Any, fmt: str) -> np.ndarray:
-    """``fmt % value`` per row, "?" where not finite; each distinct value formatted once."""
+def _take(texts: list[str], codes: np.ndarray) -> pa.Array:
+    return pa.array(texts, type=pa.string()).take(pa.array(codes))
+
+
+def _factorize(values: Any) -> tuple[np.ndarray, np.ndarray]:
     v = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
     codes, uniq = pd.factorize(v, use_na_sentinel=False)
-    u = np.asarray(uniq, dtype="float64")
-    text = np.asarray(list(map(fmt.__mod__, np.nan_to_num(u).tolist())), dtype=object)
-    return np.where(np.isfinite(u), text, "?")[codes]
+    return codes, np.asarray(uniq, dtype="float64")
+
+
+def _num(values: Any, fmt: str) -> pa.Array:
+    """``fmt % value`` per row, "?" where not finite; each distinct value formatted once."""
+    codes, u = _factorize(values)
+    finite = np.isfinite(u)
+    text = list(map(fmt.__mod__, np.where(finite, u, 0.0).tolist()))
+    for i in np.flatnonzero(~finite).tolist():
+        text[i] = "?"
+    return _take(text, codes)
+
+
+def _si(values: Any, unit: str) -> pa.Array:
+    """:func:`si` for a whole column, as an Arrow array (each distinct value formatted once)."""
+    codes, u = _factorize(values)
+    return _take(_si_texts(u, unit), codes)
+
+
+def _joined(pieces: list[tuple[np.ndarray, Text]], n: int) -> pa.Array:
+    """The pieces whose mask is set, joined with ", " in order ("" where none is)."""
+    acc = pa.array([""] * n, type=pa.string())
+    for has, piece in pieces:
+        empty = pc.equal(acc, "")
+        acc = pc.if_else(has, pc.if_else(empty, piece, _cat(acc, ", ", piece)), acc)
+    return acc
+
+
+def _rows(frags: list[pa.Array], n: int) -> list[list[str]]:
+    """Per row, its non-null, non-empty fragments in order."""
+    if not frags or not n:
+        return [[] for _ in range(n)]
+    k = len(frags)
+    flat = pa.concat_arrays([pc.cast(fr, pa.string()) for fr in frags])  # fragment-major
+    flat = flat.take(pa.array(np.arange(k * n).reshape(k, n).T.ravel()))  # row-major
+    keep = pc.fill_null(pc.greater(pc.binary_length(flat), 0), False).to_numpy(zero_copy_only=False)
+    values = flat.filter(pa.array(keep)).to_numpy(zero_copy_only=False).tolist()
+    ends = np.cumsum(keep.reshape(n, k).sum(axis=1)).tolist()
+    starts = [0, *ends[:-1]]
+    return [values[a:b] for a, b in zip(starts, ends, strict=True)]
 
 
 def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     """The evidence, in words, for every kernel; each sentence is built for a whole column at once."""
     n = len(f)
-    frags: list[np.ndarray] = []
+    frags: list[pa.Array] = []
 
-    def add(mask: pd.Series | np.ndarray, texts: np.ndarray | str) -> None:
-        m = np.asarray(pd.Series(mask).fillna(False).to_numpy(dtype=bool))
-        t = np.full(n, texts, dtype=object) if isinstance(texts, str) else texts
-        frags.append(np.where(m, t, ""))
+    def add(mask: Any, texts: Text) -> None:
+        frags.append(pc.if_else(_mask(mask), texts, _NULL))
 
     def fin(col: str) -> np.ndarray:
         return np.isfinite(pd.to_numeric(f[col], errors="coerce").to_numpy(dtype="float64"))
 
     lim, label = c["limiter"], c["label"]
     # 1. NVIDIA's SOL verdict
-    legacy = np.where(f["sol_source"] == "legacy", " [legacy sm__sol_pct / gpu__compute_memory_sol_pct]", "")
+    legacy = _where(f["sol_source"] == "legacy", " [legacy sm__sol_pct / gpu__compute_memory_sol_pct]", "")
     add(c["sol_verdict"].notna(),
-        "NCU Speed Of Light: compute (SM) " + _num(f["sol_compute_pct"], "%.1f") + "%, memory "
-        + _num(f["sol_memory_pct"], "%.1f") + "% -> SOLBottleneck \"" + _obj(c["sol_verdict"])
-        + "\" (thresholds 80/60/10, waves < 1; formulas.md §3.1)" + legacy)
+        _cat("NCU Speed Of Light: compute (SM) ", _num(f["sol_compute_pct"], "%.1f"), "%, memory ",
+             _num(f["sol_memory_pct"], "%.1f"), "% -> SOLBottleneck \"", _obj(c["sol_verdict"]),
+             "\" (thresholds 80/60/10, waves < 1; formulas.md §3.1)", legacy))
     if "ncu_stored_verdict" in f.columns:
-        add(f["ncu_stored_verdict"].notna(), "NCU's own stored verdict: \"" + _obj(f["ncu_stored_verdict"]) + "\"")
+        add(f["ncu_stored_verdict"].notna(), _cat("NCU's own stored verdict: \"", _obj(f["ncu_stored_verdict"]), "\""))
 
     # 2. overhead reasons
     over = (label == "overhead-bound").to_numpy()
     add(over & (lim == "launch").to_numpy(),
-        "Duration " + np.asarray(_si_series(f["duration_s"], "s"), dtype=object)
-        + f" < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost (formulas.md §5.2); "
-        "batch, fuse or graph-capture such launches")
+        _cat("Duration ", _si(f["duration_s"], "s"),
+             f" < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost (formulas.md §5.2); "
+             "batch, fuse or graph-capture such launches"))
     add(over & (lim == "small-grid").to_numpy(),
-        "Grid of " + _num(f["grid"].astype("float64"), "%.0f") + " block(s) on " + _num(f["sm_count"], "%.0f")
-        + " SMs (" + _num(f["waves"], "%.2f") + " waves): SMs sit idle (ncu Small Grid, formulas.md §3.3)")
+        _cat("Grid of ", _num(f["grid"].astype("float64"), "%.0f"), " block(s) on ", _num(f["sm_count"], "%.0f"),
+             " SMs (", _num(f["waves"], "%.2f"), " waves): SMs sit idle (ncu Small Grid, formulas.md §3.3)"))
     add(over & (lim == "tail").to_numpy(),
-        _num(f["waves"], "%.2f") + " waves: the partial last wave can take up to "
-        + _num(100.0 / (1.0 + np.floor(f["waves"])), "%.0f") + "% of the runtime (ncu Tail Effect, formulas.md §3.3)")
+        _cat(_num(f["waves"], "%.2f"), " waves: the partial last wave can take up to ",
+             _num(100.0 / (1.0 + np.floor(f["waves"])), "%.0f"),
+             "% of the runtime (ncu Tail Effect, formulas.md §3.3)"))
     add(over & (lim == "latency").to_numpy(),
         "Compute and memory both below 60% of peak, grid fills the SMs: latency-bound (stalls, "
         "occupancy, dependencies), not throughput-bound (ncu Latency Issue, formulas.md §3.1, §5.3)")
 
     # 3. work and compute roof
     tot = f["flops"]
-    mix = np.full(n, "", dtype=object)
+    pieces = []
     for k in M.FLOP_CLASSES:
         share = 100.0 * f[f"flops_{k}"] / tot.where(tot > 0)
-        has = (share.notna() & (f[f"flops_{k}"] > 0)).to_numpy()
-        mix = np.where(has, mix + np.where(mix == "", "", ", ") + f"{k} " + _num(share, "%.0f") + "%", mix)
-    mix = np.where(mix == "", "no FLOPs", mix)
+        pieces.append((_mask(share.notna() & (f[f"flops_{k}"] > 0)), _cat(f"{k} ", _num(share, "%.0f"), "%")))
+    mix = _joined(pieces, n)
+    mix = pc.if_else(pc.equal(mix, ""), "no FLOPs", mix)
     dom = f["dominant_class"].fillna("fp32")
-    src_word = np.full(n, "", dtype=object)
+    src_word = pa.array([""] * n, type=pa.string())
     for k in M.FLOP_CLASSES:
-        src_word = np.where((dom == k).to_numpy(), _obj(f[f"src_peak_{k}"]), src_word)
-    head = ("Work " + np.asarray(_si_series(tot, "FLOP"), dtype=object) + " (" + mix + "); achieved "
-            + np.asarray(_si_series(f["achieved_flops_s"], "FLOP/s"), dtype=object))
-    roof_txt = np.where(fin("compute_util"),
-                        " = " + _num(100.0 * f["compute_util"], "%.1f") + "% of the compute roof "
-                        + np.asarray(_si_series(f["compute_peak"], "FLOP/s"), dtype=object) + " (" + src_word + ")",
-                        "; compute roof unknown")
-    add(tot.notna() & f["duration_s"].notna(), head + roof_txt)
+        src_word = _where(dom == k, _obj(f[f"src_peak_{k}"]), src_word)
+    head = _cat("Work ", _si(tot, "FLOP"), " (", mix, "); achieved ", _si(f["achieved_flops_s"], "FLOP/s"))
+    roof_txt = _where(fin("compute_util"),
+                      _cat(" = ", _num(100.0 * f["compute_util"], "%.1f"), "% of the compute roof ",
+                           _si(f["compute_peak"], "FLOP/s"), " (", src_word, ")"),
+                      "; compute roof unknown")
+    add(tot.notna() & f["duration_s"].notna(), _cat(head, roof_txt))
 
     # 4. each level
     for lvl in M.LEVELS:
         name = LEVEL_NAMES[lvl]
         b = f[f"bytes_{lvl}"]
-        txt = (f"{name}: " + np.asarray(_si_series(b, "B"), dtype=object) + " (" + _obj(f[f"bytes_{lvl}_source"]) + ")")
-        rate = np.asarray(_si_series(b / f["duration_s"], "B/s"), dtype=object)
-        util = (", " + rate + " = " + _num(100.0 * f[f"bw_util_{lvl}"], "%.1f") + "% of "
-                + np.asarray(_si_series(f[f"bw_{lvl}"], "B/s"), dtype=object) + " (" + _obj(f[f"src_bw_{lvl}"]) + ")")
-        txt = txt + np.where(fin(f"bw_util_{lvl}"), util,
-                             np.where(fin("duration_s"), ", " + rate + f" (no {name} ceiling)", ""))
+        txt = _cat(f"{name}: ", _si(b, "B"), " (", _obj(f[f"bytes_{lvl}_source"]), ")")
+        rate = _si(b / f["duration_s"], "B/s")
+        util = _cat(", ", rate, " = ", _num(100.0 * f[f"bw_util_{lvl}"], "%.1f"), "% of ",
+                    _si(f[f"bw_{lvl}"], "B/s"), " (", _obj(f[f"src_bw_{lvl}"]), ")")
+        txt = _cat(txt, _where(fin(f"bw_util_{lvl}"), util,
+                               _where(fin("duration_s"), _cat(", ", rate, f" (no {name} ceiling)"), "")))
         ai, ridge = f[f"intensity_{lvl}"], f[f"ridge_{lvl}"]
-        cmp_ = np.where((ai < ridge).to_numpy(), " < ridge ", " >= ridge ")
-        txt = txt + np.where(fin(f"intensity_{lvl}"), "; AI " + _num(ai, "%.3g") + " FLOP/B"
-                             + np.where(fin(f"ridge_{lvl}"), cmp_ + _num(ridge, "%.3g"), ""), "")
+        cmp_ = _where(ai < ridge, " < ridge ", " >= ridge ")
+        txt = _cat(txt, _where(fin(f"intensity_{lvl}"),
+                               _cat("; AI ", _num(ai, "%.3g"), " FLOP/B",
+                                    _where(fin(f"ridge_{lvl}"), _cat(cmp_, _num(ridge, "%.3g")), "")), ""))
         add(b.notna(), txt)
 
     # 5. binding level and the decision
     bind = f["binding_level"].map(LEVEL_NAMES)
-    att = ("Binding level " + _obj(bind) + ": attainable "
-           + np.asarray(_si_series(f["attainable_flops_s"], "FLOP/s"), dtype=object)
-           + np.where(fin("pct_of_roof"), "; achieved " + _num(f["pct_of_roof"], "%.0f") + "% of it", ""))
+    att = _cat("Binding level ", _obj(bind), ": attainable ", _si(f["attainable_flops_s"], "FLOP/s"),
+               _where(fin("pct_of_roof"), _cat("; achieved ", _num(f["pct_of_roof"], "%.0f"), "% of it"), ""))
     add(bind.notna() & f["attainable_flops_s"].notna(), att)
-    units = np.full(n, "", dtype=object)
-    for lvl in M.LEVELS:
-        has = fin(f"unit_{lvl}")
-        units = np.where(has, units + np.where(units == "", "", ", ") + f"{LEVEL_NAMES[lvl]} "
-                         + _num(f[f"unit_{lvl}"], "%.1f") + "%", units)
-    add(units != "", "Memory units (SOL breakdown): " + units)
+    units = _joined([(fin(f"unit_{lvl}"), _cat(f"{LEVEL_NAMES[lvl]} ", _num(f[f"unit_{lvl}"], "%.1f"), "%"))
+                     for lvl in M.LEVELS], n)
+    add(pc.not_equal(units, "").to_numpy(zero_copy_only=False), _cat("Memory units (SOL breakdown): ", units))
     add(c["memory_side_pct"].notna() & c["compute_side_pct"].notna() & (label != "overhead-bound"),
-        "Memory side " + _num(c["memory_side_pct"], "%.1f") + "% vs compute side " + _num(c["compute_side_pct"], "%.1f")
-        + "% of peak -> " + _obj(label) + " (" + _obj(lim) + ")")
+        _cat("Memory side ", _num(c["memory_side_pct"], "%.1f"), "% vs compute side ", _num(c["compute_side_pct"], "%.1f"),
+             "% of peak -> ", _obj(label), " (", _obj(lim), ")"))
 
     # 6. provenance and gaps
     add(f["bytes_convention"].isin(["nersc", "mixed"]),
         "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (formulas.md §1.7, §2)")
     add(f["duration_source"].notna() & (f["duration_source"] != "gpu__time_duration.sum"),
-        "Duration from " + _obj(f["duration_source"]))
-    gaps = np.full(n, "", dtype=object)
-    for what, miss in ([(f"{LEVEL_NAMES[lvl]} bytes", f[f"bytes_{lvl}"].isna()) for lvl in M.LEVELS]
-                       + [("FLOP counters", f["flops"].isna()),
-                          ("SpeedOfLight %", f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),
-                          ("duration", f["duration_s"].isna())]):
-        gaps = np.where(miss.to_numpy(), gaps + np.where(gaps == "", "", ", ") + what, gaps)
-    add(gaps != "", "Not in the export, so not evaluated: " + gaps)
+        _cat("Duration from ", _obj(f["duration_source"])))
+    gaps = _joined([(_mask(miss), what) for what, miss in (
+        [(f"{LEVEL_NAMES[lvl]} bytes", f[f"bytes_{lvl}"].isna()) for lvl in M.LEVELS]
+        + [("FLOP counters", f["flops"].isna()),
+           ("SpeedOfLight %", f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),
+           ("duration", f["duration_s"].isna())])], n)
+    add(pc.not_equal(gaps, "").to_numpy(zero_copy_only=False), _cat("Not in the export, so not evaluated: ", gaps))
     add(label == "unknown", "Nothing decides the bound: no SpeedOfLight %, and the roofline lacks FLOPs, bytes, "
                             "time or ceilings for a comparison")
-    return [list(filter(None, row)) for row in zip(*(fr.tolist() for fr in frags), strict=True)]
+    return _rows(frags, n)
 
 
 def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | None = None,
