@@ -11,6 +11,8 @@ import hashlib
 import math
 from collections.abc import Callable
 from datetime import datetime, timezone
+from itertools import chain, repeat
+from operator import is_not
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +62,17 @@ SPARSE_EXTRAS = ("peak_fp64", "peak_fp32", "peak_fp16", "peak_tensor", "bw_l1", 
                  "sm_count", "ceiling_device")
 
 
+_PLAIN = {str, int, bool, type(None)}
+
+
 def jsonable(value: Any) -> Any:
     """Plain JSON types: NaN/NA/inf -> None, numpy scalars -> Python, containers recursively."""
     if value is None or value is pd.NA or value is pd.NaT:
         return None
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
+    if type(value) is list and set(map(type, value)) <= _PLAIN:  # e.g. 100k kernel positions
+        return list(value)
     if isinstance(value, (list, tuple, np.ndarray, pd.Series)):
         return [jsonable(v) for v in list(value)]
     if isinstance(value, (np.bool_, bool)):
@@ -108,7 +115,15 @@ def _column_values(results: pd.DataFrame, col: str) -> list[Any]:
         return out
     if isinstance(dtype, np.dtype) and dtype.kind in "iub":
         return list(s.to_numpy().tolist())
-    return [_plain_value(v) for v in s.tolist()]
+    if isinstance(dtype, pd.StringDtype):
+        return list(s.to_numpy(dtype=object, na_value=None).tolist())
+    vals = s.tolist()
+    types = set(map(type, vals))
+    if types <= _PLAIN:  # strings/None (no NaN, no numpy scalars): already plain
+        return vals
+    if types == {list} and set(map(type, chain.from_iterable(vals))) <= {str}:  # evidence
+        return vals
+    return [_plain_value(v) for v in vals]
 
 
 _DEFAULTS: dict[str, Callable[[], Any]] = {"evidence": list, "ncu_rules": list, "label": lambda: "unknown", "limiter": lambda: "unknown"}
@@ -143,22 +158,40 @@ def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
     for key in order:
         if key in groups:
             names = [k for k, _ in groups[key]]
-            parts.append((key, [dict(zip(names, vs, strict=True))
-                                for vs in zip(*(cols[c] for _, c in groups[key]), strict=True)]
-                          if n else []))
+            parts.append((key, list(map(dict, map(zip, repeat(names), zip(*(cols[c] for _, c in groups[key]),
+                                                                              strict=True))))))
         else:
             parts.append((key, cols[key]))
     keys = [k for k, _ in parts]
-    records = [dict(zip(keys, vs, strict=True)) for vs in zip(*(v for _, v in parts), strict=True)] if n else []
-    if extra:
-        ekeys = list(extra)
-        for rec, vs in zip(records, zip(*extra.values(), strict=True), strict=True):
-            rec["extra"] = dict(zip(ekeys, vs, strict=True))
-    for col, vals in sparse.items():
-        for i, v in enumerate(vals):
-            if v is not None:
-                records[i].setdefault("extra", {})[col] = v
+    records = list(map(dict, map(zip, repeat(keys), zip(*(v for _, v in parts), strict=True)))) if n else []
+    _add_extras(records, extra, sparse)
     return records
+
+
+def _add_extras(records: list[dict[str, Any]], extra: dict[str, list[Any]], sparse: dict[str, list[Any]]) -> None:
+    """``extra`` on each record: every ``extra`` column, then the ``sparse`` ones that are not null
+    there (no ``extra`` key where that leaves nothing). Rows are grouped by which sparse columns
+    they have, so each group's dicts are built by one ``zip`` of whole columns."""
+    n = len(records)
+    if not n or not (extra or sparse):
+        return
+    skeys = list(sparse)
+    code = np.zeros(n, dtype=np.int64)
+    for j, vals in enumerate(sparse.values()):
+        code |= np.array(list(map(is_not, vals, repeat(None))), dtype=np.int64) << j
+    patterns, inverse = np.unique(code, return_inverse=True)
+    for p, pattern in enumerate(patterns.tolist()):
+        keys = list(extra) + [k for j, k in enumerate(skeys) if pattern >> j & 1]
+        if not keys:
+            continue
+        cols = [*extra.values(), *(sparse[k] for k in keys[len(extra):])]
+        if len(patterns) == 1:
+            rows: list[int] = list(range(n))
+        else:
+            rows = np.flatnonzero(inverse == p).tolist()
+            cols = [[c[i] for i in rows] for c in cols]
+        for i, d in zip(rows, map(dict, map(zip, repeat(keys), zip(*cols, strict=True))), strict=True):
+            records[i]["extra"] = d
 
 
 def file_sha256(path: str) -> str | None:
