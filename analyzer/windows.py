@@ -180,24 +180,106 @@ def _dense(code: np.ndarray) -> tuple[np.ndarray, int]:
     return np.asarray(inv, dtype="int64"), len(uniq)
 
 
+@dataclass
+class WindowPartials:
+    """Window partials as arrays: one row per (key tuple, window), sorted by key codes (missing
+    last) then window start. What the fleet engines pass between map and reduce (small, picklable,
+    no per-row Python objects); :meth:`to_frame` gives the documented partials columns.
+
+    ``uniques[i]``: sorted distinct values of ``_KEY_KEEP[i]`` (object array of str);
+    ``codes[:, i]``: index into it, ``len(uniques[i])`` = missing. ``sums``/``counts``/``zeros``:
+    ``(rows, len(METRICS))``. ``labels[lab]``: (top-value codes, uniques, top counts), code
+    ``len(uniques)`` = none."""
+
+    uniques: tuple[np.ndarray, ...]
+    codes: np.ndarray
+    window_start: np.ndarray
+    sums: np.ndarray
+    counts: np.ndarray
+    zeros: np.ndarray
+    first_ts: np.ndarray
+    last_ts: np.ndarray
+    window_s: float
+    labels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.window_start)
+
+    def key_values(self, i: int) -> np.ndarray:
+        """Column ``_KEY_KEEP[i]`` as an object array (None for missing)."""
+        return _decode(self.codes[:, i], self.uniques[i])
+
+    def to_frame(self) -> pd.DataFrame:
+        """The documented partials table (module docstring)."""
+        n = len(self)
+        cols: dict[str, Any] = {name: self.key_values(i) for i, name in enumerate(_KEY_KEEP)}
+        cols["window_start"] = self.window_start
+        for j, m in enumerate(METRICS):
+            cols[m + "__sum"] = self.sums[:, j]
+            cols[m + "__n"] = self.counts[:, j]
+            cols[m + "__zero"] = self.zeros[:, j]
+        cols["n_samples"] = self.counts.sum(axis=1)
+        cols["first_ts"], cols["last_ts"] = self.first_ts, self.last_ts
+        cols["window_s"] = np.full(n, float(self.window_s))
+        for lab in LABEL_COLUMNS:
+            if lab in self.labels:
+                c, u, k = self.labels[lab]
+                cols[lab], cols[lab + "__n"] = _decode(c, u), k
+            else:
+                cols[lab], cols[lab + "__n"] = np.full(n, None, dtype=object), np.zeros(n, "int64")
+        obj = {*_KEY_KEEP, *LABEL_COLUMNS}
+        return pd.DataFrame({c: pd.Series(v, dtype=object) if c in obj else v for c, v in cols.items()},
+                            copy=False)
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> WindowPartials:
+        """Arrays of a partials table (rows as they are: not re-grouped, not sorted)."""
+        n = len(df)
+        keys = [_codes(df[c]) if c in df.columns else _missing(n) for c in _KEY_KEEP]
+        mat = {suf: np.zeros((n, len(METRICS)), dtype="float64" if suf == "__sum" else "int64")
+               for suf in ("__sum", "__n", "__zero")}
+        for suf, arr in mat.items():
+            for j, m in enumerate(METRICS):
+                if m + suf in df.columns:
+                    arr[:, j] = df[m + suf].to_numpy(dtype=arr.dtype)
+        ws = df["window_s"].to_numpy(dtype="float64") if "window_s" in df.columns else np.empty(0)
+        labels = {}
+        for lab in LABEL_COLUMNS:
+            if lab in df.columns:
+                c, u = _codes(df[lab], blank_missing=True)
+                k = df[lab + "__n"].to_numpy(dtype="int64") if lab + "__n" in df.columns else np.ones(n, "int64")
+                labels[lab] = (np.asarray(c, dtype="int64"), u, np.where(c < len(u), k, 0))
+        return cls(uniques=tuple(u for _c, u in keys),
+                   codes=np.stack([np.asarray(c, dtype="int64") for c, _u in keys], axis=1).reshape(n, len(keys)),
+                   window_start=df["window_start"].to_numpy(dtype="int64"), sums=mat["__sum"],
+                   counts=mat["__n"], zeros=mat["__zero"], first_ts=df["first_ts"].to_numpy(dtype="int64"),
+                   last_ts=df["last_ts"].to_numpy(dtype="int64"),
+                   window_s=float(ws[0]) if len(ws) else 60.0, labels=labels)
+
+
+def _decode(codes: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    return np.r_[uniques, np.array([None], dtype=object)].astype(object)[codes]
+
+
 def window_partials(samples: pd.DataFrame, window_s: float) -> pd.DataFrame:
     """Per (``KEY_COLUMNS``) sums, counts and label counts of one partition of samples (pandas)."""
     n = len(samples)
     if not n:
-        return _empty_partials(window_s)
+        return _empty_partials(window_s).to_frame()
     keys = [_codes(samples[c]) if c in samples.columns else _missing(n) for c in _KEY_KEEP]
     labels = {lab: _codes(samples[lab], blank_missing=True) for lab in LABEL_COLUMNS if lab in samples.columns}
     out = _partials_core(_epoch_ms(samples["timestamp"]), samples["field_id"].to_numpy(),
                          samples["value"].to_numpy(dtype="float64"), keys, labels, window_s,
                          ((-(2**63), 2**63 - 1),))[0]
-    return out if out is not None else _empty_partials(window_s)
+    return (out if out is not None else _empty_partials(window_s)).to_frame()
 
 
 def window_partials_arrow(batch: pa.RecordBatch | pa.Table, window_s: float, slices: Slices,
-                          constants: dict[str, str | None] | None = None) -> list[pd.DataFrame | None]:
+                          constants: dict[str, str | None] | None = None) -> list[WindowPartials | None]:
     """:func:`window_partials` of an Arrow batch (as read from Parquet, strings dictionary-encoded
-    or not) for each time slice ``[lo, hi)`` (epoch ms): one partial table per slice, None if empty.
-    ``constants``: string columns absent from ``batch`` that hold one value (or None) on every row."""
+    or not) for each time slice ``[lo, hi)`` (epoch ms): one :class:`WindowPartials` per slice,
+    None if empty. ``constants``: string columns absent from ``batch`` that hold one value (or
+    None) on every row."""
     n = batch.num_rows
     consts = constants or {}
     names = {*batch.schema.names, *consts}
@@ -236,21 +318,35 @@ def _take(c: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
     return np.broadcast_to(c[:1], (n,)) if _is_const(c) and len(c) else c[keep]
 
 
-def _empty_partials(window_s: float) -> pd.DataFrame:
-    out = _partials_core(np.zeros(1, "int64"), np.full(1, 1001), np.zeros(1), [_missing(1)] * len(_KEY_KEEP),
-                         {}, window_s, ((0, 1),))[0]
-    assert out is not None
-    return out.iloc[:0].reset_index(drop=True)
+def _empty_partials(window_s: float) -> WindowPartials:
+    m = len(METRICS)
+    z = np.zeros(0, dtype="int64")
+    return WindowPartials(uniques=tuple(np.empty(0, dtype=object) for _ in _KEY_KEEP),
+                          codes=np.zeros((0, len(_KEY_KEEP)), dtype="int64"), window_start=z,
+                          sums=np.zeros((0, m)), counts=np.zeros((0, m), "int64"),
+                          zeros=np.zeros((0, m), "int64"), first_ts=z, last_ts=z, window_s=float(window_s))
+
+
+def _run_starts(a: np.ndarray) -> np.ndarray | None:
+    """Start of every run of equal values in ``a`` when runs are long (mean >= 4 rows: rows of a
+    series in time order), else None (interleaved rows: tabulate row by row)."""
+    starts = np.flatnonzero(a[1:] != a[:-1])
+    if 4 * (len(starts) + 1) > len(a):
+        return None
+    starts += 1
+    return np.r_[np.int64(0), starts]
 
 
 def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Codes],
-                   labels: dict[str, Codes], window_s: float, slices: Slices) -> list[pd.DataFrame | None]:
+                   labels: dict[str, Codes], window_s: float, slices: Slices) -> list[WindowPartials | None]:
     """Sums, counts, zero counts, first/last timestamps and top labels per (slice, key, window).
 
     All group codes are dense integers built from sorted per-column codes (no hashing): the key
-    codes in mixed radix, the window as ``ts // window - first window``; sums per (group, metric)
-    are ``np.bincount`` over ``group × M + metric`` (plain sequential sums in row order, so the
-    same rows in the same order give the same bits on every engine).
+    codes in mixed radix, the window as ``ts // window - first window``. Per cell (group × metric):
+    rows in runs of one cell (a series in time order) are summed run by run (``np.add.reduceat``,
+    pairwise within a run) and the runs tabulated with ``np.bincount``; interleaved rows are
+    tabulated directly. Either way the same rows in the same order give the same bits on every
+    engine.
     """
     win_ms = max(1, round(window_s * 1000))
     metric = _FID_LUT.take(fid, mode="clip")  # out-of-range ids clip onto the -1 slots at both ends
@@ -280,20 +376,23 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
         t_lo, t_hi = (int(ts.min()), int(ts.max())) if n_keep else (0, 0)
     if not len(ts):
         return [None for _ in slices]
-    # group = ((key tuple) × windows + window) × slices + slice, key codes in mixed radix (sorted,
-    # missing last; constant, zero-stride columns left out): dense integers, no hashing, no sort
+    # group = ((key tuple) × windows + window) [× slices + slice], key codes in mixed radix
+    # (sorted, missing last; constant, zero-stride columns left out): dense, no hashing, no sort
     w0 = t_lo // win_ms
     base = w0 * win_ms
     n_win = (t_hi - base) // win_ms + 1
-    # float division of integers < 2**52 truncates to the exact floor (cheaper than int64 //)
-    grp = ((ts - base) / win_ms).astype("int64") if t_hi - base < 2**52 else (ts - base) // win_ms
+    if t_hi - base < 2**31:  # int32 division is several times cheaper than int64 (or float) division
+        grp = ((ts - base).astype("int32") // np.int32(win_ms)).astype("int64")
+    else:
+        grp = (ts - base) // win_ms
     varying = [i for i, (c, _u) in enumerate(keys) if not _is_const(c)]
+    n_s = 1 if sl is None else n_sl  # slices in the code space (one when every row is in sl0)
     card = 1
     for i in varying:
         card *= len(keys[i][1]) + 1
     rep: np.ndarray | None = None
     combo_ids: np.ndarray = np.zeros(1, dtype="int64")
-    if card * n_win * n_sl * len(METRICS) <= max(_DENSE_MAX, 4 * len(ts)):
+    if card * n_win * n_s * len(METRICS) <= max(_DENSE_MAX, 4 * len(ts)):
         stride = n_win  # every key tuple gets its block of windows, present or not (tiny)
         for i in reversed(varying):
             grp += np.multiply(keys[i][0], stride, dtype="int64")  # codes may be int32
@@ -311,10 +410,7 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
     if sl is not None:
         grp *= n_sl
         grp += sl
-    else:
-        grp *= n_sl
-        grp += sl0
-    n_grp = n_combo * n_win * n_sl
+    n_grp = n_combo * n_win * n_s
     n_m = len(METRICS)
     if n_grp * n_m > max(_DENSE_MAX, 4 * len(ts)):
         gdense, n_used = _dense(grp)
@@ -325,21 +421,13 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
         gid = np.arange(n_grp, dtype="int64")
     cell = grp * n_m
     cell += metric
-    size = n_grp * n_m
-    sums = np.bincount(cell, weights=value, minlength=size).reshape(n_grp, n_m)
-    cnts = np.bincount(cell, minlength=size).astype("int64").reshape(n_grp, n_m)
-    zeros = np.bincount(cell[value == 0.0], minlength=size).astype("int64").reshape(n_grp, n_m)
-    n_samples = cnts.sum(axis=1)
-    first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
-    last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
-    np.minimum.at(first, grp, ts)
-    np.maximum.at(last, grp, ts)
+    used, sums, cnts, zeros, first, last = _tabulate(cell, grp, ts, value, n_grp, n_m)
     tops = {lab: _top_dense(lab_codes, grp, n_grp) for lab, lab_codes in labels.items()}
-    # decode group ids -> (key codes, window, slice)
-    g_all = gid
-    g_sl = g_all % n_sl
-    g_win = (g_all // n_sl) % n_win
-    g_combo = g_all // n_sl // n_win
+    # decode the used groups' ids -> (key codes, window, slice)
+    g_all = gid[used]
+    g_sl = g_all % n_s if sl is not None else np.full(len(g_all), sl0, dtype="int64")
+    g_win = (g_all // n_s) % n_win
+    g_combo = g_all // n_s // n_win
     key_codes: list[np.ndarray] = [np.broadcast_to(c[:1] if len(c) else np.zeros(1, "int64"), g_all.shape)
                                    for c, _u in keys]  # constant columns
     if rep is not None:
@@ -350,58 +438,102 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
         for i in reversed(varying):
             k = len(keys[i][1]) + 1
             key_codes[i], rest = rest % k, rest // k
-    out: list[pd.DataFrame | None] = []
+    out: list[WindowPartials | None] = []
     for s in range(n_sl):
-        rows = np.flatnonzero((g_sl == s) & (n_samples > 0))
+        rows = np.flatnonzero(g_sl == s)
         if not len(rows):
             out.append(None)
             continue
-        cols: dict[str, Any] = {}
-        for i, name in enumerate(_KEY_KEEP):
-            cols[name] = np.r_[keys[i][1], np.array([None], dtype=object)][key_codes[i][rows]]
-        cols["window_start"] = (g_win[rows] + w0) * win_ms
-        for j, m in enumerate(METRICS):
-            cols[m + "__sum"] = sums[rows, j]
-            cols[m + "__n"] = cnts[rows, j]
-            cols[m + "__zero"] = zeros[rows, j]
-        cols["n_samples"] = n_samples[rows]
-        cols["first_ts"], cols["last_ts"] = first[rows], last[rows]
-        cols["window_s"] = np.full(len(rows), float(window_s))
-        for lab in LABEL_COLUMNS:
-            if lab in tops:
-                top, top_n = tops[lab]
-                cols[lab], cols[lab + "__n"] = top[rows], top_n[rows]
-            else:
-                cols[lab], cols[lab + "__n"] = np.full(len(rows), None, dtype=object), np.zeros(len(rows), "int64")
-        out.append(_frame(cols))
+        out.append(WindowPartials(
+            uniques=tuple(u for _c, u in keys),
+            codes=np.stack([np.asarray(kc[rows], dtype="int64") for kc in key_codes], axis=1),
+            window_start=(g_win[rows] + w0) * win_ms, sums=sums[rows], counts=cnts[rows], zeros=zeros[rows],
+            first_ts=first[rows], last_ts=last[rows], window_s=float(window_s),
+            labels={lab: (top[used[rows]], labels[lab][1], top_n[used[rows]]) for lab, (top, top_n) in tops.items()}))
     return out
 
 
+def _tabulate(cell: np.ndarray, grp: np.ndarray, ts: np.ndarray, value: np.ndarray, n_grp: int,
+              n_m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Groups that hold samples (ascending ids) with their sums, counts and exact zeros per metric
+    ``(groups, n_m)`` and first/last timestamps. Work is proportional to the rows and the cells
+    used, never to the (possibly sparse) code space ``n_grp × n_m``."""
+    zero = value == 0.0
+    any_zero = bool(np.count_nonzero(zero))
+    starts = _run_starts(cell)
+    if starts is None:  # interleaved rows: tabulate row by row over the whole (small) code space
+        size = n_grp * n_m
+        sums: np.ndarray = np.bincount(cell, weights=value, minlength=size).reshape(n_grp, n_m)
+        cnts: np.ndarray = np.bincount(cell, minlength=size).astype("int64").reshape(n_grp, n_m)
+        zeros: np.ndarray = (np.bincount(cell[zero], minlength=size).astype("int64").reshape(n_grp, n_m) if any_zero
+                 else np.zeros((n_grp, n_m), dtype="int64"))
+        gids = np.flatnonzero(cnts.any(axis=1))
+        first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
+        last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
+        g_starts = _run_starts(grp)
+        if g_starts is not None:
+            np.minimum.at(first, grp[g_starts], np.minimum.reduceat(ts, g_starts))
+            np.maximum.at(last, grp[g_starts], np.maximum.reduceat(ts, g_starts))
+        else:
+            np.minimum.at(first, grp, ts)
+            np.maximum.at(last, grp, ts)
+        return gids, sums[gids], cnts[gids], zeros[gids], first[gids], last[gids]
+    # runs of one cell (series in time order): reduce every run, then tabulate the runs
+    ucell, inv = np.unique(cell[starts], return_inverse=True)
+    inv = inv.ravel()
+    n_cells = len(ucell)
+    c_sum = np.bincount(inv, weights=np.add.reduceat(value, starts), minlength=n_cells)
+    c_n = np.bincount(inv, weights=np.diff(np.r_[starts, np.int64(len(cell))]), minlength=n_cells)
+    c_zero = (np.bincount(inv, weights=np.add.reduceat(zero.astype("int64"), starts), minlength=n_cells)
+              if any_zero else np.zeros(n_cells))
+    c_grp, c_m = ucell // n_m, ucell % n_m
+    head = np.r_[True, c_grp[1:] != c_grp[:-1]]
+    gids = c_grp[head]
+    g_of_cell = np.cumsum(head) - 1
+    n_g = len(gids)
+    sums = np.zeros((n_g, n_m))
+    cnts = np.zeros((n_g, n_m), dtype="int64")
+    zeros = np.zeros((n_g, n_m), dtype="int64")
+    sums[g_of_cell, c_m] = c_sum
+    cnts[g_of_cell, c_m] = np.rint(c_n)
+    zeros[g_of_cell, c_m] = np.rint(c_zero)
+    run_g = g_of_cell[inv]
+    first = np.full(n_g, np.iinfo("int64").max, dtype="int64")
+    last = np.full(n_g, np.iinfo("int64").min, dtype="int64")
+    np.minimum.at(first, run_g, np.minimum.reduceat(ts, starts))
+    np.maximum.at(last, run_g, np.maximum.reduceat(ts, starts))
+    return gids, sums, cnts, zeros, first, last
+
+
 def _top_dense(lab: Codes, grp: np.ndarray, n_grp: int) -> tuple[np.ndarray, np.ndarray]:
-    """Most frequent label per group (ties: smallest value); a dense (group × label) count table
-    when small, else :func:`_top_labels`."""
+    """Most frequent label code per group (ties: smallest value; ``len(uniques)`` and count 0
+    where the group has none); a dense (group × label) count table when small, else
+    :func:`_top_labels`."""
     lc, uniq = lab
     n_l = len(uniq)
     if n_l == 0:
-        return np.full(n_grp, None, dtype=object), np.zeros(n_grp, dtype="int64")
+        return np.zeros(n_grp, dtype="int64"), np.zeros(n_grp, dtype="int64")
+    if _is_const(lc):
+        c = int(lc[0]) if len(lc) else n_l
+        cnt = np.bincount(grp, minlength=n_grp).astype("int64") if c < n_l else np.zeros(n_grp, "int64")
+        return np.where(cnt > 0, c, n_l).astype("int64"), cnt
     if n_grp * (n_l + 1) > _DENSE_MAX:
         return _top_labels(lab, grp, n_grp)
     cnt = np.bincount(grp * (n_l + 1) + lc, minlength=n_grp * (n_l + 1)).reshape(n_grp, n_l + 1)[:, :n_l]
     best = cnt.argmax(axis=1)  # first maximum: the smallest value on ties
     top_n = np.asarray(cnt[np.arange(n_grp), best], dtype="int64")
-    top = np.asarray(np.where(top_n > 0, uniq[best], None), dtype=object)
-    return top, top_n
+    return np.where(top_n > 0, best, n_l).astype("int64"), top_n
 
 
 def _top_labels(lab: Codes, grp: np.ndarray, n_grp: int,
                 weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Most frequent label per group from sorted label codes (``len(uniques)`` = missing/blank),
-    counting each row ``weights`` times (default 1): ties go to the smallest value; None/0 where
-    the group has none."""
-    top = np.full(n_grp, None, dtype=object)
-    top_n = np.zeros(n_grp, dtype="int64")
+    """Most frequent label code per group from sorted label codes (``len(uniques)`` =
+    missing/blank), counting each row ``weights`` times (default 1): ties go to the smallest
+    value; ``len(uniques)``/0 where the group has none."""
     lc, uniq = lab
     n_l = len(uniq)
+    top = np.full(n_grp, n_l, dtype="int64")
+    top_n = np.zeros(n_grp, dtype="int64")
     ok = lc < n_l
     if weights is not None:
         ok &= weights > 0
@@ -414,7 +546,7 @@ def _top_labels(lab: Codes, grp: np.ndarray, n_grp: int,
     order = np.lexsort((li, -cnt, g))
     g, li, cnt = g[order], li[order], cnt[order]
     head = np.r_[True, g[1:] != g[:-1]]
-    top[g[head]] = uniq[li[head]]
+    top[g[head]] = li[head]
     top_n[g[head]] = cnt[head]
     return top, top_n
 
@@ -425,82 +557,123 @@ def _epoch_ms(ts: pd.Series) -> np.ndarray:
             .to_numpy().astype("int64"))
 
 
-def _tidy(out: pd.DataFrame) -> pd.DataFrame:
-    for c in _KEY_KEEP:
-        out[c] = out[c].astype("object").where(out[c].notna(), None)
-    out["window_start"] = out["window_start"].astype("int64")
-    return out.reset_index(drop=True)
-
-
 # -------------------------------------------------------------------------------------- reduce
-def combine_partials(parts: pd.DataFrame | list[pd.DataFrame]) -> pd.DataFrame:
+def _unify(uniques: list[np.ndarray], codes: list[np.ndarray]) -> Codes:
+    """Codes of several parts, each into its own sorted uniques (``len`` = missing), re-coded
+    into the sorted union (missing last), concatenated."""
+    first = uniques[0]
+    if all(len(u) == len(first) and (u is first or bool((u == first).all())) for u in uniques[1:]):
+        return np.concatenate(codes), first
+    union = np.unique(np.concatenate([np.asarray(u, dtype=object).astype(str) for u in uniques])).astype(object)
+    out = []
+    for u, c in zip(uniques, codes, strict=True):
+        remap = np.r_[np.searchsorted(union, np.asarray(u, dtype=object).astype(str)), len(union)].astype("int64")
+        out.append(remap[c])
+    return np.concatenate(out), union
+
+
+def combine_partials(parts: Any) -> Any:
     """Re-aggregate partials of several partitions (sums of sums and counts; label counts merged).
 
-    Sums are sequential in row order (``np.bincount``), so the same partials in the same order
-    give the same bits; rows come out sorted by key (missing last) and window start."""
+    Takes :class:`WindowPartials` (a list, returns one) or partials tables (one or a list,
+    returns a table). Sums are sequential in row order (``np.bincount``), so the same partials
+    in the same order give the same bits; rows come out sorted by key (missing last) and window
+    start."""
+    if isinstance(parts, WindowPartials):
+        return _combine([parts])
+    if isinstance(parts, list) and parts and all(isinstance(p, WindowPartials) for p in parts):
+        return _combine(parts)
     df = pd.concat(parts, ignore_index=True) if isinstance(parts, list) else parts
     if not len(df):
         return df.copy()
-    n = len(df)
-    codes = [_codes(df[c]) if c in df.columns else _missing(n) for c in _KEY_KEEP]
-    wcodes, wuniq = pd.factorize(df["window_start"].to_numpy(dtype="int64"), sort=True)
-    grp, n_grp = _group_codes([*(c for c, _u in codes), np.asarray(wcodes, dtype="int64")])
+    return _combine([WindowPartials.from_frame(df)]).to_frame()
+
+
+def _combine(parts: list[WindowPartials]) -> WindowPartials:
+    parts = [p for p in parts if len(p)] or parts[:1]
+    window_s = parts[0].window_s
+    if any(p.window_s != window_s for p in parts):
+        raise ValueError("cannot combine partials of different window lengths")
+    n = sum(len(p) for p in parts)
+    if n == 0:
+        return parts[0]
+    k = len(_KEY_KEEP)
+    cols: list[np.ndarray] = []
+    uniques: list[np.ndarray] = []
+    for i in range(k):
+        c, u = _unify([p.uniques[i] for p in parts], [p.codes[:, i] for p in parts])
+        cols.append(c)
+        uniques.append(u)
+    ws = np.concatenate([p.window_start for p in parts])
+    wcodes, wuniq = pd.factorize(ws, sort=True)
+    grp, n_grp = _group_codes([*cols, np.asarray(wcodes, dtype="int64")])
     rep = np.full(n_grp, n, dtype="int64")
     np.minimum.at(rep, grp, np.arange(n))
-    out: dict[str, Any] = {c: np.r_[u, np.array([None], dtype=object)][cc[rep]]
-                           for c, (cc, u) in zip(_KEY_KEEP, codes, strict=True)}
-    out["window_start"] = np.asarray(wuniq, dtype="int64")[np.asarray(wcodes)[rep]]
-    num = [c for c in df.columns if c.endswith(("__sum", "__n", "__zero")) and
-           c[: c.rindex("__")] not in LABEL_COLUMNS] + ["n_samples"]
-    for c in num:
-        col = df[c].to_numpy()
-        s = np.bincount(grp, weights=col.astype("float64"), minlength=n_grp)
-        out[c] = s if c.endswith("__sum") else np.rint(s).astype("int64")
+    n_m = len(METRICS)
+    cell = (grp[:, None] * n_m + np.arange(n_m)).ravel()
+
+    def tab(name: str) -> np.ndarray:
+        vals = np.concatenate([getattr(p, name) for p in parts]).ravel()
+        s = np.bincount(cell, weights=vals.astype("float64"), minlength=n_grp * n_m).reshape(n_grp, n_m)
+        return s if name == "sums" else np.rint(s).astype("int64")
+
     first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
     last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
-    np.minimum.at(first, grp, df["first_ts"].to_numpy(dtype="int64"))
-    np.maximum.at(last, grp, df["last_ts"].to_numpy(dtype="int64"))
-    out["first_ts"], out["last_ts"] = first, last
-    out["window_s"] = df["window_s"].to_numpy(dtype="float64")[rep]
+    np.minimum.at(first, grp, np.concatenate([p.first_ts for p in parts]))
+    np.maximum.at(last, grp, np.concatenate([p.last_ts for p in parts]))
+    labels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for lab in LABEL_COLUMNS:
-        if lab not in df.columns:
-            out[lab], out[lab + "__n"] = np.full(n_grp, None, dtype=object), np.zeros(n_grp, "int64")
-            continue
-        lab_n = df[lab + "__n"].to_numpy(dtype="int64") if lab + "__n" in df.columns else np.ones(n, "int64")
-        out[lab], out[lab + "__n"] = _top_labels(_codes(df[lab], blank_missing=True), grp, n_grp, lab_n)
-    return _frame(out)
-
-
-def _frame(cols: dict[str, Any]) -> pd.DataFrame:
-    """A partials frame: key and label columns object (None for missing), numbers as given."""
-    obj = {*_KEY_KEEP, *LABEL_COLUMNS}
-    return pd.DataFrame({c: pd.Series(v, dtype=object) if c in obj else v for c, v in cols.items()}, copy=False)
+        if not all(lab in p.labels for p in parts):
+            if any(lab in p.labels for p in parts):  # a part without the column counts no values
+                parts_l = [p.labels.get(lab, (np.zeros(len(p), "int64"), np.empty(0, dtype=object),
+                                              np.zeros(len(p), "int64"))) for p in parts]
+            else:
+                continue
+        else:
+            parts_l = [p.labels[lab] for p in parts]
+        lc, lu = _unify([u for _c, u, _k in parts_l], [c for c, _u, _k in parts_l])
+        lk = np.concatenate([kk for _c, _u, kk in parts_l])
+        top, top_n = _top_labels((lc, lu), grp, n_grp, lk)
+        labels[lab] = (top, lu, top_n)
+    return WindowPartials(uniques=tuple(uniques), codes=np.stack([c[rep] for c in cols], axis=1),
+                          window_start=np.asarray(wuniq, dtype="int64")[np.asarray(wcodes)[rep]],
+                          sums=tab("sums"), counts=tab("counts"), zeros=tab("zeros"), first_ts=first,
+                          last_ts=last, window_s=window_s, labels=labels)
 
 
 # -------------------------------------------------------------------------------------- finish
-def finish_windows(partials: pd.DataFrame) -> pd.DataFrame:
-    """One row per window: means per metric (short names), ``n_samples``, ``start``/``end``, labels."""
-    p = partials
-    out = p[KEY_COLUMNS].copy()
-    ws = p["window_s"].to_numpy(dtype="float64") if len(p) else np.empty(0)
-    start = pd.to_datetime(p["window_start"].to_numpy(dtype="int64"), unit="ms", utc=True)
-    out["start"] = start
-    out["end"] = start + pd.to_timedelta(np.round(ws * 1000).astype("int64"), unit="ms")
-    out["window_s"] = ws
-    for m in METRICS:
-        n = p[m + "__n"].to_numpy(dtype="float64")
-        s = p[m + "__sum"].to_numpy(dtype="float64")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[m] = np.where(n > 0, s / np.where(n > 0, n, 1), np.nan)
-        out[m + "__n"] = p[m + "__n"].to_numpy(dtype="int64")
-        out[m + "__zero"] = p[m + "__zero"].to_numpy(dtype="int64")
-    out["n_samples"] = p["n_samples"].to_numpy(dtype="int64")
-    out["first_ts"] = pd.to_datetime(p["first_ts"].to_numpy(dtype="int64"), unit="ms", utc=True)
-    out["last_ts"] = pd.to_datetime(p["last_ts"].to_numpy(dtype="int64"), unit="ms", utc=True)
+def finish_windows(partials: WindowPartials | pd.DataFrame) -> pd.DataFrame:
+    """One row per window: means per metric (short names), ``n_samples``, ``start``/``end``, labels;
+    sorted by host, gpu, mig (missing first), window start."""
+    p = partials if isinstance(partials, WindowPartials) else WindowPartials.from_frame(partials)
+    n = len(p)
+    ws = np.full(n, float(p.window_s))
+    order = np.lexsort((p.window_start, *[(p.codes[:, _KEY_KEEP.index(c)] + 1) % (len(p.uniques[_KEY_KEEP.index(c)]) + 1)
+                                          for c in ("mig", "gpu", "host")]))
+    cols: dict[str, Any] = {c: pd.Series(p.key_values(i)[order], dtype=object) for i, c in enumerate(_KEY_KEEP)}
+    wstart = p.window_start[order]
+    cols["window_start"] = wstart
+    start = pd.to_datetime(wstart, unit="ms", utc=True)
+    cols["start"] = start
+    cols["end"] = start + pd.to_timedelta(np.round(ws * 1000).astype("int64"), unit="ms")
+    cols["window_s"] = ws
+    sums, cnts, zeros = p.sums[order], p.counts[order], p.zeros[order]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(cnts > 0, sums / np.where(cnts > 0, cnts, 1), np.nan)
+    for j, m in enumerate(METRICS):
+        cols[m] = means[:, j]
+        cols[m + "__n"] = cnts[:, j]
+        cols[m + "__zero"] = zeros[:, j]
+    cols["n_samples"] = cnts.sum(axis=1)
+    cols["first_ts"] = pd.to_datetime(p.first_ts[order], unit="ms", utc=True)
+    cols["last_ts"] = pd.to_datetime(p.last_ts[order], unit="ms", utc=True)
     for lab in LABEL_COLUMNS:
-        out[lab] = p[lab].to_numpy(dtype=object) if lab in p.columns else None
-    return out.sort_values(["host", "gpu", "mig", "window_start"], kind="stable",
-                           na_position="first").reset_index(drop=True)
+        if lab in p.labels:
+            c, u, _k = p.labels[lab]
+            cols[lab] = pd.Series(_decode(c, u)[order], dtype=object)
+        else:
+            cols[lab] = pd.Series(np.full(n, None, dtype=object), dtype=object)
+    return pd.DataFrame(cols, copy=False)
 
 
 # ------------------------------------------------------------------------------------ classify

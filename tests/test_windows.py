@@ -279,9 +279,10 @@ def test_arrow_partials_match_pandas_and_split_slices() -> None:
     for t in (tab, dict_tab):
         (one,) = W.window_partials_arrow(t, 60.0, ((-(2**63), 2**63 - 1),))
         assert one is not None
-        pd.testing.assert_frame_equal(one, whole)
-        a, b = W.window_partials_arrow(t, 60.0, ((t0, t0 + 59_500), (t0 + 59_500, t0 + 10**9)))
-        assert a is not None and b is not None
+        pd.testing.assert_frame_equal(one.to_frame(), whole)
+        pa_, pb = W.window_partials_arrow(t, 60.0, ((t0, t0 + 59_500), (t0 + 59_500, t0 + 10**9)))
+        assert pa_ is not None and pb is not None
+        a, b = pa_.to_frame(), pb.to_frame()
         assert a["window_start"].tolist() == [t0] and a["gr_active__sum"].tolist() == [0.2 + 0.4 + 0.6]
         assert a["pod"].tolist() == ["a"] and a["pod__n"].tolist() == [2]
         assert b["gpu"].tolist() == ["0", None] and b["gr_active__n"].tolist() == [1, 1]
@@ -306,8 +307,8 @@ def test_partials_same_through_hash_fallbacks(monkeypatch: pytest.MonkeyPatch) -
     got = W.window_partials_arrow(as_table(s), 60.0, cut)
     for a, b in zip(want, got, strict=True):
         assert a is not None and b is not None
-        pd.testing.assert_frame_equal(a, b)
-    assert sum(int(p["n_samples"].sum()) for p in want if p is not None) == int((s["field_id"] != 150).sum())
+        pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+    assert sum(int(p.counts.sum()) for p in want if p is not None) == int((s["field_id"] != 150).sum())
 
 
 def test_arrow_partials_constant_columns_not_read() -> None:
@@ -320,8 +321,8 @@ def test_arrow_partials_constant_columns_not_read() -> None:
     got = W.window_partials_arrow(slim, 60.0, ((-(2**63), 2**63 - 1),),
                                   {"host": "h", "model": "Stub GPU", "mig": None, "pod": None})
     assert want[0] is not None and got[0] is not None
-    pd.testing.assert_frame_equal(got[0], want[0])
-    assert got[0]["host"].tolist() == ["h"] * 3 and got[0]["mig"].isna().all()
+    pd.testing.assert_frame_equal(got[0].to_frame(), want[0].to_frame())
+    assert got[0].to_frame()["host"].tolist() == ["h"] * 3 and got[0].to_frame()["mig"].isna().all()
 
 
 def test_finding_title_says_not_collected_instead_of_nan() -> None:
@@ -332,3 +333,44 @@ def test_finding_title_says_not_collected_instead_of_nan() -> None:
     titles = [f["title"] for f in wa.findings if f["rule"] == "dcgm-overhead-bound"]
     assert titles and all("nan" not in t for t in titles)
     assert "GR-active 0.20, SM-active not collected" in titles[0]
+
+
+def test_run_and_row_tabulation_agree_by_hand() -> None:
+    # GPU "0", 10 s: GR active = t/10 (0.0, 0.1, ... 0.9), SM active exactly 0; series after series
+    # (runs of one cell: reduced run by run) and interleaved (tabulated row by row) give the same
+    # window: GR sum 0+0.1+...+0.9 = 4.5, 10 samples, 1 zero; SM 10 samples, all zero
+    gr = [(t, "0", 1001, t / 10) for t in range(10)]
+    sm = [(t, "0", 1002, 0.0) for t in range(10)]
+    series = samples(gr + sm)
+    mixed = samples([r for pair in zip(gr, sm, strict=True) for r in pair])
+    assert W._run_starts(np.array([1, 1, 1, 1, 2, 2, 2, 2])).tolist() == [0, 4]
+    assert W._run_starts(np.array([1, 2, 1, 2, 1, 2, 1, 2])) is None
+    t0 = T0.value // 10**6
+    for df in (series, mixed):
+        (p,) = W.window_partials_arrow(as_table(df), 60.0, ((-(2**63), 2**63 - 1),))
+        assert p is not None
+        f = p.to_frame()
+        assert f["gr_active__sum"].iat[0] == pytest.approx(4.5)
+        assert (f["gr_active__n"].iat[0], f["gr_active__zero"].iat[0]) == (10, 1)
+        assert (f["sm_active__n"].iat[0], f["sm_active__zero"].iat[0]) == (10, 10)
+        assert (f["first_ts"].iat[0], f["last_ts"].iat[0], f["n_samples"].iat[0]) == (t0, t0 + 9000, 20)
+
+
+def test_array_partials_combine_like_frames() -> None:
+    # two hosts whose GPU dictionaries differ ("0","1" vs "1","2"): the union is re-coded in string
+    # order; combining arrays equals combining their frames, and finishing either gives one table
+    a = samples([(0, "0", 1001, 0.2), (1, "1", 1001, 0.4), (70, "1", 1002, 0.5)], pod=["p", "q", "q"])
+    b = samples([(0, "1", 1001, 0.6), (2, "2", 1001, 0.8)], host="h2", pod=["r", None])
+    b.loc[0, "host"] = "h"  # same host and GPU "1" as in a: that window has 2 GR samples
+    pa_ = W.window_partials_arrow(as_table(a), 60.0, ((-(2**63), 2**63 - 1),))[0]
+    pb = W.window_partials_arrow(as_table(b), 60.0, ((-(2**63), 2**63 - 1),))[0]
+    assert pa_ is not None and pb is not None
+    arrays = W.combine_partials([pa_, pb])
+    frames = W.combine_partials([pa_.to_frame(), pb.to_frame()])
+    pd.testing.assert_frame_equal(arrays.to_frame(), frames)
+    f = frames
+    assert list(zip(f["host"], f["gpu"], strict=True)) == [("h", "0"), ("h", "1"), ("h", "1"), ("h2", "2")]
+    row = f.iloc[1]  # h/1, window 0: 0.4 (a) + 0.6 (b) = 1.0 over 2 samples; pod q (1) vs r (1): tie -> q
+    assert row["gr_active__sum"] == pytest.approx(1.0) and row["gr_active__n"] == 2
+    assert (row["pod"], row["pod__n"]) == ("q", 1)
+    pd.testing.assert_frame_equal(W.finish_windows(arrays), W.finish_windows(frames))

@@ -3,7 +3,7 @@
 The work is the DCGM window maths of :mod:`analyzer.windows`:
 
 * map, per Parquet fragment (one partition file): read it row group by row group, keep the samples
-  inside each requested time slice, and run ``window_partials`` → one partial table per slice;
+  inside each requested time slice, and run ``window_partials_arrow`` → one ``WindowPartials`` (arrays) per slice;
 * reduce: ``combine_partials`` over fragments, in a fixed tree (:class:`TreeReducer`, fan-in
   :data:`FANIN`, fragments in manifest order).
 
@@ -21,19 +21,21 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from parsers.model import SAMPLE_SCHEMA, InputError
 
+if TYPE_CHECKING:
+    from analyzer.windows import WindowPartials
+
 FANIN = 16  # partials combined at once: 2 tree levels for up to 256 fragments
 CONNECT_TIMEOUT = "30s"  # waiting for a --scheduler to answer
 BATCH_ROWS = 1_000_000
 
-Partials = tuple["pd.DataFrame | None", ...]  # one partial per time slice
+Partials = tuple["WindowPartials | None", ...]  # one partial per time slice
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,13 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
     (no pandas frame of samples)."""
     from analyzer.windows import window_partials_arrow
 
-    per_slice: list[list[pd.DataFrame]] = [[] for _ in spec.slices]
+    per_slice: list[list[WindowPartials]] = [[] for _ in spec.slices]
     try:
         pf = pq.ParquetFile(path, read_dictionary=[c for c in spec.columns if c in _STRINGS])
         for run in _runs(pf, _row_groups(pf, spec.slices), spec.batch_rows):
             consts = _constant_columns(pf, run, [c for c in spec.columns if c in _STRINGS])
-            table = pf.read_row_groups(run, columns=[c for c in spec.columns if c not in consts])
+            table = pf.read_row_groups(run, columns=[c for c in spec.columns if c not in consts],
+                                       use_threads=False)  # one core per fragment (the pool adds more)
             for i, part in enumerate(window_partials_arrow(table, spec.window_s, spec.slices, consts)):
                 if part is not None:
                     per_slice[i].append(part)
@@ -151,18 +154,21 @@ def _ms(v: Any) -> int | None:
     return int(v) if isinstance(v, int) else None
 
 
-def _combine_list(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
+def _combine_list(parts: list[WindowPartials]) -> WindowPartials | None:
     from analyzer.windows import combine_partials
 
     if not parts:
         return None
-    return parts[0] if len(parts) == 1 else combine_partials(parts)
+    if len(parts) == 1:
+        return parts[0]
+    out: WindowPartials = combine_partials(parts)
+    return out
 
 
 def combine_many(*items: Partials) -> Partials:
     """The reduce step: slice-wise ``combine_partials`` over several fragments' partials."""
     n = len(items[0])
-    return tuple(_combine_list([it[i] for it in items if it[i] is not None]) for i in range(n))
+    return tuple(_combine_list([p for p in (it[i] for it in items) if p is not None]) for i in range(n))
 
 
 class TreeReducer:
