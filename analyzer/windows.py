@@ -131,10 +131,6 @@ def _drop_blank(codes: np.ndarray, uniques: np.ndarray) -> Codes:
 def _arrow_codes(arr: Any, blank_missing: bool = False) -> Codes:
     """:func:`_codes` of an Arrow array: dictionary arrays (as read from Parquet) use their indices
     directly, so no string is hashed or materialised per row; only the (small) dictionary is sorted."""
-    if isinstance(arr, _ConstColumn):
-        if arr.value is None or (blank_missing and arr.value == ""):
-            return _missing(arr.n)
-        return np.broadcast_to(np.int64(0), (arr.n,)), np.array([arr.value], dtype=object)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     if pa.types.is_null(arr.type):
@@ -235,7 +231,8 @@ class WindowPartials:
     def from_frame(cls, df: pd.DataFrame) -> WindowPartials:
         """Arrays of a partials table (rows as they are: not re-grouped, not sorted)."""
         n = len(df)
-        keys = [_codes(df[c]) if c in df.columns else _missing(n) for c in _KEY_KEEP]
+        keys = [_codes(df[c]) if c in df.columns else (np.full(n, 0, dtype="int64"), np.empty(0, dtype=object))
+                for c in _KEY_KEEP]
         mat = {suf: np.zeros((n, len(METRICS)), dtype="float64" if suf == "__sum" else "int64")
                for suf in ("__sum", "__n", "__zero")}
         for suf, arr in mat.items():
@@ -266,11 +263,12 @@ def window_partials(samples: pd.DataFrame, window_s: float) -> pd.DataFrame:
     n = len(samples)
     if not n:
         return _empty_partials(window_s).to_frame()
-    keys = [_codes(samples[c]) if c in samples.columns else _missing(n) for c in _KEY_KEEP]
-    labels = {lab: _codes(samples[lab], blank_missing=True) for lab in LABEL_COLUMNS if lab in samples.columns}
-    out = _partials_core(_epoch_ms(samples["timestamp"]), samples["field_id"].to_numpy(),
-                         samples["value"].to_numpy(dtype="float64"), keys, labels, window_s,
-                         ((-(2**63), 2**63 - 1),))[0]
+    keys = [_sorted_raw(_codes(samples[c])) if c in samples.columns else _missing(n) for c in _KEY_KEEP]
+    labels = {lab: _sorted_raw(_codes(samples[lab], blank_missing=True))
+              for lab in LABEL_COLUMNS if lab in samples.columns}
+    runs = _runs(_epoch_ms(samples["timestamp"]), samples["field_id"].to_numpy(),
+                 samples["value"].to_numpy(dtype="float64"), keys, labels, window_s, ((-(2**63), 2**63 - 1),))
+    out = _group_runs([] if runs is None else [runs], window_s, 1)[0]
     return (out if out is not None else _empty_partials(window_s)).to_frame()
 
 
@@ -279,9 +277,17 @@ def window_partials_arrow(batch: pa.RecordBatch | pa.Table, window_s: float, sli
     """:func:`window_partials` of an Arrow batch (as read from Parquet, strings dictionary-encoded
     or not) for each time slice ``[lo, hi)`` (epoch ms): one :class:`WindowPartials` per slice,
     None if empty. ``constants``: string columns absent from ``batch`` that hold one value (or
-    None) on every row."""
+    None) on every row. A table is taken record batch by record batch (row group by row group
+    from Parquet): dictionary indices are used as read, sorted codes are found per run."""
+    batches = batch.to_batches() if isinstance(batch, pa.Table) else [batch]
+    runs = [r for b in batches if b.num_rows for r in [_batch_runs(b, window_s, slices, constants or {})]
+            if r is not None]
+    return _group_runs(runs, window_s, len(slices))
+
+
+def _batch_runs(batch: pa.RecordBatch, window_s: float, slices: Slices,
+                consts: dict[str, str | None]) -> _Runs | None:
     n = batch.num_rows
-    consts = constants or {}
     names = {*batch.schema.names, *consts}
 
     def column(name: str) -> Any:
@@ -291,11 +297,10 @@ def window_partials_arrow(batch: pa.RecordBatch | pa.Table, window_s: float, sli
     ts = np.asarray(tcol.cast(pa.int64()).to_numpy())
     unit = tcol.type.unit if pa.types.is_timestamp(tcol.type) else "ms"
     ts = ts * 1000 if unit == "s" else ts // {"ms": 1, "us": 1000, "ns": 1_000_000}[unit] if unit != "ms" else ts
-    keys = [_arrow_codes(column(c)) if c in names else _missing(n) for c in _KEY_KEEP]
-    labels = {lab: _arrow_codes(column(lab), blank_missing=True) for lab in LABEL_COLUMNS if lab in names}
-    return _partials_core(ts, np.asarray(batch.column("field_id").to_numpy()),
-                          np.asarray(batch.column("value").to_numpy(), dtype="float64"),
-                          keys, labels, window_s, slices)
+    keys = [_raw_codes(column(c)) if c in names else _missing(n) for c in _KEY_KEEP]
+    labels = {lab: _raw_codes(column(lab), blank_missing=True) for lab in LABEL_COLUMNS if lab in names}
+    return _runs(ts, np.asarray(batch.column("field_id").to_numpy()),
+                 np.asarray(batch.column("value").to_numpy(), dtype="float64"), keys, labels, window_s, slices)
 
 
 class _ConstColumn:
@@ -305,17 +310,56 @@ class _ConstColumn:
         self.value, self.n = value, n
 
 
-def _missing(n: int) -> Codes:
-    return np.broadcast_to(np.int64(0), (n,)), np.empty(0, dtype=object)
+Raw = tuple[np.ndarray, np.ndarray, np.ndarray]  # per-row raw codes; raw -> sorted code; sorted uniques
+
+
+def _missing(n: int) -> Raw:
+    return np.broadcast_to(np.int64(0), (n,)), np.zeros(1, dtype="int64"), np.empty(0, dtype=object)
+
+
+def _sorted_raw(codes: Codes) -> Raw:
+    c, u = codes
+    return c, np.arange(len(u) + 1, dtype="int64"), u
+
+
+def _raw_codes(arr: Any, blank_missing: bool = False) -> Raw:
+    """Per-row dictionary indices of an Arrow string column as read (no per-row remapping: sorted
+    codes are looked up per run), the index -> sorted code table (index ``len(dictionary)`` =
+    null) and the sorted uniques. One value on every row: a zero-stride index array."""
+    if isinstance(arr, _ConstColumn):
+        if arr.value is None or (blank_missing and arr.value == ""):
+            return _missing(arr.n)
+        return np.broadcast_to(np.int64(0), (arr.n,)), np.zeros(1, dtype="int64"), np.array([arr.value], dtype=object)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    n = len(arr)
+    if pa.types.is_null(arr.type):
+        return _missing(n)
+    if not pa.types.is_dictionary(arr.type):
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            arr = arr.cast(pa.string())
+        arr = arr.dictionary_encode()
+    dic = arr.dictionary.to_numpy(zero_copy_only=False).astype(object)
+    ok = np.array([isinstance(v, str) for v in dic], dtype=bool)
+    uniques, inv = np.unique(dic[ok].astype(str), return_inverse=True)
+    uniques = uniques.astype(object)
+    remap = np.full(len(dic) + 1, len(uniques), dtype="int64")  # dictionary slot -> sorted code
+    remap[np.flatnonzero(ok)] = inv
+    if blank_missing:
+        remap, uniques = _drop_blank(remap, uniques)
+    nulls = arr.null_count
+    if nulls == n:
+        return np.broadcast_to(np.int64(len(dic)), (n,)), remap, uniques
+    if nulls == 0 and len(dic) and bool((remap[:-1] == remap[0]).all()):
+        return np.broadcast_to(np.int64(0), (n,)), remap, uniques
+    ind = arr.indices
+    raw = np.asarray((ind.fill_null(len(dic)) if nulls else ind).to_numpy(zero_copy_only=False))
+    return raw, remap, uniques
 
 
 def _is_const(c: np.ndarray) -> bool:
     """A zero-stride (broadcast) code array: the same code on every row."""
     return c.ndim == 1 and c.strides == (0,)
-
-
-def _take(c: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
-    return np.broadcast_to(c[:1], (n,)) if _is_const(c) and len(c) else c[keep]
 
 
 def _empty_partials(window_s: float) -> WindowPartials:
@@ -327,31 +371,48 @@ def _empty_partials(window_s: float) -> WindowPartials:
                           zeros=np.zeros((0, m), "int64"), first_ts=z, last_ts=z, window_s=float(window_s))
 
 
-def _run_starts(a: np.ndarray) -> np.ndarray | None:
-    """Start of every run of equal values in ``a`` when runs are long (mean >= 4 rows: rows of a
-    series in time order), else None (interleaved rows: tabulate row by row)."""
-    starts = np.flatnonzero(a[1:] != a[:-1])
-    if 4 * (len(starts) + 1) > len(a):
+def _run_starts(*cols: np.ndarray) -> np.ndarray | None:
+    """First row of every run of rows equal in all ``cols`` when runs are long (mean >= 4 rows:
+    series in time order), else None (interleaved rows: each row is its own run)."""
+    n = len(cols[0])
+    if n == 0:
+        return None
+    chg = cols[0][1:] != cols[0][:-1]
+    for c in cols[1:]:
+        chg |= c[1:] != c[:-1]
+    starts = np.flatnonzero(chg)
+    if 4 * (len(starts) + 1) > n:
         return None
     starts += 1
     return np.r_[np.int64(0), starts]
 
 
-def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Codes],
-                   labels: dict[str, Codes], window_s: float, slices: Slices) -> list[WindowPartials | None]:
-    """Sums, counts, zero counts, first/last timestamps and top labels per (slice, key, window).
+@dataclass
+class _Runs:
+    """Runs of rows with one (key tuple, labels, window, metric, slice): what each run adds."""
 
-    All group codes are dense integers built from sorted per-column codes (no hashing): the key
-    codes in mixed radix, the window as ``ts // window - first window``. Per cell (group × metric):
-    rows in runs of one cell (a series in time order) are summed run by run (``np.add.reduceat``,
-    pairwise within a run) and the runs tabulated with ``np.bincount``; interleaved rows are
-    tabulated directly. Either way the same rows in the same order give the same bits on every
-    engine.
-    """
+    keys: list[Codes]  # sorted codes per run and uniques, per _KEY_KEEP column
+    labels: dict[str, Codes]
+    win: np.ndarray  # absolute window number (epoch ms // window)
+    metric: np.ndarray
+    sl: np.ndarray | int  # slice per run, or one slice for all
+    total: np.ndarray  # sum of values
+    count: np.ndarray
+    zeros: np.ndarray
+    t_min: np.ndarray
+    t_max: np.ndarray
+
+
+def _runs(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Raw], labels: dict[str, Raw],
+          window_s: float, slices: Slices) -> _Runs | None:
+    """Rows reduced to runs: one pass per column finds where (keys, labels, window, metric, slice)
+    change; values are summed run by run (``np.add.reduceat``, pairwise inside a run). Rows that
+    interleave series (mean run < 4 rows) are taken one by one. Out-of-slice and unknown-field
+    rows are dropped; None when nothing is left."""
     win_ms = max(1, round(window_s * 1000))
     metric = _FID_LUT.take(fid, mode="clip")  # out-of-range ids clip onto the -1 slots at both ends
     n_sl = len(slices)
-    sl: np.ndarray | None = None  # slice per row; None: all rows in slice ``sl0``
+    sl: np.ndarray | None = None
     sl0 = 0
     keep: np.ndarray | None = None if not len(metric) or metric.min() >= 0 else metric >= 0
     t_lo, t_hi = (int(ts.min()), int(ts.max())) if len(ts) else (0, 0)
@@ -367,77 +428,105 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
         for i, (lo, hi) in enumerate(slices):
             sl[(ts >= lo) & (ts < hi)] = i
         keep = sl >= 0 if keep is None else keep & (sl >= 0)
+    raw_keys = [c for c, _r, _u in keys]
+    raw_labels = {k: c for k, (c, _r, _u) in labels.items()}
     if keep is not None and not keep.all():
         ts, metric, value = ts[keep], metric[keep], value[keep]
         sl = None if sl is None else sl[keep]
         n_keep = len(ts)
-        keys = [(_take(c, keep, n_keep), u) for c, u in keys]
-        labels = {k: (_take(c, keep, n_keep), u) for k, (c, u) in labels.items()}
+        raw_keys = [_take(c, keep, n_keep) for c in raw_keys]
+        raw_labels = {k: _take(c, keep, n_keep) for k, c in raw_labels.items()}
         t_lo, t_hi = (int(ts.min()), int(ts.max())) if n_keep else (0, 0)
     if not len(ts):
-        return [None for _ in slices]
-    # group = ((key tuple) × windows + window) [× slices + slice], key codes in mixed radix
-    # (sorted, missing last; constant, zero-stride columns left out): dense, no hashing, no sort
+        return None
     w0 = t_lo // win_ms
-    base = w0 * win_ms
-    n_win = (t_hi - base) // win_ms + 1
-    if t_hi - base < 2**31:  # int32 division is several times cheaper than int64 (or float) division
-        grp = ((ts - base).astype("int32") // np.int32(win_ms)).astype("int64")
+    if t_hi - w0 * win_ms < 2**31:  # int32 division is several times cheaper than int64 (or float)
+        win = (ts - w0 * win_ms).astype("int32") // np.int32(win_ms)
     else:
-        grp = (ts - base) // win_ms
-    varying = [i for i, (c, _u) in enumerate(keys) if not _is_const(c)]
-    n_s = 1 if sl is None else n_sl  # slices in the code space (one when every row is in sl0)
-    card = 1
-    for i in varying:
-        card *= len(keys[i][1]) + 1
-    rep: np.ndarray | None = None
-    combo_ids: np.ndarray = np.zeros(1, dtype="int64")
-    if card * n_win * n_s * len(METRICS) <= max(_DENSE_MAX, 4 * len(ts)):
-        stride = n_win  # every key tuple gets its block of windows, present or not (tiny)
-        for i in reversed(varying):
-            grp += np.multiply(keys[i][0], stride, dtype="int64")  # codes may be int32
-            stride *= len(keys[i][1]) + 1
-        n_combo = card
-        combo_ids = np.arange(card, dtype="int64")
+        win = (ts - w0 * win_ms) // win_ms
+    varying = [c for c in (*raw_keys, *raw_labels.values()) if not _is_const(c)]
+    starts = _run_starts(win, metric, *varying, *([] if sl is None else [sl]))
+    zero = value == 0.0
+    if starts is None:  # every row a run
+        at: Any = slice(None)
+        total, count, t_min, t_max = value, np.ones(len(ts), dtype="int64"), ts, ts
+        zeros = zero.astype("int64")
     else:
-        combo = np.zeros(len(ts), dtype="int64")
-        for i in varying:
-            combo = combo * (len(keys[i][1]) + 1) + keys[i][0]
-        combo_d, n_combo = _dense(combo)
-        rep = np.empty(n_combo, dtype="int64")
-        rep[combo_d] = np.arange(len(ts))  # any row of a key tuple holds its key codes
-        grp += combo_d * n_win
-    if sl is not None:
-        grp *= n_sl
-        grp += sl
-    n_grp = n_combo * n_win * n_s
+        at = starts
+        total = np.add.reduceat(value, starts)
+        count = np.diff(np.r_[starts, np.int64(len(ts))])
+        zeros = (np.add.reduceat(zero.view("uint8"), starts, dtype="int64") if np.count_nonzero(zero)
+                 else np.zeros(len(starts), dtype="int64"))
+        t_min, t_max = np.minimum.reduceat(ts, starts), np.maximum.reduceat(ts, starts)
+
+    def codes(c: np.ndarray, remap: np.ndarray) -> np.ndarray:
+        return remap[c[at]] if not _is_const(c) else np.broadcast_to(remap[c[:1]], (len(total),))
+
+    return _Runs(keys=[(codes(c, r), u) for c, (_c, r, u) in zip(raw_keys, keys, strict=True)],
+                 labels={k: (codes(raw_labels[k], r), u) for k, (_c, r, u) in labels.items()},
+                 win=np.asarray(win[at], dtype="int64") + w0, metric=np.asarray(metric[at], dtype="int64"),
+                 sl=sl0 if sl is None else sl[at], total=total, count=count, zeros=zeros, t_min=t_min, t_max=t_max)
+
+
+def _take(c: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
+    return np.broadcast_to(c[:1], (n,)) if _is_const(c) and len(c) else c[keep]
+
+
+def _group_runs(runs: list[_Runs], window_s: float, n_sl: int) -> list[WindowPartials | None]:
+    """Tabulate runs into partials per slice: group = (key codes, window, slice) in mixed radix
+    (dense integers, sorted like the keys), cells = group × metric summed with ``np.bincount``
+    in run order (the same runs in the same order give the same bits on every engine)."""
+    if not runs:
+        return [None] * n_sl
+    win_ms = max(1, round(window_s * 1000))
+    k = len(_KEY_KEEP)
+    keys = [_unify([r.keys[i][1] for r in runs], [r.keys[i][0] for r in runs]) for i in range(k)]
+    lab_names = [lab for lab in LABEL_COLUMNS if all(lab in r.labels for r in runs)]
+    labels = {lab: _unify([r.labels[lab][1] for r in runs], [r.labels[lab][0] for r in runs]) for lab in lab_names}
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(getattr(r, name), (len(r.total),)) for r in runs])
+
+    win, metric, sl = cat("win"), cat("metric"), cat("sl")
+    count = cat("count")
+    w0 = int(win.min())
+    n_win = int(win.max()) - w0 + 1
+    radix = [len(u) + 1 for _c, u in keys] + [n_win, n_sl]
+    parts = [c for c, _u in keys] + [win - w0, sl]
+    space = 1
+    for r in radix:
+        space *= r
+    n_runs = len(win)
+    if space <= max(_DENSE_MAX, 4 * n_runs):
+        code = np.zeros(n_runs, dtype="int64")
+        for c, r in zip(parts, radix, strict=True):
+            code *= r
+            code += c
+        present = np.bincount(code, minlength=space) > 0
+        gcode = np.flatnonzero(present)
+        lut = np.cumsum(present) - 1
+        gid, n_g = lut[code], len(gcode)
+        dec = gcode
+        g_parts: list[np.ndarray] = [np.empty(0)] * len(parts)
+        for i in range(len(parts) - 1, -1, -1):
+            dec, g_parts[i] = np.divmod(dec, radix[i])
+    else:
+        gid, n_g = _group_codes(parts)
+        rep = np.full(n_g, n_runs, dtype="int64")
+        np.minimum.at(rep, gid, np.arange(n_runs))
+        g_parts = [np.asarray(p)[rep] for p in parts]
     n_m = len(METRICS)
-    if n_grp * n_m > max(_DENSE_MAX, 4 * len(ts)):
-        gdense, n_used = _dense(grp)
-        gid = np.zeros(n_used, dtype="int64")
-        gid[gdense] = grp
-        grp, n_grp = gdense, n_used
-    else:
-        gid = np.arange(n_grp, dtype="int64")
-    cell = grp * n_m
-    cell += metric
-    used, sums, cnts, zeros, first, last = _tabulate(cell, grp, ts, value, n_grp, n_m)
-    tops = {lab: _top_dense(lab_codes, grp, n_grp) for lab, lab_codes in labels.items()}
-    # decode the used groups' ids -> (key codes, window, slice)
-    g_all = gid[used]
-    g_sl = g_all % n_s if sl is not None else np.full(len(g_all), sl0, dtype="int64")
-    g_win = (g_all // n_s) % n_win
-    g_combo = g_all // n_s // n_win
-    key_codes: list[np.ndarray] = [np.broadcast_to(c[:1] if len(c) else np.zeros(1, "int64"), g_all.shape)
-                                   for c, _u in keys]  # constant columns
-    if rep is not None:
-        for i in varying:
-            key_codes[i] = keys[i][0][rep[g_combo]]
-    else:
-        rest = combo_ids[g_combo]
-        for i in reversed(varying):
-            k = len(keys[i][1]) + 1
-            key_codes[i], rest = rest % k, rest // k
+    cell = gid * n_m + metric
+    size = n_g * n_m
+    sums = np.bincount(cell, weights=cat("total"), minlength=size).reshape(n_g, n_m)
+    cnts = np.rint(np.bincount(cell, weights=count, minlength=size)).astype("int64").reshape(n_g, n_m)
+    zeros = np.rint(np.bincount(cell, weights=cat("zeros"), minlength=size)).astype("int64").reshape(n_g, n_m)
+    first = np.full(n_g, np.iinfo("int64").max, dtype="int64")
+    last = np.full(n_g, np.iinfo("int64").min, dtype="int64")
+    np.minimum.at(first, gid, cat("t_min"))
+    np.maximum.at(last, gid, cat("t_max"))
+    tops = {lab: _top_labels(lc, gid, n_g, count) for lab, lc in labels.items()}
+    g_sl = g_parts[-1]
     out: list[WindowPartials | None] = []
     for s in range(n_sl):
         rows = np.flatnonzero(g_sl == s)
@@ -446,83 +535,11 @@ def _partials_core(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: lis
             continue
         out.append(WindowPartials(
             uniques=tuple(u for _c, u in keys),
-            codes=np.stack([np.asarray(kc[rows], dtype="int64") for kc in key_codes], axis=1),
-            window_start=(g_win[rows] + w0) * win_ms, sums=sums[rows], counts=cnts[rows], zeros=zeros[rows],
+            codes=np.stack([np.asarray(g_parts[i][rows], dtype="int64") for i in range(k)], axis=1),
+            window_start=(g_parts[k][rows] + w0) * win_ms, sums=sums[rows], counts=cnts[rows], zeros=zeros[rows],
             first_ts=first[rows], last_ts=last[rows], window_s=float(window_s),
-            labels={lab: (top[used[rows]], labels[lab][1], top_n[used[rows]]) for lab, (top, top_n) in tops.items()}))
+            labels={lab: (top[rows], labels[lab][1], top_n[rows]) for lab, (top, top_n) in tops.items()}))
     return out
-
-
-def _tabulate(cell: np.ndarray, grp: np.ndarray, ts: np.ndarray, value: np.ndarray, n_grp: int,
-              n_m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Groups that hold samples (ascending ids) with their sums, counts and exact zeros per metric
-    ``(groups, n_m)`` and first/last timestamps. Work is proportional to the rows and the cells
-    used, never to the (possibly sparse) code space ``n_grp × n_m``."""
-    zero = value == 0.0
-    any_zero = bool(np.count_nonzero(zero))
-    starts = _run_starts(cell)
-    if starts is None:  # interleaved rows: tabulate row by row over the whole (small) code space
-        size = n_grp * n_m
-        sums: np.ndarray = np.bincount(cell, weights=value, minlength=size).reshape(n_grp, n_m)
-        cnts: np.ndarray = np.bincount(cell, minlength=size).astype("int64").reshape(n_grp, n_m)
-        zeros: np.ndarray = (np.bincount(cell[zero], minlength=size).astype("int64").reshape(n_grp, n_m) if any_zero
-                 else np.zeros((n_grp, n_m), dtype="int64"))
-        gids = np.flatnonzero(cnts.any(axis=1))
-        first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
-        last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
-        g_starts = _run_starts(grp)
-        if g_starts is not None:
-            np.minimum.at(first, grp[g_starts], np.minimum.reduceat(ts, g_starts))
-            np.maximum.at(last, grp[g_starts], np.maximum.reduceat(ts, g_starts))
-        else:
-            np.minimum.at(first, grp, ts)
-            np.maximum.at(last, grp, ts)
-        return gids, sums[gids], cnts[gids], zeros[gids], first[gids], last[gids]
-    # runs of one cell (series in time order): reduce every run, then tabulate the runs
-    ucell, inv = np.unique(cell[starts], return_inverse=True)
-    inv = inv.ravel()
-    n_cells = len(ucell)
-    c_sum = np.bincount(inv, weights=np.add.reduceat(value, starts), minlength=n_cells)
-    c_n = np.bincount(inv, weights=np.diff(np.r_[starts, np.int64(len(cell))]), minlength=n_cells)
-    c_zero = (np.bincount(inv, weights=np.add.reduceat(zero.astype("int64"), starts), minlength=n_cells)
-              if any_zero else np.zeros(n_cells))
-    c_grp, c_m = ucell // n_m, ucell % n_m
-    head = np.r_[True, c_grp[1:] != c_grp[:-1]]
-    gids = c_grp[head]
-    g_of_cell = np.cumsum(head) - 1
-    n_g = len(gids)
-    sums = np.zeros((n_g, n_m))
-    cnts = np.zeros((n_g, n_m), dtype="int64")
-    zeros = np.zeros((n_g, n_m), dtype="int64")
-    sums[g_of_cell, c_m] = c_sum
-    cnts[g_of_cell, c_m] = np.rint(c_n)
-    zeros[g_of_cell, c_m] = np.rint(c_zero)
-    run_g = g_of_cell[inv]
-    first = np.full(n_g, np.iinfo("int64").max, dtype="int64")
-    last = np.full(n_g, np.iinfo("int64").min, dtype="int64")
-    np.minimum.at(first, run_g, np.minimum.reduceat(ts, starts))
-    np.maximum.at(last, run_g, np.maximum.reduceat(ts, starts))
-    return gids, sums, cnts, zeros, first, last
-
-
-def _top_dense(lab: Codes, grp: np.ndarray, n_grp: int) -> tuple[np.ndarray, np.ndarray]:
-    """Most frequent label code per group (ties: smallest value; ``len(uniques)`` and count 0
-    where the group has none); a dense (group × label) count table when small, else
-    :func:`_top_labels`."""
-    lc, uniq = lab
-    n_l = len(uniq)
-    if n_l == 0:
-        return np.zeros(n_grp, dtype="int64"), np.zeros(n_grp, dtype="int64")
-    if _is_const(lc):
-        c = int(lc[0]) if len(lc) else n_l
-        cnt = np.bincount(grp, minlength=n_grp).astype("int64") if c < n_l else np.zeros(n_grp, "int64")
-        return np.where(cnt > 0, c, n_l).astype("int64"), cnt
-    if n_grp * (n_l + 1) > _DENSE_MAX:
-        return _top_labels(lab, grp, n_grp)
-    cnt = np.bincount(grp * (n_l + 1) + lc, minlength=n_grp * (n_l + 1)).reshape(n_grp, n_l + 1)[:, :n_l]
-    best = cnt.argmax(axis=1)  # first maximum: the smallest value on ties
-    top_n = np.asarray(cnt[np.arange(n_grp), best], dtype="int64")
-    return np.where(top_n > 0, best, n_l).astype("int64"), top_n
 
 
 def _top_labels(lab: Codes, grp: np.ndarray, n_grp: int,

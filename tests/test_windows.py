@@ -343,7 +343,8 @@ def test_run_and_row_tabulation_agree_by_hand() -> None:
     sm = [(t, "0", 1002, 0.0) for t in range(10)]
     series = samples(gr + sm)
     mixed = samples([r for pair in zip(gr, sm, strict=True) for r in pair])
-    assert W._run_starts(np.array([1, 1, 1, 1, 2, 2, 2, 2])).tolist() == [0, 4]
+    starts = W._run_starts(np.array([1, 1, 1, 1, 2, 2, 2, 2]), np.array([5, 5, 5, 5, 5, 5, 5, 5]))
+    assert starts is not None and starts.tolist() == [0, 4]
     assert W._run_starts(np.array([1, 2, 1, 2, 1, 2, 1, 2])) is None
     t0 = T0.value // 10**6
     for df in (series, mixed):
