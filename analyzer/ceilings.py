@@ -355,19 +355,29 @@ def ceiling_refs(values: pd.DataFrame, source: pd.DataFrame, ceiling_device: pd.
     entry's (clock-scaled or per-kernel export ceilings); NaN/None elsewhere.
     """
     idx = values.index
-    keys = pd.DataFrame(index=idx)
+    n = len(idx)
+    # Per ceiling, the "<name>|<source>" key of each kernel as codes into a few distinct strings
+    # (no per-kernel string building): codes[col], texts[col].
+    codes: dict[str, np.ndarray] = {}
+    texts: dict[str, list[str]] = {}
+    combined = np.zeros(n, dtype=np.int64)
     for col in CEILING_COLUMNS:
         s = source[col].astype("object")
         name = export_device.astype("object").where(s == "export", ceiling_device.astype("object"))
-        keys[col] = (name.fillna("").astype(str) + "|" + s.fillna("").astype(str)).where(s.notna(), "")
-    combo = keys[CEILING_COLUMNS[0]]
-    for col in list(CEILING_COLUMNS)[1:]:
-        combo = combo + "\x1f" + keys[col]
-    codes, uniq = pd.factorize(combo, sort=False)
+        cs, us = pd.factorize(s)
+        cn, un = pd.factorize(name)
+        pair_codes, pairs = pd.factorize((cs.astype(np.int64) + 1) * (len(un) + 1) + (cn + 1))
+        words = []
+        for p in np.asarray(pairs).tolist():
+            i_s, i_n = divmod(int(p), len(un) + 1)
+            words.append("" if i_s == 0 else f"{'' if i_n == 0 else un[i_n - 1]}|{us[i_s - 1]}")
+        codes[col], texts[col] = np.asarray(pair_codes), words
+        combined = pd.factorize(combined * len(words) + codes[col])[0].astype(np.int64)
+    _, first, combo_codes = np.unique(combined, return_index=True, return_inverse=True)
     refs: list[str | None] = []
     primary: list[str] = []
-    for u in uniq.tolist():  # distinct ceiling combinations, not kernels
-        parts = str(u).split("\x1f")
+    for row in np.asarray(first).tolist():  # distinct ceiling combinations, not kernels
+        parts = [texts[col][codes[col][row]] for col in CEILING_COLUMNS]
         counts: dict[str, int] = {}
         for p in parts:
             if p:
@@ -384,7 +394,7 @@ def ceiling_refs(values: pd.DataFrame, source: pd.DataFrame, ceiling_device: pd.
         refs.append(top + "".join(f"; {','.join(cs)}={k}" for k, cs in others.items()))
         primary.append(top)
     out = pd.DataFrame(index=idx)
-    out["ceilings"] = pd.Series(np.asarray(refs, dtype=object)[codes], index=idx, dtype="object")
+    out["ceilings"] = pd.Series(np.asarray(refs, dtype=object)[combo_codes], index=idx, dtype="object")
     entries: dict[str, dict[str, Any]] = {}
     for d in devices:
         entries.setdefault(f"{d.get('name')}|{d.get('source')}", d)
@@ -392,14 +402,13 @@ def ceiling_refs(values: pd.DataFrame, source: pd.DataFrame, ceiling_device: pd.
         key = col.split("_", 1)[1]
         implied = {k: float(e["ceilings"][key]) for k, e in entries.items()
                    if isinstance(e.get("ceilings"), dict) and e["ceilings"].get(key) is not None}
-        expected = keys[col].map(implied).astype("float64")
+        expected = np.array([implied.get(t, np.nan) for t in texts[col]], dtype="float64")[codes[col]]
         v = values[col].astype("float64")
         out[col] = v.where(v != expected)
-    prim = pd.Series(np.asarray(primary, dtype=object)[codes], index=idx)
     sms = {k: float(e["sm_count"]) for k, e in entries.items() if e.get("sm_count") is not None}
     sm = sm_count.astype("float64")
-    out["sm_count"] = sm.where(sm != prim.map(sms).astype("float64"))
-    prim_name = prim.str.rsplit("|", n=1).str[0]
+    out["sm_count"] = sm.where(sm != np.array([sms.get(p, np.nan) for p in primary], dtype="float64")[combo_codes])
+    prim_name = pd.Series(np.asarray([p.rsplit("|", 1)[0] for p in primary], dtype=object)[combo_codes], index=idx)
     cdev = ceiling_device.astype("object")
     out["ceiling_device"] = cdev.where(cdev.notna() & (cdev != prim_name), None)
     return out
