@@ -23,12 +23,22 @@ Rules (see the corpus FORMATS.md §1):
   ``GPU`` row seen before it in the same tick (dmon lists GPUs then their instances), else null;
   ``GPU-CI n`` -> mig ``ci<n>``; ``GPU g LINK l`` -> gpu ``g``, field ``<SHORT>[link l]``; other
   entities (``Switch 0``, ``CPU 1``) -> gpu ``"Switch 0"``. host = ``ParseOptions.host``.
+
+How (bounded memory, vectorized): the file is read in blocks of whole lines (:data:`BLOCK_BYTES`).
+In a block, newlines and tokens are found with numpy over the bytes; printable-ASCII lines whose
+first tokens are ``GPU``/``GPU-I``/``GPU-CI`` and a number, with one value per header column, are
+the fast rows (values sliced out of the block with one Arrow ``take``, cast at once). Every other
+line goes through the per-line rules above. Column sets, entities, header events and the tick in
+progress are carried from block to block, so nothing depends on where a block is cut.
+:func:`parse_batches` yields one sample table per block.
 """
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
@@ -54,6 +64,13 @@ _STAMP = re.compile(
     r"(?=(?:GPU|GPU-I|GPU-CI|Switch|CPU|CX|vGPU|SW)\s+\d)"
 )
 _MISSING = frozenset({"N/A", "N/W", "n/a"})
+_MISSING_ARR = pa.array(sorted(_MISSING), pa.string())
+_NUMERIC = r"^-?[0-9]+(?:\.[0-9]+)?$"  # values pyarrow casts exactly like pandas.to_numeric
+
+BLOCK_BYTES = 4 << 20  # bytes read and processed at once: bounded memory, still vectorized
+_FAST_KINDS = ("GPU", "GPU-I", "GPU-CI")  # entity kinds of the fast rows (code 0, 1, 2)
+_MAX_ID_DIGITS = 6  # fast rows' entity ids have at most this many digits (others: per line)
+_NONE = -1  # "no row" in the tick / GPU-row bookkeeping (global row indices are >= 0)
 
 
 def _parse_stamp(text: str) -> int:
@@ -64,352 +81,593 @@ def _parse_stamp(text: str) -> int:
     return int(ts.value // 1_000_000)
 
 
-def _expand(colsets: list[list[tuple[int | None, str]]], r_set: np.ndarray, r_suffix: list[str]) -> dict:
-    """Per-cell arrays for rows laid out flat, k values per row (k = that row's header width).
-
-    ``row`` (row index), ``fid`` (-1 = unknown column), ``unknown``, ``short`` (column name) and
-    ``field`` (``short + suffix``, a string array).
-    """
-    widths = np.array([len(c) for c in colsets], dtype="int64")
-    offs = np.concatenate([[0], np.cumsum(widths)])
-    g_fid = np.array([-1 if f is None else f for c in colsets for f, _ in c], dtype="int64")
-    g_short = [t for c in colsets for _, t in c]
-    sets = np.asarray(r_set, dtype="int64")
-    k = widths[sets] if len(sets) else np.zeros(0, "int64")
-    row = np.repeat(np.arange(len(sets)), k)
-    starts = np.concatenate([[0], np.cumsum(k)])[:-1]
-    gcol = offs[sets][row] + (np.arange(len(row)) - starts[row]) if len(row) else np.zeros(0, "int64")
-    suf_codes, suf_uniq = pd.factorize(pd.Series(r_suffix, dtype="object"))
-    key = gcol * max(len(suf_uniq), 1) + np.asarray(suf_codes, dtype="int64")[row]
-    present = np.zeros(int(key.max()) + 1 if len(key) else 1, dtype=bool)
-    present[key] = True
-    ukey = np.flatnonzero(present)
-    inv = (np.cumsum(present) - 1)[key]
-    names = [g_short[int(u) // max(len(suf_uniq), 1)] + str(suf_uniq[int(u) % max(len(suf_uniq), 1)])
-             for u in ukey]
-    fid = g_fid[gcol] if len(gcol) else np.zeros(0, "int64")
-    field = pa.DictionaryArray.from_arrays(pa.array(inv.astype("int32")), pa.array(names, pa.string()))
-    return {"row": row, "fid": fid, "unknown": fid < 0, "short": [g_short[int(g)] for g in gcol[fid < 0]],
-            "field": field.cast(pa.string())}
+def _crlf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
-_FAST = r"^ *(?:GPU|GPU-I|GPU-CI) +[0-9]+(?: +[!-~]+)* *$"  # ASCII-space data rows, vectorized path
-_NUMERIC = r"^-?[0-9]+(?:\.[0-9]+)?$"  # values pyarrow casts exactly like pandas.to_numeric
+def _blocks(src: Source) -> Iterator[bytes]:
+    """The file as blocks of whole lines in UTF-8, ``\\n`` line ends only (CRLF and a lone CR
+    end a line, as in :meth:`Source.lines`), each without the newline after its last line.
+    Lines are numbered on across blocks: a block of ``m`` newlines holds ``m + 1`` lines."""
+    if src.encoding != "utf-8":  # UTF-16: decoded (and newlines translated) by the text layer
+        with open(src.path, "rb") as raw:
+            raw.seek(src.bom_len)
+            stream = io.TextIOWrapper(raw, encoding=src.encoding, errors="replace", newline=None)
+            rest = ""
+            while text := stream.read(max(BLOCK_BYTES // 2, 1)):
+                chars = rest + text
+                cut = chars.rfind("\n")
+                if cut < 0:
+                    rest = chars
+                    continue
+                rest = chars[cut + 1 :]
+                yield chars[:cut].encode("utf-8", "replace")
+            if rest:
+                yield rest.encode("utf-8", "replace")
+        return
+    with open(src.path, "rb") as fh:
+        fh.seek(src.bom_len)
+        tail = b""
+        while data := fh.read(BLOCK_BYTES):
+            buf = tail + data if tail else data
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                tail = buf
+                continue
+            tail = buf[cut + 1 :]
+            block = buf[:cut]
+            if b"\r" in block:
+                block = _crlf(block[:-1] if block.endswith(b"\r") else block)  # "\r" + the cut "\n"
+            yield block
+        if tail:
+            if b"\r" in tail:
+                tail = _crlf(tail)
+                tail = tail[:-1] if tail.endswith(b"\n") else tail  # a final lone CR ends the last line
+            yield tail
 
 
-class _Rows:
-    """Accepted data rows in any order (sorted by line at the end); values flat, in Arrow chunks."""
+@dataclass
+class _Part:
+    """A block's samples before their times are known: every column but ``timestamp``, and per
+    sample its tick number and wall-clock stamp (ms; -1: none; ``None``: no stamped row)."""
+
+    columns: dict[str, pa.Array]
+    tick: np.ndarray
+    stamp: np.ndarray | None
+
+    def table(self, start_ms: int, interval_ms: int) -> pa.Table:
+        ts = start_ms + self.tick * interval_ms
+        if self.stamp is not None:
+            ts = np.where(self.stamp >= 0, self.stamp, ts)
+        cols = {"timestamp": pa.array(ts, pa.timestamp("ms", tz="UTC")), **self.columns}
+        return pa.Table.from_arrays([cols[n] for n in SAMPLE_SCHEMA.names], schema=SAMPLE_SCHEMA)
+
+
+class _SlowRows:
+    """Data rows read the per-line way (values as Python strings), in the order they are found."""
 
     def __init__(self) -> None:
-        self.colsets: list[list[tuple[int | None, str]]] = []
-        self.entities: dict[str, int] = {}
-        self._colset_of: dict[tuple[tuple[int | None, str], ...], int] = {}
-        self.line: list[np.ndarray] = []
-        self.stamp: list[np.ndarray] = []
-        self.cset: list[np.ndarray] = []
-        self.ent: list[np.ndarray] = []
-        self.voff: list[np.ndarray] = []  # offset of the row's first value in the concatenated values
-        self.vals: list[pa.Array] = []
-        self.nvals = 0
+        self.line: list[int] = []  # 0-based line index within the block
+        self.stamp: list[int] = []
+        self.cset: list[int] = []
+        self.ent: list[int] = []
+        self.k: list[int] = []
+        self.vals: list[str] = []
 
+
+class _Parser:
+    """Everything carried from block to block, and the per-block work."""
+
+    def __init__(self, path: str, host: str | None) -> None:
+        self.path = path
+        self.host = host
+        self.rejected: list[Rejected] = []
+        self.errors: list[str] = []
+        self.extra_rejected = 0  # a rejected row is one listing but k samples
+        self.headers = 0
+        self.cset: int | None = None  # column set in effect
+        self.colsets: list[list[tuple[int | None, str]]] = []
+        self._colset_of: dict[tuple[tuple[int | None, str], ...], int] = {}
+        self._col_fid = np.zeros(0, "int64")  # all column sets' columns, concatenated
+        self._col_factor = np.zeros(0)
+        self._col_names = pa.array([], pa.string())
+        self._cs_off = np.zeros(1, "int64")  # first column of each set in the concatenation
+        self._width = np.zeros(1, "int64")  # width of each set, and 0 for "no set" (-1)
+        self.entities: dict[str, int] = {}
+        self._fast_ent: dict[int, int] = {}  # fast-row entity key -> entity id
+        self._e_gpu: list[str | None] = []
+        self._e_mig: list[str | None] = []
+        self._e_suf: list[str] = []
+        self._e_isgpu: list[bool] = []
+        self._e_inst: list[bool] = []
+        self._e_cache: tuple[int, dict[str, np.ndarray | pa.Array]] = (-1, {})
+        self._lastpos = np.zeros(0, "int64")  # per entity: global index of its latest row
+        self.lines = 0  # lines in the blocks before this one
+        self.rows = 0  # accepted rows so far
+        self.events = 0  # header / command lines so far
+        self._ev_at_last_row = 0
+        self._tick_start = _NONE  # global row index where the tick in progress started
+        self.ticks = 0
+        self._last_gpu_row = _NONE
+        self._last_gpu_ent = -1
+        self.known = 0  # value cells of known columns
+        self.records = 0
+        self.missing = 0
+        self.sentinels = 0
+
+    # -- column sets and entities ------------------------------------------------------------
     def colset(self, cols: list[tuple[int | None, str]]) -> int:
         """Index of a column set (a re-printed header gives the same index)."""
         key = tuple(cols)
         if key not in self._colset_of:
             self._colset_of[key] = len(self.colsets)
             self.colsets.append(cols)
+            # an ID that is no int32 (no DCGM field is) counts as an unknown column
+            fid = np.array([-1 if f is None or not 0 <= f < 2**31 else f for f, _ in cols], dtype="int64")
+            factor = np.array([F.TO_CANONICAL.get(int(f), 1.0) for f in fid], dtype="float64")
+            self._cs_off = np.insert(self._cs_off, -1, len(self._col_fid))
+            self._cs_off[-1] = len(self._col_fid) + len(cols)
+            self._width = np.insert(self._width, -1, len(cols))
+            self._col_fid = np.concatenate([self._col_fid, fid])
+            self._col_factor = np.concatenate([self._col_factor, factor])
+            self._col_names = pa.concat_arrays([self._col_names, pa.array([t for _, t in cols], pa.string())])
         return self._colset_of[key]
 
     def ent_id(self, name: str) -> int:
-        return self.entities.setdefault(name, len(self.entities))
+        e = self.entities.get(name)
+        if e is not None:
+            return e
+        e = self.entities[name] = len(self.entities)
+        gpu = mig = None
+        suf = ""
+        isgpu = inst = False
+        em = _ENTITY.match(name)
+        if em is not None:
+            kind, eid, link = em.group("kind"), em.group("id"), em.group("link")
+            if kind == "GPU":
+                gpu, isgpu = eid, link is None
+                suf = f"[link {link}]" if link is not None else ""
+            elif kind in ("GPU-I", "GPU-CI"):
+                inst, mig = True, (eid if kind == "GPU-I" else f"ci{eid}")
+            else:
+                gpu = f"{kind} {eid}" + (f" LINK {link}" if link else "")
+        self._e_gpu.append(gpu)
+        self._e_mig.append(mig)
+        self._e_suf.append(suf)
+        self._e_isgpu.append(isgpu)
+        self._e_inst.append(inst)
+        self._lastpos = np.append(self._lastpos, _NONE)
+        return e
 
-    def add(self, line: np.ndarray, stamp: np.ndarray, cset: int, ent: np.ndarray, k: int, vals: pa.Array) -> None:
-        self.line.append(line)
-        self.stamp.append(stamp)
-        self.cset.append(np.full(len(line), cset, dtype="int64"))
-        self.ent.append(ent)
-        self.voff.append(self.nvals + k * np.arange(len(line), dtype="int64"))
-        self.vals.append(vals)
-        self.nvals += len(vals)
+    def _ent_arrays(self) -> dict[str, np.ndarray | pa.Array]:
+        """Per-entity columns as arrays (rebuilt when entities were added)."""
+        n, cached = self._e_cache
+        if n != len(self.entities):
+            sufs = ["", *sorted(set(self._e_suf) - {""})]  # code 0: no suffix
+            cached = {
+                "gpu": pa.array(self._e_gpu, pa.string()),
+                "mig": pa.array(self._e_mig, pa.string()),
+                "has_mig": np.array([m is not None for m in self._e_mig], dtype=bool),
+                "isgpu": np.array(self._e_isgpu, dtype=bool),
+                "inst": np.array(self._e_inst, dtype=bool),
+                "suf": np.array([sufs.index(s) for s in self._e_suf], dtype="int64"),
+                "suf_names": np.array(sufs, dtype=object),
+            }
+            self._e_cache = (len(self.entities), cached)
+        return cached
+
+    # -- rows read line by line --------------------------------------------------------------
+    def _short(self, n: int, ntok: int, k: int) -> None:
+        """Rejects a row with the wrong token count (one listing, k samples)."""
+        self.rejected.append(Rejected(
+            self.path, n, f"dmon row has {ntok} tokens; expected an entity and {k} values ({k} samples rejected)"))
+        self.extra_rejected += max(k - 1, 0)
+
+    def _slow_row(self, i: int, line: str, stamp: int, cset: int | None, slow: _SlowRows) -> None:
+        """One data row the per-line way (``line`` stripped, prefixes removed)."""
+        n = self.lines + i + 1
+        tokens = line.split()
+        if cset is None:
+            self.rejected.append(Rejected(self.path, n, "dmon data row before any '#Entity' header: columns unknown"))
+            return
+        k = len(self.colsets[cset])
+        ent_tokens, values = (tokens[:-k], tokens[-k:]) if k else (tokens, [])
+        entity = " ".join(ent_tokens)
+        if len(tokens) <= k or _ENTITY.match(entity) is None:
+            self._short(n, len(tokens), k)
+            return
+        slow.line.append(i)
+        slow.stamp.append(stamp)
+        slow.cset.append(cset)
+        slow.ent.append(self.ent_id(entity))
+        slow.k.append(k)
+        slow.vals.extend(values)
+
+    def _other_line(self, i: int, text: str, slow: _SlowRows, ev_line: list[int], ev_set: list[int]) -> None:
+        """A line that is not a fast row: header, command, units, error, noise, or a row."""
+        line = text.strip()
+        if not line:
+            return
+        m = _HEADER.match(line)
+        if m:
+            self.headers += 1
+            self.cset = self.colset([(F.field_id(t), t) for t in m.group(1).split()])
+            ev_line.append(i)
+            ev_set.append(self.cset)
+            return
+        cm = _COMMAND.search(line)
+        if cm and not _ROW_START.match(line):
+            ids = [int(x) for x in re.split(r"[,\s]+", cm.group(1)) if x]
+            self.cset = self.colset([(f, F.BY_ID[f].short if f in F.BY_ID else str(f)) for f in ids])
+            ev_line.append(i)
+            ev_set.append(self.cset)
+            return
+        if _UNITS.match(line) and not _ROW_START.match(line):
+            return
+        if line.startswith(("Error", "error")) or line.startswith("ERROR"):
+            self.errors.append(line)
+            return
+        stamp = -1
+        sm = _STAMP.match(line)
+        if sm:
+            try:
+                stamp = _parse_stamp(sm.group("ts"))
+            except ValueError:
+                stamp = -1
+            line = line[sm.end():]
+        if line.startswith(">"):
+            line = line.lstrip("> ").strip()
+        if not _ROW_START.match(line):
+            return  # prompts, fences, '...', prose, 'dmon was stopped ...'
+        self._slow_row(i, line, stamp, self.cset, slow)
+
+    # -- one block ---------------------------------------------------------------------------
+    def block(self, data: bytes, values: bool = True) -> _Part | None:
+        """Parse one block of whole lines; ``values=False`` only follows rows and ticks."""
+        b = np.frombuffer(data, dtype=np.uint8)
+        nb = len(b)
+        odd = np.flatnonzero((b - np.uint8(32)) > 94)  # uint8 wraps: bytes < 32 or > 126
+        is_nl = b[odd] == 10
+        nl = odd[is_nl]
+        n_lines = len(nl) + 1
+        lstart = np.concatenate([[0], nl + 1])
+        clean = np.ones(n_lines, dtype=bool)  # printable ASCII only (tabs, CR, UTF-8 -> per line)
+        clean[np.searchsorted(nl, odd[~is_nl])] = False
+        # tokens: runs of bytes > 32; edges alternate token start / token end
+        sp = b <= 32
+        edges = np.flatnonzero(sp[1:] != sp[:-1]) + 1
+        if nb and not sp[0]:
+            edges = np.concatenate([[0], edges])
+        if nb and not sp[-1]:
+            edges = np.concatenate([edges, [nb]])
+        tstart, tend = edges[0::2], edges[1::2]
+        n_tok = len(tstart)
+        tfirst = np.searchsorted(tstart, lstart)
+        ntok = np.diff(np.append(tfirst, n_tok))
+        # fast candidates: "GPU|GPU-I|GPU-CI <digits>" then printable tokens
+        ci = np.flatnonzero(clean & (ntok >= 2))
+        t0 = tfirst[ci]
+        s0, len0 = tstart[t0], tend[t0] - tstart[t0]
+        s1, len1 = tstart[t0 + 1], tend[t0 + 1] - tstart[t0 + 1]
+        last = max(nb - 1, 0)
+
+        def at(s: np.ndarray, j: int) -> np.ndarray:
+            return b[np.minimum(s + j, last)]
+
+        gpu = (at(s0, 0) == 71) & (at(s0, 1) == 80) & (at(s0, 2) == 85)
+        dash = at(s0, 3) == 45
+        kind = np.full(len(ci), -1, dtype="int64")
+        kind[gpu & (len0 == 3)] = 0
+        kind[gpu & (len0 == 5) & dash & (at(s0, 4) == 73)] = 1
+        kind[gpu & (len0 == 6) & dash & (at(s0, 4) == 67) & (at(s0, 5) == 73)] = 2
+        num = np.zeros(len(ci), dtype="int64")
+        ok = (kind >= 0) & (len1 <= _MAX_ID_DIGITS)
+        for j in range(_MAX_ID_DIGITS):
+            inside = j < len1
+            d = at(s1, j).astype("int64") - 48
+            ok &= ~inside | ((d >= 0) & (d <= 9))
+            num = np.where(inside, num * 10 + d, num)
+        cand = np.zeros(n_lines, dtype=bool)
+        cand[ci[ok]] = True
+        ci, key = ci[ok], (kind[ok] * 8 + len1[ok]) * 10**_MAX_ID_DIGITS + num[ok]
+        # every other line, in order: headers and commands change the column set as they come
+        cset0 = -1 if self.cset is None else self.cset
+        slow = _SlowRows()
+        ev_line: list[int] = []
+        ev_set: list[int] = []
+        lend = np.append(nl, nb)
+        starts_l, ends_l = lstart.tolist(), lend.tolist()
+        for i in np.flatnonzero(~cand).tolist():
+            if starts_l[i] == ends_l[i]:
+                continue
+            self._other_line(i, data[starts_l[i]:ends_l[i]].decode("utf-8", "replace"), slow, ev_line, ev_set)
+        ev_l = np.asarray(ev_line, dtype="int64")
+        cs = np.asarray([cset0, *ev_set], dtype="int64")[np.searchsorted(ev_l, ci, side="right")]
+        k = self._width[cs]
+        fast = (k > 0) & (ntok[ci] == k + 2)
+        for i, c in zip(ci[~fast].tolist(), cs[~fast].tolist(), strict=True):
+            self._slow_row(i, data[starts_l[i]:ends_l[i]].decode("ascii").strip(), -1, None if c < 0 else c, slow)
+        ci, key, cs, k = ci[fast], key[fast], cs[fast], k[fast]
+        uk, inv = np.unique(key, return_inverse=True)
+        ids = np.array([self._fast_id(int(u)) for u in uk.tolist()], dtype="int64")
+        f_ent = ids[inv] if len(inv) else np.zeros(0, "int64")
+        # rows of the block in line order; vbase/vstep locate their values in [tokens/gaps, slow values]
+        n_rg = max(2 * n_tok - 1, 0)
+        if slow.line:
+            s_k = np.asarray(slow.k, dtype="int64")
+            line = np.concatenate([ci, np.asarray(slow.line, dtype="int64")])
+            order = np.argsort(line, kind="stable")
+            line = line[order]
+            ent = np.concatenate([f_ent, np.asarray(slow.ent, dtype="int64")])[order]
+            r_cs = np.concatenate([cs, np.asarray(slow.cset, dtype="int64")])[order]
+            r_k = np.concatenate([k, s_k])[order]
+            stamp = np.concatenate([np.full(len(ci), -1, "int64"), np.asarray(slow.stamp, dtype="int64")])[order]
+            vbase = np.concatenate([2 * (tfirst[ci] + 2), n_rg + np.cumsum(s_k) - s_k])[order]
+            vstep = np.concatenate([np.full(len(ci), 2, "int64"), np.ones(len(s_k), "int64")])[order]
+        else:
+            line, ent, r_cs, r_k = ci, f_ent, cs, k
+            stamp = None
+            vbase, vstep = 2 * (tfirst[ci] + 2), None
+        self.lines += n_lines
+        n = len(line)
+        r_tick, gpu_ent = self._ticks(line, ent, ev_l)
+        if not values or n == 0:
+            return None
+        # cells: k per row, in row order
+        uniform = bool((r_cs == r_cs[0]).all())
+        if uniform:
+            kk = int(r_k[0])
+            rowc = np.repeat(np.arange(n), kk)
+            jc = np.tile(np.arange(kk), n)
+            step = np.full((n, 1), 2, "int64") if vstep is None else vstep[:, None]
+            vidx = (vbase[:, None] + step * np.arange(kk)[None, :]).ravel()
+            gcol = jc + self._cs_off[r_cs[0]]
+        else:
+            rowc = np.repeat(np.arange(n), r_k)
+            jc = np.arange(len(rowc)) - np.repeat(np.cumsum(r_k) - r_k, r_k)
+            vidx = vbase[rowc] + (2 if vstep is None else vstep[rowc]) * jc
+            gcol = self._cs_off[r_cs[rowc]] + jc
+        fid = self._col_fid[gcol]
+        unknown = fid < 0
+        if unknown.any():
+            names = self._col_names.to_pylist()
+            abs_line = self.lines - n_lines + line + 1
+            for c in np.flatnonzero(unknown).tolist():
+                self.rejected.append(Rejected(self.path, int(abs_line[rowc[c]]), f"unknown dmon column {names[gcol[c]]!r}"))
+            known = ~unknown
+            rowc, gcol, vidx, fid = rowc[known], gcol[known], vidx[known], fid[known]
+        rg = pa.StringArray.from_buffers(n_rg, pa.py_buffer(edges.astype("int32")), pa.py_buffer(data)) \
+            if nb < 2**31 - 1 else pa.LargeStringArray.from_buffers(n_rg, pa.py_buffer(edges), pa.py_buffer(data))
+        src_vals = pa.concat_arrays([rg.cast(pa.string()) if nb >= 2**31 - 1 else rg,
+                                     pa.array(slow.vals, pa.string())]) if slow.vals else rg
+        vals = src_vals.take(pa.array(vidx, pa.int64()))
+        missing = pc.is_in(vals, value_set=_MISSING_ARR).to_numpy(zero_copy_only=False)
+        nums = _to_float(vals, missing)
+        bad = np.isnan(nums) & ~missing
+        if bad.any():
+            abs_line = self.lines - n_lines + line + 1
+            for c in np.flatnonzero(bad).tolist():
+                self.rejected.append(Rejected(self.path, int(abs_line[rowc[c]]),
+                                              f"value {str(vals[c])[:40]!r} is not a number"))
+        sentinel = F.sentinel_mask(nums)
+        missing |= sentinel
+        good = ~missing & ~bad
+        self.known += len(vals)
+        n_good = int(good.sum())
+        self.records += n_good
+        self.missing += int(missing.sum())
+        self.sentinels += int(sentinel.sum())
+        if n_good == 0:
+            return None
+        if n_good < len(good):
+            idx = np.flatnonzero(good)
+            rowc, gcol, fid, nums = rowc[idx], gcol[idx], fid[idx], nums[idx]
+        e = self._ent_arrays()
+        take_gpu = pa.array(gpu_ent[rowc], pa.int64())
+        r_ent = ent[rowc]
+        suf = e["suf"][r_ent]
+        if suf.any():  # GPU n LINK l rows: field name + "[link l]"
+            fkey = gcol * len(e["suf_names"]) + suf
+            ukey, fcode = np.unique(fkey, return_inverse=True)
+            names = self._col_names.to_pylist()
+            sn = e["suf_names"]
+            fdict = pa.array([names[int(u) // len(sn)] + str(sn[int(u) % len(sn)]) for u in ukey], pa.string())
+            field = fdict.take(pa.array(fcode, pa.int64()))
+        else:
+            field = self._col_names.take(pa.array(gcol, pa.int64()))
+        nrow = len(rowc)
+        none = pa.nulls(nrow, pa.string())
+        has_mig = bool(e["has_mig"][np.unique(ent)].any())
+        cols: dict[str, pa.Array] = {
+            "host": none if self.host is None else pa.repeat(pa.scalar(self.host, pa.string()), nrow),
+            "gpu": e["gpu"].take(take_gpu),
+            "uuid": none,
+            "model": none,
+            "mig": e["mig"].take(pa.array(r_ent, pa.int64())) if has_mig else none,
+            "mig_profile": none,
+            "field_id": pa.array(fid.astype("int32"), pa.int32()),
+            "field": field,
+            "value": pa.array(nums * self._col_factor[gcol], pa.float64()),
+            "namespace": none,
+            "pod": none,
+            "container": none,
+            "job": none,
+        }
+        r_stamp = None if stamp is None or not (stamp >= 0).any() else stamp[rowc]
+        return _Part(cols, r_tick[rowc], r_stamp)
+
+    def _fast_id(self, key: int) -> int:
+        e = self._fast_ent.get(key)
+        if e is None:
+            digits, num = divmod(key, 10**_MAX_ID_DIGITS)
+            kind, width = divmod(digits, 8)
+            e = self._fast_ent[key] = self.ent_id(f"{_FAST_KINDS[kind]} {num:0{width}d}")
+        return e
+
+    def _ticks(self, line: np.ndarray, ent: np.ndarray, ev_l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Tick number of each row, and the entity whose ``gpu`` each row takes.
+
+        A tick starts at the file's first row, at the first row after a header/command line, and
+        where an entity repeats within the tick in progress (carried across blocks)."""
+        n = len(line)
+        after = self.events + np.searchsorted(ev_l, line, side="left")  # header events before each row
+        self.events += len(ev_l)
+        if n == 0:
+            return np.zeros(0, "int64"), ent
+        g = self.rows + np.arange(n)
+        reset = np.empty(n, dtype=bool)
+        reset[0] = self.rows > 0 and after[0] != self._ev_at_last_row
+        reset[1:] = after[1:] != after[:-1]
+        self._ev_at_last_row = int(after[-1])
+        # previous row of the same entity (global index; _NONE if none)
+        by_ent = np.argsort(ent, kind="stable")
+        se = ent[by_ent]
+        same = se[1:] == se[:-1]
+        prev_s = np.empty(n, dtype="int64")
+        prev_s[0] = self._lastpos[se[0]]
+        prev_s[1:] = np.where(same, g[by_ent[:-1]], self._lastpos[se[1:]])
+        prev = np.empty(n, dtype="int64")
+        prev[by_ent] = prev_s
+        lastmask = np.append(~same, True)
+        self._lastpos[se[lastmask]] = g[by_ent[lastmask]]
+        # first tick start in the block, then each next start: the first later row that follows a
+        # header, or whose entity was seen at or after the current start
+        if self._tick_start == _NONE:
+            r0 = 0
+        else:
+            cond = reset | (prev >= self._tick_start)
+            r0 = int(np.argmax(cond)) if cond.any() else n
+        prev_l = prev - self.rows
+        nextocc = np.full(n + 1, n, dtype="int64")
+        has = prev_l >= 0
+        nextocc[prev_l[has]] = np.flatnonzero(has)
+        first_repeat = np.minimum.accumulate(nextocc[::-1])[::-1][:n]
+        rpos = np.where(reset, np.arange(n), n)
+        next_reset = np.append(np.minimum.accumulate(rpos[::-1])[::-1][1:], n)
+        nxt = np.minimum(first_repeat, next_reset).tolist()
+        starts: list[int] = []
+        s = r0
+        while s < n:
+            starts.append(s)
+            s = nxt[s]
+        start = np.zeros(n, dtype=bool)
+        start[starts] = True
+        r_tick = self.ticks + np.cumsum(start) - 1
+        tstart = np.maximum.accumulate(np.where(start, g, self._tick_start))
+        self.ticks += len(starts)
+        if starts:
+            self._tick_start = self.rows + starts[-1]
+        # GPU-I / GPU-CI rows: gpu of the latest GPU row in the same tick (dmon lists GPUs first)
+        e = self._ent_arrays()
+        isgpu = e["isgpu"][ent]
+        gpu_ent = ent
+        inst = e["inst"][ent]
+        if inst.any():
+            gpos = np.maximum.accumulate(np.where(isgpu, g, self._last_gpu_row))
+            ok = inst & (gpos >= tstart) & (gpos >= 0)
+            local = gpos - self.rows
+            gent = np.where(local >= 0, ent[np.maximum(local, 0)], self._last_gpu_ent)
+            gpu_ent = np.where(ok, gent, ent)
+        if isgpu.any():
+            lg = int(np.flatnonzero(isgpu)[-1])
+            self._last_gpu_row, self._last_gpu_ent = self.rows + lg, int(ent[lg])
+        self.rows += n
+        return r_tick, gpu_ent
+
+    # -- the whole file ----------------------------------------------------------------------
+    def finish(self, src: Source, opts: ParseOptions, start_ms: int) -> ParseResult:
+        """Raise :class:`InputError` for unusable files; the result (empty samples) otherwise."""
+        path = self.path
+        if self.known == 0 and not self.rejected:
+            if self.errors:
+                raise InputError(path, f"dcgmi dmon printed no samples, only: {self.errors[0][:160]}",
+                                 "fix the DCGM error (profiling busy or unsupported?) and capture again")
+            if self.headers == 0:
+                raise InputError(path, "no dcgmi dmon header or data rows", "pass the output of 'dcgmi dmon -e ...'")
+        if self.headers == 0 and self.cset is None and self.rejected and self.known == 0:
+            raise InputError(path, "dcgmi dmon rows without the '#Entity' header line: field IDs unknown",
+                             "keep the two header lines dcgmi dmon prints (or the 'dcgmi dmon -e ...' command)")
+        acc = InputAccounting(path, FORMAT, records=self.records, missing=self.missing,
+                              rejected=len(self.rejected) + self.extra_rejected)
+        meta: dict[str, object] = {
+            "errors": self.errors, "ticks": self.ticks, "headers": self.headers, "rows": self.rows,
+            "interval_s": float(opts.interval_s), "sentinels": self.sentinels,
+            "start": datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat(),
+        }
+        self.rejected.sort(key=lambda r: r.line or 0)
+        return ParseResult(accounting=acc, rejected=self.rejected, meta=meta)
 
 
-def _short(path: str, n: int, ntok: int, k: int, rejected: list[Rejected]) -> int:
-    """Rejects a row with the wrong token count; returns the extra rejected samples."""
-    rejected.append(Rejected(
-        path, n, f"dmon row has {ntok} tokens; expected an entity and {k} values ({k} samples rejected)"))
-    return max(k - 1, 0)
+def _to_float(vals: pa.Array, missing: np.ndarray) -> np.ndarray:
+    """Values as floats (NaN: missing or not a number). Arrow casts the whole array when every
+    value parses; otherwise plain decimals are cast and the rest go through ``pandas.to_numeric``."""
+    nums = np.full(len(vals), np.nan)
+    some = missing.any()
+    sel = vals.filter(pa.array(~missing)) if some else vals
+    try:
+        parsed = pc.cast(sel, pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        simple = pc.match_substring_regex(vals, _NUMERIC).to_numpy(zero_copy_only=False)
+        if simple.any():
+            nums[simple] = pc.cast(vals.filter(pa.array(simple)), pa.float64()).to_numpy(zero_copy_only=False)
+        rest = np.flatnonzero(~simple & ~missing)
+        if len(rest):
+            other = pd.Series(vals.take(pa.array(rest)).to_pylist(), dtype="object")
+            nums[rest] = pd.to_numeric(other, errors="coerce").to_numpy(dtype="float64")
+        return nums
+    if some:
+        nums[~missing] = parsed
+        return nums
+    return parsed
 
 
-def _slow_row(path: str, n: int, line: str, stamp: int, cset: int | None, rows: _Rows,
-              rejected: list[Rejected]) -> int:
-    """One data row the per-line way (``line`` stripped, prefixes removed); returns extra rejected."""
-    tokens = line.split()
-    if cset is None:
-        rejected.append(Rejected(path, n, "dmon data row before any '#Entity' header: columns unknown"))
-        return 0
-    k = len(rows.colsets[cset])
-    ent_tokens, values = tokens[:-k] if k else tokens, tokens[-k:] if k else []
-    entity = " ".join(ent_tokens)
-    if len(tokens) <= k or _ENTITY.match(entity) is None:
-        return _short(path, n, len(tokens), k, rejected)
-    rows.add(np.array([n]), np.array([stamp]), cset, np.array([rows.ent_id(entity)]), k,
-             pa.array(values, pa.string()))
-    return 0
+def parse_batches(src: Source, opts: ParseOptions, *, hold: bool = False
+                  ) -> Generator[pa.Table, None, ParseResult]:
+    """Yield sample tables (``SAMPLE_SCHEMA``, file order), one per block of :data:`BLOCK_BYTES`
+    (at most ~1 M samples); return the whole file's :class:`ParseResult` with empty ``samples``.
 
-
-def _fast_rows(path: str, lines: pa.Array, numbers: np.ndarray, cset: int, rows: _Rows,
-               rejected: list[Rejected]) -> int:
-    """ASCII data rows sharing one column set, split at once (values from the right)."""
-    k = len(rows.colsets[cset])
-    parts = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(lines), max_splits=k, reverse=True)
-    lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
-    full = lens == k + 1
-    ent_d = pc.dictionary_encode(pc.list_element(parts.filter(pa.array(full)), 0))
-    codes = ent_d.indices.to_numpy(zero_copy_only=False).astype("int64")
-    uniq = [" ".join(str(e).split()) for e in ent_d.dictionary.to_pylist()]
-    u_ok = np.array([_ENTITY.match(e) is not None for e in uniq] + [False], dtype=bool)
-    u_id = np.array([rows.ent_id(e) for e in uniq] + [-1], dtype="int64")
-    code_all = np.full(len(lens), len(uniq), dtype="int64")
-    code_all[full] = codes
-    ok = u_ok[code_all]
-    extra = 0
-    for i in np.flatnonzero(~ok):
-        extra += _short(path, int(numbers[i]), len(str(lines[int(i)]).split()), k, rejected)
-    good = np.flatnonzero(ok)
-    if len(good) == 0:
-        return extra
-    flat = pc.list_flatten(parts.filter(pa.array(ok)))
-    pos = (np.arange(len(good))[:, None] * (k + 1) + np.arange(1, k + 1)[None, :]).ravel()
-    rows.add(numbers[good], np.full(len(good), -1, dtype="int64"), cset, u_id[code_all[good]], k,
-             flat.take(pa.array(pos)))
-    return extra
-
-
-def _ticks(ent: np.ndarray, reset: np.ndarray) -> np.ndarray:
-    """Tick-start flags: the first row after a header, or an entity repeating within the current tick."""
-    start = reset.copy()
-    if len(ent) == 0:
-        return start
-    start[0] = True
-    lastpos = [-2] * (int(ent.max()) + 1)
-    s = -1
-    r: int
-    e: int
-    for r, (e, rs) in enumerate(zip(ent.tolist(), reset.tolist(), strict=True)):
-        if rs or lastpos[e] >= s:
-            s = r
-            start[r] = True
-        lastpos[e] = r
-    return start
-
-
-SEGMENT_LINES = 500_000  # lines decoded and split at once: bounded memory, still vectorized
-
-
-def _segments(src: Source) -> Iterator[tuple[int, list[str]]]:
-    """The file as ``(index of the first line, lines)`` runs of at most ``SEGMENT_LINES``, streamed."""
-    buf: list[str] = []
-    first = 0
-    for n, line in src.lines():
-        if len(buf) >= SEGMENT_LINES:
-            yield first, buf
-            first, buf = n - 1, []
-        buf.append(line)
-    if buf:
-        yield first, buf
+    Tick times need the start: ``opts.start``, or the file's mtime minus the number of ticks.
+    Without ``opts.start`` the ticks are counted first in a rows-only pass over the file (bounded
+    memory, ~half the parse time); ``hold=True`` instead keeps the blocks' samples in memory and
+    stamps them at the end (what :func:`parse` does)."""
+    interval_s = float(opts.interval_s)
+    interval_ms = round(interval_s * 1000)
+    start_ms: int | None = None
+    if opts.start is not None:
+        start_ms = default_start_ms(src, opts, 0, interval_s)
+    elif not hold:
+        count = _Parser(src.path, opts.host)
+        for data in _blocks(src):
+            count.block(data, values=False)
+        start_ms = default_start_ms(src, opts, count.ticks, interval_s)
+    p = _Parser(src.path, opts.host)
+    held: list[_Part] = []
+    for data in _blocks(src):
+        part = p.block(data)
+        if part is None:
+            continue
+        if start_ms is None:
+            held.append(part)
+        else:
+            yield part.table(start_ms, interval_ms)
+    final_start = start_ms if start_ms is not None else default_start_ms(src, opts, p.ticks, interval_s)
+    result = p.finish(src, opts, final_start)
+    held.reverse()
+    while held:  # each part released once handed out
+        yield held.pop().table(final_start, interval_ms)
+    return result
 
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
-    path = src.path
-    rejected: list[Rejected] = []
-    errors: list[str] = []
-    rows = _Rows()
-    headers = 0
-    extra_rejected = 0  # a rejected row is one listing but k samples
-    cset: int | None = None
-    ev_line: list[int] = [-1]  # 0-based line index where a column set takes effect (header/command)
-    ev_set: list[int] = [-1]  # -1: none
-    for first, text_lines in _segments(src):
-        arr = pa.array(text_lines, pa.string())
-        fast = pc.match_substring_regex(arr, _FAST).to_numpy(zero_copy_only=False)
-        for i in np.flatnonzero(~fast).tolist():
-            n = first + i + 1
-            line = text_lines[i].strip()
-            if not line:
-                continue
-            m = _HEADER.match(line)
-            if m:
-                headers += 1
-                cset = rows.colset([(F.field_id(t), t) for t in m.group(1).split()])
-                ev_line.append(first + i)
-                ev_set.append(cset)
-                continue
-            cm = _COMMAND.search(line)
-            if cm and not _ROW_START.match(line):
-                ids = [int(x) for x in re.split(r"[,\s]+", cm.group(1)) if x]
-                cset = rows.colset([(f, F.BY_ID[f].short if f in F.BY_ID else str(f)) for f in ids])
-                ev_line.append(first + i)
-                ev_set.append(cset)
-                continue
-            if _UNITS.match(line) and not _ROW_START.match(line):
-                continue
-            if line.startswith(("Error", "error")) or line.startswith("ERROR"):
-                errors.append(line)
-                continue
-            stamp = -1
-            sm = _STAMP.match(line)
-            if sm:
-                try:
-                    stamp = _parse_stamp(sm.group("ts"))
-                except ValueError:
-                    stamp = -1
-                line = line[sm.end():]
-            if line.startswith(">"):
-                line = line.lstrip("> ").strip()
-            if not _ROW_START.match(line):
-                continue  # prompts, fences, '...', prose, 'dmon was stopped ...'
-            extra_rejected += _slow_row(path, n, line, stamp, cset, rows, rejected)
-        # fast rows: column set in effect = the latest header/command before the line
-        f_idx = np.flatnonzero(fast)
-        evl, evs = np.asarray(ev_line, dtype="int64"), np.asarray(ev_set, dtype="int64")
-        f_set = evs[np.searchsorted(evl, first + f_idx, side="right") - 1]
-        widths = np.array([len(c) for c in rows.colsets] + [0], dtype="int64")
-        for cs in np.unique(f_set).tolist():
-            sel = f_idx[f_set == cs]
-            if cs >= 0 and widths[cs] > 0:
-                extra_rejected += _fast_rows(path, arr.take(pa.array(sel)), first + sel + 1, cs, rows, rejected)
-            else:
-                for i in sel.tolist():
-                    extra_rejected += _slow_row(path, first + i + 1, text_lines[i].strip(), -1,
-                                                None if cs < 0 else cs, rows, rejected)
-    columns = None if cset is None else rows.colsets[cset]
-    evl = np.asarray(ev_line, dtype="int64")
-    widths = np.array([len(c) for c in rows.colsets] + [0], dtype="int64")
-    # rows in line order
-    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, "int64"))  # noqa: E731
-    r_line0 = cat(rows.line)
-    order = np.argsort(r_line0, kind="stable")
-    r_line = r_line0[order]
-    r_set = cat(rows.cset)[order]
-    r_ent = cat(rows.ent)[order]
-    r_stamp = cat(rows.stamp)[order]
-    r_voff = cat(rows.voff)[order]
-    n_rows = len(r_line)
-    # ticks: a header/command line before a row resets the tick
-    ev_arr = evl[1:] + 1  # 1-based line numbers of header/command lines
-    after = np.searchsorted(ev_arr, r_line, side="left")
-    reset = np.zeros(n_rows, dtype=bool)
-    if n_rows:
-        reset[1:] = after[1:] != after[:-1]
-    start = _ticks(r_ent, reset)
-    r_tick = np.cumsum(start) - 1
-    tick = int(r_tick[-1]) if n_rows else -1
-    idx = np.arange(n_rows)
-    tstart = np.maximum.accumulate(np.where(start, idx, 0)) if n_rows else idx
-    names = list(rows.entities)
-    u_ems = [_ENTITY.match(e) for e in names]
-    u_gpu = np.array([None] * len(names), dtype=object)
-    u_mig = np.array([None] * len(names), dtype=object)
-    u_suf = np.array([""] * len(names), dtype=object)
-    u_isgpu = np.zeros(len(names), dtype=bool)
-    u_inst = np.zeros(len(names), dtype=bool)  # GPU-I / GPU-CI: gpu from the tick's last GPU row
-    u_eid = np.array([""] * len(names), dtype=object)
-    for j, em in enumerate(u_ems):
-        if em is None:
-            continue
-        kind, eid, link = em.group("kind"), em.group("id"), em.group("link")
-        u_eid[j] = eid
-        if kind == "GPU":
-            u_gpu[j] = eid
-            u_isgpu[j] = link is None
-            if link is not None:
-                u_suf[j] = f"[link {link}]"
-        elif kind in ("GPU-I", "GPU-CI"):
-            u_inst[j] = True
-            u_mig[j] = eid if kind == "GPU-I" else f"ci{eid}"
-        else:
-            u_gpu[j] = f"{kind} {eid}" + (f" LINK {link}" if link else "")
-    gpos = np.maximum.accumulate(np.where(u_isgpu[r_ent], idx, -1)) if n_rows else idx
-    g_gpu = u_gpu[r_ent]
-    inst = u_inst[r_ent] & (gpos >= tstart)
-    g_gpu[inst] = u_eid[r_ent[gpos[inst]]]
-    r_gpu, r_mig, r_suffix = g_gpu, u_mig[r_ent], u_suf[r_ent]
-    k_row = widths[r_set] if n_rows else np.zeros(0, "int64")
-    used, r_used = np.unique(r_set, return_inverse=True)  # column sets that have rows
-    cells = _expand([rows.colsets[int(u)] for u in used], r_used, r_suffix.tolist())
-    for j, ci in enumerate(np.flatnonzero(cells["unknown"])):
-        rejected.append(Rejected(path, int(r_line[cells["row"][ci]]), f"unknown dmon column {cells['short'][j]!r}"))
-    known = ~cells["unknown"]
-    row = cells["row"][known]
-    all_vals = pa.concat_arrays(rows.vals) if rows.vals else pa.array([], pa.string())
-    vstarts = np.concatenate([[0], np.cumsum(k_row)])[:-1]
-    vidx = r_voff[cells["row"]] + (np.arange(len(cells["row"])) - vstarts[cells["row"]])
-    vals = all_vals.take(pa.array(vidx[known], pa.int64()))
-    meta: dict[str, object] = {"errors": errors, "ticks": tick + 1, "headers": headers, "rows": n_rows,
-                               "interval_s": float(opts.interval_s)}
-    if len(vals) == 0 and not rejected:
-        if errors:
-            raise InputError(path, f"dcgmi dmon printed no samples, only: {errors[0][:160]}",
-                             "fix the DCGM error (profiling busy or unsupported?) and capture again")
-        if headers == 0:
-            raise InputError(path, "no dcgmi dmon header or data rows", "pass the output of 'dcgmi dmon -e ...'")
-    if headers == 0 and columns is None and rejected and len(vals) == 0:
-        raise InputError(path, "dcgmi dmon rows without the '#Entity' header line: field IDs unknown",
-                         "keep the two header lines dcgmi dmon prints (or the 'dcgmi dmon -e ...' command)")
-    lines_arr = r_line[row]
-    missing = pc.is_in(vals, pa.array(sorted(_MISSING))).to_numpy(zero_copy_only=False)
-    simple = pc.match_substring_regex(vals, _NUMERIC).to_numpy(zero_copy_only=False)
-    nums = np.full(len(vals), np.nan)
-    if simple.any():
-        nums[simple] = pc.cast(vals.filter(pa.array(simple)), pa.float64()).to_numpy(zero_copy_only=False)
-    rest = np.flatnonzero(~simple & ~missing)
-    if len(rest):
-        other_vals = pd.Series(vals.take(pa.array(rest)).to_pylist(), dtype="object")
-        nums[rest] = pd.to_numeric(other_vals, errors="coerce").to_numpy(dtype="float64")
-    bad = np.isnan(nums) & ~missing
-    for bi in np.flatnonzero(bad):
-        rejected.append(Rejected(path, int(lines_arr[bi]), f"value {str(vals[int(bi)])[:40]!r} is not a number"))
-    sentinel = F.sentinel_mask(nums)
-    missing = missing | sentinel
-    good = ~missing & ~bad
-    fid_arr = cells["fid"][known].astype("int32")
-    factor = np.ones(len(nums))
-    for f_id, fac in F.TO_CANONICAL.items():
-        factor[fid_arr == f_id] = fac
-    acc = InputAccounting(path, FORMAT, records=int(good.sum()), missing=int(missing.sum()),
-                          rejected=len(rejected) + extra_rejected)
-    meta["sentinels"] = int(sentinel.sum())
-    interval_ms = round(float(opts.interval_s) * 1000)
-    start_ms = default_start_ms(src, opts, tick + 1, float(opts.interval_s))
-    ticks = r_tick[row]
-    stamps = r_stamp[row]
-    ts = np.where(stamps >= 0, stamps, start_ms + ticks * interval_ms)[good]
-    idx = np.flatnonzero(good)
-    nrow = len(idx)
-
-    take = pa.array(row[idx], pa.int64())
-
-    def pick(xs: np.ndarray) -> pa.Array:
-        return pa.array(xs, pa.string()).take(take) if nrow else pa.array([], pa.string())
-
-    none = pa.nulls(nrow, pa.string())
-    table = pa.table({
-        "timestamp": pa.array(ts.astype("datetime64[ms]"), pa.timestamp("ms")).cast(
-            pa.timestamp("ms", tz="UTC")),
-        "host": pa.array([opts.host] * nrow, pa.string()),
-        "gpu": pick(r_gpu),
-        "uuid": none,
-        "model": none,
-        "mig": pick(r_mig),
-        "mig_profile": none,
-        "field_id": pa.array(fid_arr[good], pa.int32()),
-        "field": cells["field"].take(pa.array(np.flatnonzero(known)[idx], pa.int64())),
-        "value": pa.array((nums * factor)[good], pa.float64()),
-        "namespace": none,
-        "pod": none,
-        "container": none,
-        "job": none,
-    }).cast(SAMPLE_SCHEMA)
-    meta["start"] = datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat()
-    rejected.sort(key=lambda r: r.line or 0)
-    return ParseResult(accounting=acc, samples=table, rejected=rejected, meta=meta)
+    """The whole file: :func:`parse_batches` drained (blocks held in memory) and joined."""
+    gen = parse_batches(src, opts, hold=True)
+    tables = []
+    while True:
+        try:
+            tables.append(next(gen))
+        except StopIteration as stop:
+            result: ParseResult = stop.value
+            break
+    if tables:
+        result.samples = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    return result
