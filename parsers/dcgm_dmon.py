@@ -168,6 +168,7 @@ class _Parser:
         self.cset: int | None = None  # column set in effect
         self.colsets: list[list[tuple[int | None, str]]] = []
         self._colset_of: dict[tuple[tuple[int | None, str], ...], int] = {}
+        self._header_sets: dict[tuple[str, ...], int] = {}
         self._col_fid = np.zeros(0, "int64")  # all column sets' columns, concatenated
         self._col_factor = np.zeros(0)
         self._col_names = pa.array([], pa.string())
@@ -291,7 +292,11 @@ class _Parser:
         m = _HEADER.match(line)
         if m:
             self.headers += 1
-            self.cset = self.colset([(F.field_id(t), t) for t in m.group(1).split()])
+            names = tuple(m.group(1).split())
+            cs = self._header_sets.get(names)  # dmon repeats its header every 14 ticks
+            if cs is None:
+                cs = self._header_sets[names] = self.colset([(F.field_id(t), t) for t in names])
+            self.cset = cs
             ev_line.append(i)
             ev_set.append(self.cset)
             return

@@ -179,3 +179,130 @@ def test_rejected_row_counts_every_header_field(tmp_path: Path) -> None:
     assert (a.records, a.missing, a.rejected) == (3, 0, 6)
     assert [x.line for x in r.rejected] == [4, 5]
     assert all("3 samples" in x.reason for x in r.rejected)
+
+
+# ----------------------------------------------------------------------------- blocks and batches
+MIXED = ("$ dcgmi dmon -e 1001,1005\r\n"
+         "#Entity   GRACT        DRAMA\r\nID\r\n"
+         "GPU 1     0.100        0.200\r\n"
+         "GPU 0     0.300        N/A\r\n"
+         "GPU-I 2   0.050        0.060\r\n"
+         "GPU 1\t0.500\t0.600\r\n"                      # tabs: read the per-line way
+         "GPU 0     0.700        12(3GB/s)\r\n"         # annotated value: rejected
+         "GPU 0     0.1\r\n"                            # short row: 2 samples rejected
+         "stray text \xe9\r\n"
+         "2024-05-01 12:00:00 GPU 0  0.900   1e3\r\n"   # wall-clock prefix; exponent value
+         "#Entity   GRACT\r\nID\r\n"
+         "GPU 05    0.250\r"                            # lone CR ends a line; id keeps its zero
+         "GPU 1234567 0.125\r\n")                       # 7-digit id: read the per-line way
+
+
+def _drain(src: Source, opts: ParseOptions, **kw: object):
+    from parsers.dcgm_dmon import parse_batches
+
+    gen = parse_batches(src, opts, **kw)  # type: ignore[arg-type]
+    batches = []
+    while True:
+        try:
+            batches.append(next(gen))
+        except StopIteration as stop:
+            return batches, stop.value
+
+
+def test_mixed_file_by_hand(tmp_path: Path) -> None:
+    p = tmp_path / "m.txt"
+    p.write_bytes(MIXED.encode("utf-8"))
+    r = parse(Source(p), OPTS)
+    _invariant(r)
+    # 7 rows under the 2-column header (14 cells) + 2 rows under the 1-column one (2 cells) = 16:
+    # N/A missing (1); the short row owes 2 samples and '12(3GB/s)' 1 (rejected: 3);
+    # records 14 - 1 - 3 + 2 = 12
+    assert (r.accounting.records, r.accounting.missing, r.accounting.rejected) == (12, 1, 3)
+    assert [x.line for x in r.rejected] == [8, 9]
+    df = r.samples.to_pandas()
+    assert df[df.field_id == 1005]["value"].tolist() == [0.2, 0.06, 0.6, 1000.0]
+    # the GPU-I row takes the gpu of the GPU row before it in its tick (GPU 0)
+    assert df[df.mig == "2"]["gpu"].tolist() == ["0", "0"]
+    assert df[df.field_id == 1001]["gpu"].tolist()[-2:] == ["05", "1234567"]
+    stamped = df[df.value == 0.9]["timestamp"].iloc[0]
+    assert stamped.isoformat() == "2024-05-01T12:00:00+00:00"
+    # ticks: (GPU 1, GPU 0, GPU-I 2) (GPU 1, GPU 0) (GPU 0 stamped) | header (GPU 05, GPU 1234567)
+    assert r.meta["ticks"] == 4 and r.meta["rows"] == 8 and r.meta["headers"] == 2
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1 << 22])
+def test_block_size_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    import parsers.dcgm_dmon as dm
+    from bench.gen_inputs import write_dmon
+
+    gen = write_dmon(tmp_path / "g.txt", gpus=3, ticks=30)
+    for path, data in ((tmp_path / "m.txt", MIXED.encode("utf-8")),
+                       (tmp_path / "bad.txt", MIXED.encode("utf-8").replace(b"\xc3\xa9", b"\xff") + b"GPU 0  0.5\r"),
+                       (tmp_path / "u16.txt", MIXED.encode("utf-16")),
+                       (gen.path, None)):
+        if data is not None:
+            path.write_bytes(data)
+        want = parse(Source(path), OPTS)
+        monkeypatch.setattr(dm, "BLOCK_BYTES", block)
+        got = parse(Source(path), OPTS)
+        monkeypatch.setattr(dm, "BLOCK_BYTES", 1 << 22)
+        assert got.samples.equals(want.samples), path.name
+        assert (got.rejected, got.meta, got.accounting) == (want.rejected, want.meta, want.accounting)
+
+
+@pytest.mark.parametrize("start", [START, None])
+def test_batches_join_to_parse_and_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               start: datetime | None) -> None:
+    import pyarrow as pa
+
+    import parsers.dcgm_dmon as dm
+    from bench.gen_inputs import write_dmon
+    from parsers.model import SAMPLE_SCHEMA
+
+    w = write_dmon(tmp_path / "g.txt", gpus=4, ticks=200)
+    opts = ParseOptions(start=start, interval_s=2.0, host="n1")
+    whole = parse(Source(w.path), opts)
+    monkeypatch.setattr(dm, "BLOCK_BYTES", 8192)
+    batches, res = _drain(Source(w.path), opts)
+    assert len(batches) >= w.bytes // 8192  # one table per block
+    # a sample needs at least two bytes of the block (a digit and a separator)
+    assert max(b.num_rows for b in batches) <= 8192 // 2
+    assert all(b.schema.equals(SAMPLE_SCHEMA) for b in batches)
+    assert pa.concat_tables(batches).equals(whole.samples)
+    assert res.samples.num_rows == 0 and res.samples.schema.equals(SAMPLE_SCHEMA)
+    assert (res.accounting, res.rejected, res.meta) == (whole.accounting, whole.rejected, whole.meta)
+    assert res.accounting.total == w.total and res.accounting.missing == w.missing
+
+
+def test_batches_stream_without_holding_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first batch is handed out after one block (opts.start given) or after the rows-only
+    count of ticks plus one block (no start): samples are never gathered for the whole file."""
+    import parsers.dcgm_dmon as dm
+    from bench.gen_inputs import write_dmon
+
+    w = write_dmon(tmp_path / "g.txt", gpus=2, ticks=100)
+    monkeypatch.setattr(dm, "BLOCK_BYTES", 4096)
+    n_blocks = sum(1 for _ in dm._blocks(Source(w.path)))
+    assert n_blocks > 4
+    read = []
+    real = dm._blocks
+
+    def counting(src: Source):
+        for data in real(src):
+            read.append(len(data))
+            yield data
+
+    monkeypatch.setattr(dm, "_blocks", counting)
+    for start, before_first in ((START, 1), (None, n_blocks + 1)):
+        read.clear()
+        gen = dm.parse_batches(Source(w.path), ParseOptions(start=start))
+        next(gen)
+        assert len(read) == before_first
+        gen.close()
+
+
+def test_batches_raise_for_unusable_input(tmp_path: Path) -> None:
+    p = tmp_path / "err.txt"
+    p.write_text("# Entity  TENSO\n      Id\nError setting watches. Result: busy\n", encoding="utf-8")
+    with pytest.raises(InputError, match="Error setting watches"):
+        _drain(Source(p), ParseOptions())
