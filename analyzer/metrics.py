@@ -82,22 +82,26 @@ def column(df: pd.DataFrame, name: str) -> pd.Series:
 
 def first_of(df: pd.DataFrame, names: Sequence[str]) -> tuple[pd.Series, pd.Series]:
     """Row-wise first non-null among alias columns, and which alias it came from."""
-    out, src = _nan(df), _none(df)
-    for n in names:
-        if n not in df.columns:
-            continue
-        v = column(df, n)
-        take = out.isna() & v.notna()
+    return _first([(n, column(df, n)) for n in names if n in df.columns], df)
+
+
+def _first(candidates: list[tuple[str, pd.Series]], df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Row-wise first non-NaN candidate (float64) and its label (object, None where none)."""
+    out = np.full(len(df), np.nan)
+    src = np.full(len(df), None, dtype=object)
+    for label, v in candidates:
+        arr = v.to_numpy(dtype="float64", na_value=np.nan)
+        take = np.isnan(out) & ~np.isnan(arr)
         if take.any():
-            out = out.mask(take, v)
-            src = src.mask(take, n)
-    return out, src
+            out[take] = arr[take]
+            src[take] = label
+    return pd.Series(out, index=df.index, dtype="float64"), pd.Series(src, index=df.index, dtype="object")
 
 
 def resolve(df: pd.DataFrame, recipes: Sequence[Recipe], duration: pd.Series | None = None
             ) -> tuple[pd.Series, pd.Series]:
     """Row-wise first recipe that yields a value; returns (value, recipe description)."""
-    out, src = _nan(df), _none(df)
+    candidates: list[tuple[str, pd.Series]] = []
     for r in recipes:
         if not all(n in df.columns for n in r.names):
             continue
@@ -109,19 +113,19 @@ def resolve(df: pd.DataFrame, recipes: Sequence[Recipe], duration: pd.Series | N
             if duration is None:
                 continue
             v = v * duration
-        take = out.isna() & v.notna()
-        if take.any():
-            out = out.mask(take, v)
-            src = src.mask(take, r.describe())
-    return out, src
+        candidates.append((r.describe(), v))
+    return _first(candidates, df)
 
 
 def cc_number(df: pd.DataFrame) -> pd.Series:
     """Compute capability as a float (``"8.6"`` -> 8.6); NaN when unknown."""
     if "cc" not in df.columns:
         return _nan(df)
-    return pd.to_numeric(df["cc"].astype("string").str.extract(r"(\d+\.\d+|\d+)")[0],
-                         errors="coerce").astype("float64")
+    codes, uniq = pd.factorize(df["cc"].astype("string"))  # each distinct text parsed once
+    nums = pd.to_numeric(pd.Series(np.asarray(uniq, dtype=object), dtype="string").str.extract(r"(\d+\.\d+|\d+)")[0],
+                         errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    out = np.append(nums, np.nan)[codes]  # code -1 (missing) -> the appended NaN
+    return pd.Series(out, index=df.index, dtype="float64")
 
 
 # -- time and clocks ---------------------------------------------------------------------------
