@@ -593,9 +593,9 @@ def combine_partials(parts: Any) -> Any:
     """Re-aggregate partials of several partitions (sums of sums and counts; label counts merged).
 
     Takes :class:`WindowPartials` (a list, returns one) or partials tables (one or a list,
-    returns a table). Sums are sequential in row order (``np.bincount``), so the same partials
-    in the same order give the same bits; rows come out sorted by key (missing last) and window
-    start."""
+    returns a table). Rows of one (key, window) are reduced in part order (``reduceat`` over a
+    stable sort), so the same partials in the same order give the same bits; rows come out
+    sorted by key (missing last) and window start."""
     if isinstance(parts, WindowPartials):
         return _combine([parts])
     if isinstance(parts, list) and parts and all(isinstance(p, WindowPartials) for p in parts):
@@ -624,20 +624,21 @@ def _combine(parts: list[WindowPartials]) -> WindowPartials:
     ws = np.concatenate([p.window_start for p in parts])
     wcodes, wuniq = pd.factorize(ws, sort=True)
     grp, n_grp = _group_codes([*cols, np.asarray(wcodes, dtype="int64")])
-    rep = np.full(n_grp, n, dtype="int64")
-    np.minimum.at(rep, grp, np.arange(n))
-    n_m = len(METRICS)
-    cell = (grp[:, None] * n_m + np.arange(n_m)).ravel()
+    in_order = bool((grp[1:] > grp[:-1]).all())  # disjoint parts already in key order (hosts in turn)
+    order = np.arange(n) if in_order else np.argsort(grp, kind="stable")  # a group's rows in part order
+    g_sorted = grp[order]
+    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
+    rep = order[starts]  # the first row of each group
 
-    def tab(name: str) -> np.ndarray:
-        vals = np.concatenate([getattr(p, name) for p in parts]).ravel()
-        s = np.bincount(cell, weights=vals.astype("float64"), minlength=n_grp * n_m).reshape(n_grp, n_m)
-        return s if name == "sums" else np.rint(s).astype("int64")
+    def red(name: str, how: np.ufunc = np.add) -> np.ndarray:
+        vals = np.concatenate([getattr(p, name) for p in parts])
+        vals = vals if in_order else vals[order]
+        # parts with disjoint keys (other hosts): nothing to reduce, only to order
+        out = vals if n_grp == n else np.asarray(how.reduceat(vals, starts, axis=0))
+        if how is np.add:
+            np.add(out, 0, out=out)  # -0.0 -> 0.0, as a sum from 0 would give
+        return out
 
-    first = np.full(n_grp, np.iinfo("int64").max, dtype="int64")
-    last = np.full(n_grp, np.iinfo("int64").min, dtype="int64")
-    np.minimum.at(first, grp, np.concatenate([p.first_ts for p in parts]))
-    np.maximum.at(last, grp, np.concatenate([p.last_ts for p in parts]))
     labels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for lab in LABEL_COLUMNS:
         if not all(lab in p.labels for p in parts):
@@ -654,8 +655,9 @@ def _combine(parts: list[WindowPartials]) -> WindowPartials:
         labels[lab] = (top, lu, top_n)
     return WindowPartials(uniques=tuple(uniques), codes=np.stack([c[rep] for c in cols], axis=1),
                           window_start=np.asarray(wuniq, dtype="int64")[np.asarray(wcodes)[rep]],
-                          sums=tab("sums"), counts=tab("counts"), zeros=tab("zeros"), first_ts=first,
-                          last_ts=last, window_s=window_s, labels=labels)
+                          sums=red("sums"), counts=red("counts"), zeros=red("zeros"),
+                          first_ts=red("first_ts", np.minimum), last_ts=red("last_ts", np.maximum),
+                          window_s=window_s, labels=labels)
 
 
 # -------------------------------------------------------------------------------------- finish
@@ -823,7 +825,7 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     """Add ``label``, ``limiter``, ``est_flops_s``, ``est_dram_bytes_s``, ``est_intensity``,
     ``evidence`` (list of str; None for every window when ``evidence`` is False, which skips
     formatting text for windows no report lists) and ``device`` (the spec's name) to finished windows."""
-    out = wide.copy()
+    out = wide.copy(deep=False)  # columns are added, never changed in place (copy-on-write)
     n = len(out)
     if not n:
         for c in ("label", "limiter", "device", "evidence"):

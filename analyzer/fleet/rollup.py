@@ -68,13 +68,13 @@ def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.Data
     duration-weighted means of :data:`METRICS`, ``est_flops_s``/``est_dram_bytes_s`` (means),
     ``est_flop`` (total FLOP estimate). Sorted by GPU-hours (desc), then key."""
     cols = group_columns(by)
-    w = windows.copy()
+    w = windows.copy(deep=False)  # columns are added, never changed in place (copy-on-write)
     for c in [*cols, *GPU_IDENTITY]:
         if c not in w.columns:
             w[c] = None
+    w["_gpu_id"] = w.groupby(list(GPU_IDENTITY), dropna=False, sort=False).ngroup()
     for c in cols:
         w[c] = _text(w[c])
-    w["_gpu_id"] = _text(w["host"]) + "\x1f" + _text(w["gpu"]) + "\x1f" + _text(w["mig"])
     hours = window_s / 3600.0
     lab = w["label"].astype("object").where(w["label"].notna(), "unknown").astype(str)
     for label in LABELS:
