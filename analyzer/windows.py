@@ -410,28 +410,26 @@ def _runs(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Raw], l
     interleave series (mean run < 4 rows) are taken one by one. Out-of-slice and unknown-field
     rows are dropped; None when nothing is left."""
     win_ms = max(1, round(window_s * 1000))
-    metric = _FID_LUT.take(fid, mode="clip")  # out-of-range ids clip onto the -1 slots at both ends
     n_sl = len(slices)
     sl: np.ndarray | None = None
     sl0 = 0
-    keep: np.ndarray | None = None if not len(metric) or metric.min() >= 0 else metric >= 0
+    keep: np.ndarray | None = None
     t_lo, t_hi = (int(ts.min()), int(ts.max())) if len(ts) else (0, 0)
     whole = [i for i, (lo, hi) in enumerate(slices) if lo <= t_lo and t_hi < hi]
     if whole:  # the usual case: a partition's rows all fall in one slice, no per-row test
         sl0 = whole[0]
     elif n_sl == 1:
         lo, hi = slices[0]
-        inside = (ts >= lo) & (ts < hi)
-        keep = inside if keep is None else keep & inside
+        keep = (ts >= lo) & (ts < hi)
     else:
         sl = np.full(len(ts), -1, dtype="int64")
         for i, (lo, hi) in enumerate(slices):
             sl[(ts >= lo) & (ts < hi)] = i
-        keep = sl >= 0 if keep is None else keep & (sl >= 0)
+        keep = sl >= 0
     raw_keys = [c for c, _r, _u in keys]
     raw_labels = {k: c for k, (c, _r, _u) in labels.items()}
     if keep is not None and not keep.all():
-        ts, metric, value = ts[keep], metric[keep], value[keep]
+        ts, fid, value = ts[keep], fid[keep], value[keep]
         sl = None if sl is None else sl[keep]
         n_keep = len(ts)
         raw_keys = [_take(c, keep, n_keep) for c in raw_keys]
@@ -445,7 +443,7 @@ def _runs(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Raw], l
     else:
         win = (ts - w0 * win_ms) // win_ms
     varying = [c for c in (*raw_keys, *raw_labels.values()) if not _is_const(c)]
-    starts = _run_starts(win, metric, *varying, *([] if sl is None else [sl]))
+    starts = _run_starts(win, fid, *varying, *([] if sl is None else [sl]))
     zero = value == 0.0
     if starts is None:  # every row a run
         at: Any = slice(None)
@@ -458,13 +456,24 @@ def _runs(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Raw], l
         zeros = (np.add.reduceat(zero.view("uint8"), starts, dtype="int64") if np.count_nonzero(zero)
                  else np.zeros(len(starts), dtype="int64"))
         t_min, t_max = np.minimum.reduceat(ts, starts), np.maximum.reduceat(ts, starts)
+    # field id -> metric per run (out-of-range ids clip onto the -1 slots at both ends); runs of
+    # fields that are not windowed (temperature, clocks...) are dropped here, not row by row
+    metric = _FID_LUT.take(fid[at], mode="clip").astype("int64")
+    known: Any = slice(None) if not len(metric) or metric.min() >= 0 else np.flatnonzero(metric >= 0)
+    if not isinstance(known, slice):
+        if not len(known):
+            return None
+        at = known if starts is None else starts[known]
+        metric, total, count, zeros = metric[known], total[known], count[known], zeros[known]
+        t_min, t_max = t_min[known], t_max[known]
+    n_runs = len(total)
 
     def codes(c: np.ndarray, remap: np.ndarray) -> np.ndarray:
-        return remap[c[at]] if not _is_const(c) else np.broadcast_to(remap[c[:1]], (len(total),))
+        return remap[c[at]] if not _is_const(c) else np.broadcast_to(remap[c[:1]], (n_runs,))
 
     return _Runs(keys=[(codes(c, r), u) for c, (_c, r, u) in zip(raw_keys, keys, strict=True)],
                  labels={k: (codes(raw_labels[k], r), u) for k, (_c, r, u) in labels.items()},
-                 win=np.asarray(win[at], dtype="int64") + w0, metric=np.asarray(metric[at], dtype="int64"),
+                 win=np.asarray(win[at], dtype="int64") + w0, metric=metric,
                  sl=sl0 if sl is None else sl[at], total=total, count=count, zeros=zeros, t_min=t_min, t_max=t_max)
 
 
