@@ -37,11 +37,13 @@ default; ``start`` is ``ParseOptions.start`` or the file's mtime minus ``n_scrap
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -54,6 +56,7 @@ from parsers.source import ParseOptions, Source
 
 FORMAT = "prometheus-text"
 CHUNK_BYTES = 8 << 20
+BATCH_ROWS = 1 << 18  # rows per yielded batch (chunks are joined up to this; ~40 MB as SAMPLE_SCHEMA)
 DEFAULT_SCRAPE_INTERVAL_S = 30.0
 
 _LINE = (
@@ -589,22 +592,127 @@ def default_start_ms(src: Source, opts: ParseOptions, n_steps: int, interval_s: 
     return round((mtime - n_steps * interval_s) * 1000)
 
 
-def parse(src: Source, opts: ParseOptions) -> ParseResult:
+class _Held:
+    """Record parts waiting for the scrape count (their times depend on it): in a list, or spilled
+    to a temporary Arrow IPC stream (lz4) so that holding them costs disk, not memory."""
+
+    def __init__(self, spill: bool) -> None:
+        self.spill = spill
+        self.rows = 0
+        self._tables: list[pa.Table] = []
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        self._schema: pa.Schema | None = None
+
+    def add(self, part: pa.Table) -> None:
+        self.rows += part.num_rows
+        if not self.spill:
+            self._tables.append(part)
+            return
+        if self._writer is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="rooftop-prom-")
+            self._schema = part.schema
+            self._writer = pa.ipc.new_stream(os.path.join(self._dir.name, "held.arrows"), part.schema,
+                                             options=pa.ipc.IpcWriteOptions(compression="lz4"))
+        assert self._schema is not None
+        self._writer.write_table(part if part.schema.equals(self._schema) else part.cast(self._schema))
+
+    def drain(self) -> Iterator[pa.Table]:
+        if not self.spill:
+            tables, self._tables = self._tables, []
+            tables.reverse()
+            while tables:  # each part released once handed out
+                yield tables.pop()
+            return
+        if self._writer is None or self._dir is None:
+            return
+        self._writer.close()
+        with pa.ipc.open_stream(os.path.join(self._dir.name, "held.arrows")) as reader:
+            for batch in reader:
+                yield pa.Table.from_batches([batch])
+
+    def close(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        if self._dir is not None:
+            self._dir.cleanup()
+        self._tables.clear()
+
+
+def _coalesce(parts: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """Consecutive parts joined until they hold at least ``rows`` rows (the last may hold fewer)."""
+    buf: list[pa.Table] = []
+    n = 0
+    for t in parts:
+        buf.append(t)
+        n += t.num_rows
+        if n >= rows:
+            yield pa.concat_tables(buf, promote_options="permissive")
+            buf, n = [], 0
+    if buf:
+        yield pa.concat_tables(buf, promote_options="permissive")
+
+
+def parse_batches(src: Source, opts: ParseOptions, *, spill: bool = True
+                  ) -> Generator[pa.Table, None, ParseResult]:
+    """Yield the samples in file order, ``SAMPLE_SCHEMA``, about :data:`BATCH_ROWS` rows per batch
+    (several chunks joined); return the whole file's :class:`ParseResult` with empty ``samples``.
+
+    Samples with explicit timestamps, or any when ``opts.start`` is given, go out as their chunks
+    are parsed. Scrape-stamped samples without ``opts.start`` need the file's scrape count (the
+    start is the mtime minus ``n_scrapes * interval``): from the first such chunk on, record parts
+    are held (``spill``: in a temporary lz4 Arrow stream; else in memory) and stamped at the end.
+    """
     state = _State()
     rejected: list[Rejected] = []
-    tables = []
-    offset = 0
-    for data in _chunks(src):
-        t, n_lines = _parse_chunk(data, offset, state, src.path, rejected)
-        offset += n_lines
-        if t is not None and t.num_rows:
-            tables.append(t)
-    acc = InputAccounting(src.path, FORMAT, rejected=len(rejected))
     default_interval = ParseOptions.__dataclass_fields__["interval_s"].default
     assumed = opts.interval_s == default_interval
     interval_s = DEFAULT_SCRAPE_INTERVAL_S if assumed else float(opts.interval_s)
-    n_scrapes = state.max_scrape + 1
-    meta = {
+    interval_ms = round(interval_s * 1000)
+    given = default_start_ms(src, opts, 0, interval_s) if opts.start is not None else None
+    held = _Held(spill)
+    records = missing = 0
+    explicit_all = True
+    any_parts = False
+    ready: list[pa.Table] = []  # record parts whose times are known, not yet handed out
+    ready_rows = 0
+    try:
+        offset = 0
+        for data in _chunks(src):
+            t, n_lines = _parse_chunk(data, offset, state, src.path, rejected)
+            offset += n_lines
+            if t is None or not t.num_rows:
+                continue
+            any_parts = True
+            miss = np.asarray(t["missing"].to_numpy(), dtype=bool)
+            n_miss = int(miss.sum())
+            missing += n_miss
+            records += len(miss) - n_miss
+            explicit = t["ts_ms"].null_count == 0
+            explicit_all &= explicit
+            rec = t.filter(pa.array(~miss)) if n_miss else t
+            if not rec.num_rows:
+                continue
+            if held.rows or not (explicit or given is not None):
+                held.add(rec)
+                continue
+            ready.append(rec)
+            ready_rows += rec.num_rows
+            if ready_rows >= BATCH_ROWS:
+                yield assemble(pa.concat_tables(ready, promote_options="permissive"), given or 0, interval_ms)
+                ready, ready_rows = [], 0
+        if ready:
+            yield assemble(pa.concat_tables(ready, promote_options="permissive"), given or 0, interval_ms)
+            ready = []
+        n_scrapes = state.max_scrape + 1
+        start_ms = given if given is not None else default_start_ms(src, opts, n_scrapes, interval_s)
+        for part in _coalesce(held.drain(), BATCH_ROWS):
+            yield assemble(part, start_ms, interval_ms)
+    finally:
+        held.close()
+    acc = InputAccounting(src.path, FORMAT, records=records, missing=missing, rejected=len(rejected))
+    meta: dict[str, Any] = {
         "other_metric_lines": state.other,
         "scrapes": n_scrapes,
         "interval_s": interval_s,
@@ -613,16 +721,25 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         "label_sentinels": state.label_sentinels,
         "label_names": sorted(state.label_names),
     }
-    if not tables:
-        return ParseResult(accounting=acc, rejected=rejected, meta=meta)
-    parts = pa.concat_tables(tables, promote_options="permissive")
-    miss = np.asarray(parts["missing"].to_numpy(), dtype=bool)
-    acc.missing = int(miss.sum())
-    acc.records = int((~miss).sum())
-    has_ts = pc.all(pc.is_valid(parts["ts_ms"])).as_py()
-    meta["explicit_timestamps"] = bool(has_ts)
-    if has_ts:
-        meta["interval_assumed"] = False
-    start_ms = default_start_ms(src, opts, n_scrapes, interval_s)
-    samples = assemble(parts.filter(pa.array(~miss)), start_ms, round(interval_s * 1000))
-    return ParseResult(accounting=acc, samples=samples, rejected=rejected, meta=meta)
+    if any_parts:
+        meta["explicit_timestamps"] = bool(explicit_all)
+        if explicit_all:
+            meta["interval_assumed"] = False
+        else:  # the time of scrape 0 (what a later ingest of the grown file reuses)
+            meta["start"] = datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat()
+    return ParseResult(accounting=acc, rejected=rejected, meta=meta)
+
+
+def parse(src: Source, opts: ParseOptions) -> ParseResult:
+    """The whole file at once: :func:`parse_batches` drained (held parts in memory) and joined."""
+    gen = parse_batches(src, opts, spill=False)
+    tables = []
+    while True:
+        try:
+            tables.append(next(gen))
+        except StopIteration as stop:
+            result: ParseResult = stop.value
+            break
+    if tables:
+        result.samples = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    return result

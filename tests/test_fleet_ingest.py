@@ -17,7 +17,7 @@ from analyzer.fleet import dataset as dsmod
 from analyzer.fleet import ingest as ingmod
 from analyzer.fleet.dataset import Manifest, PartitionWriter, partition_value
 from analyzer.fleet.ingest import ingest_files
-from parsers import InputAccounting, InputError, ParseOptions, ParseResult
+from parsers import InputAccounting, InputError, ParseOptions, ParseResult, SampleStream
 from parsers.model import SAMPLE_SCHEMA
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -26,13 +26,24 @@ from gen_fleet import host_samples, prometheus_text
 START = datetime(2026, 11, 20, 23, 59, 0, tzinfo=timezone.utc)  # crosses midnight after 60 s
 
 
+def _fake_stream(path, fmt: str, result: ParseResult, batch_rows: int = 1 << 20) -> SampleStream:
+    """A stream over ``result.samples`` in slices, ending with ``result`` (samples emptied)."""
+    def gen():
+        t = result.samples
+        for start in range(0, t.num_rows, batch_rows):
+            yield t.slice(start, batch_rows)
+        return ParseResult(accounting=result.accounting, rejected=result.rejected, meta=result.meta)
+
+    return SampleStream(str(path), fmt, gen())
+
+
 def _fake_parser(tables: dict[str, pa.Table], monkeypatch: pytest.MonkeyPatch, fmt: str = "prometheus-text"):
-    def parse(path, options=None):
+    def stream(path, options=None):
         t = tables[str(path)]
         acc = InputAccounting(str(path), fmt, records=t.num_rows, missing=3, rejected=0)
-        return ParseResult(accounting=acc, samples=t)
+        return _fake_stream(path, fmt, ParseResult(accounting=acc, samples=t))
 
-    monkeypatch.setattr(ingmod, "parse_path", parse)
+    monkeypatch.setattr(ingmod, "stream_path", stream)
 
 
 def _inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hosts: list[str | None],
@@ -199,8 +210,8 @@ def test_partition_value_is_injective_enough_and_safe():
 def test_ncu_input_is_unusable_and_all_unusable_raises(tmp_path, monkeypatch):
     p = tmp_path / "k.csv"
     p.write_text("ID,Kernel Name\n")
-    monkeypatch.setattr(ingmod, "parse_path", lambda path, options=None: ParseResult(
-        accounting=InputAccounting(str(path), "ncu-raw-csv", records=1)))
+    monkeypatch.setattr(ingmod, "stream_path", lambda path, options=None: _fake_stream(
+        path, "ncu-raw-csv", ParseResult(accounting=InputAccounting(str(path), "ncu-raw-csv", records=1))))
     with pytest.raises(InputError, match="not a DCGM metric stream"):
         ingest_files([p], tmp_path / "ds", ParseOptions())
     missing = tmp_path / "nope.prom"

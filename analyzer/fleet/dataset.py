@@ -49,6 +49,8 @@ MAX_PARTITION_CHARS = 120
 COMPRESSION = "zstd"
 TMP_SUFFIX = ".tmp"
 MS_PER_DAY = 86_400_000
+ROW_GROUP_ROWS = 1 << 18  # rows per Parquet row group a partition buffer is written as
+MAX_BUFFERED_ROWS = 1 << 20  # rows buffered over all partitions before every buffer is written
 
 
 def partition_value(value: str | None) -> str:
@@ -153,6 +155,23 @@ class Manifest:
     def sha256s(self) -> set[str]:
         return {e["sha256"] for e in self.entries}
 
+    def latest_for(self, path: Path) -> dict[str, Any] | None:
+        """The last entry ingested from ``path`` (same absolute path), or None."""
+        key = os.path.abspath(path)
+        for e in reversed(self.entries):
+            if os.path.abspath(e["path"]) == key:
+                return e
+        return None
+
+    def chain(self, entry: dict[str, Any]) -> list[dict[str, Any]]:
+        """``entry`` and the entries it appends to (``prefix_sha256`` links), oldest first: together
+        they hold every sample of the file version ``entry`` describes."""
+        by_sha = {e["sha256"]: e for e in self.entries}
+        out = [entry]
+        while out[-1].get("kind") == "append" and out[-1].get("prefix_sha256") in by_sha and len(out) <= len(by_sha):
+            out.append(by_sha[out[-1]["prefix_sha256"]])
+        return out[::-1]
+
     def files(self) -> list[str]:
         """Dataset-relative partition files, in ingest order (the scan order of every engine)."""
         return [f for e in self.entries for f in e.get("files", [])]
@@ -220,15 +239,20 @@ class PartitionWriter:
     """Stream sample batches of one input into one Parquet file per ``date/host`` partition.
 
     Each file is written under a hidden temporary name; :meth:`commit` renames them all and returns
-    the dataset-relative paths; :meth:`abort` removes them. Memory: one open writer per partition
-    the input touches, each holding at most one row group.
+    the dataset-relative paths; :meth:`abort` removes them. Rows are buffered per partition and
+    written as one row group once a partition holds :data:`ROW_GROUP_ROWS` rows, so small input
+    batches still give full row groups. Memory: at most :data:`MAX_BUFFERED_ROWS` buffered rows
+    over all partitions (then every buffer is written), plus one open writer per partition.
     """
 
     def __init__(self, root: Path, stem: str) -> None:
         self.root = root
         self.stem = stem
         self._writers: dict[str, tuple[pq.ParquetWriter, Path, Path]] = {}
+        self._buffers: dict[str, list[pa.Table]] = {}
+        self._buffered: dict[str, int] = {}
         self.rows = 0
+        self.batches = 0
         self.start_ms: int | None = None
         self.end_ms: int | None = None
 
@@ -248,16 +272,30 @@ class PartitionWriter:
         bounds = np.flatnonzero(np.diff(sorted_key)) + 1
         starts = np.concatenate(([0], bounds))
         ends = np.concatenate((bounds, [len(order)]))
-        taken = table.take(pa.array(order))
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             first = int(order[s])
             hi = int(host_idx[first])
             part = partition_dir(day_of(int(ms[first])), host_names[hi] if hi >= 0 else None)
-            self._writer(part).write_table(taken.slice(s, e - s))
+            rows = table.take(pa.array(order[s:e])) if e - s < len(order) else table  # compact copy
+            self._writer(part)  # the hidden temporary file exists from the first row on
+            self._buffers.setdefault(part, []).append(rows)
+            self._buffered[part] = self._buffered.get(part, 0) + (e - s)
+            if self._buffered[part] >= ROW_GROUP_ROWS:
+                self._flush(part)
+        if sum(self._buffered.values()) > MAX_BUFFERED_ROWS:
+            for part in list(self._buffers):
+                self._flush(part)
         self.rows += table.num_rows
+        self.batches += 1
         lo, hi_ms = int(ms.min()), int(ms.max())
         self.start_ms = lo if self.start_ms is None else min(self.start_ms, lo)
         self.end_ms = hi_ms if self.end_ms is None else max(self.end_ms, hi_ms)
+
+    def _flush(self, part: str) -> None:
+        tables = self._buffers.pop(part, [])
+        self._buffered.pop(part, None)
+        if tables:
+            self._writer(part).write_table(pa.concat_tables(tables), row_group_size=ROW_GROUP_ROWS)
 
     def _writer(self, part: str) -> pq.ParquetWriter:
         if part not in self._writers:
@@ -271,6 +309,8 @@ class PartitionWriter:
 
     def commit(self) -> list[str]:
         """Close and fsync every file, then rename them into place; returns relative paths."""
+        for part in list(self._buffers):
+            self._flush(part)
         out: list[str] = []
         for writer, tmp, _final in self._writers.values():
             writer.close()
@@ -284,6 +324,8 @@ class PartitionWriter:
         return sorted(out)
 
     def abort(self) -> None:
+        self._buffers.clear()
+        self._buffered.clear()
         for writer, tmp, _final in self._writers.values():
             with contextlib.suppress(Exception):
                 writer.close()
@@ -298,6 +340,41 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Digest:
+    """SHA-256 of a file, and of its first ``prefix_size`` bytes (with their newline count)."""
+
+    sha256: str
+    size: int
+    prefix_sha256: str | None = None
+    prefix_lines: int = 0
+
+
+def file_digest(path: Path, prefix_size: int | None = None) -> Digest:
+    """One streamed pass: the whole file's SHA-256 and, when ``prefix_size`` is given and the file
+    is at least that long, the SHA-256 of its first ``prefix_size`` bytes."""
+    h = sha256()
+    done = 0
+    prefix: str | None = None
+    lines = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            if prefix_size is not None and prefix is None and done + len(chunk) >= prefix_size:
+                cut = prefix_size - done
+                h.update(chunk[:cut])
+                lines += chunk.count(b"\n", 0, cut)
+                prefix = h.hexdigest()  # hexdigest does not finalize: the hash goes on
+                h.update(chunk[cut:])
+            else:
+                h.update(chunk)
+                if prefix_size is not None and prefix is None:
+                    lines += chunk.count(b"\n")
+            done += len(chunk)
+    if prefix_size is not None and prefix is None and done == prefix_size:
+        prefix = h.hexdigest()
+    return Digest(h.hexdigest(), done, prefix, lines if prefix is not None else 0)
 
 
 def iso_ms(ms: int | None) -> str | None:

@@ -1,21 +1,34 @@
 """``rooftop ingest``: DCGM inputs into the partitioned Parquet dataset (idempotent, incremental, atomic).
 
-Per input: checksum (streamed) → skip when the manifest already holds that SHA-256 → parse
-(``parsers.parse_path``) → write the sample table in slices of :data:`BATCH_ROWS` rows into one
-temporary file per ``date/host`` partition → rename → manifest entry. The manifest is rewritten
-atomically every :data:`COMMIT_EVERY` inputs and at the end, so a crash loses at most the inputs
-since the last commit (they are re-ingested next time; their orphan files are removed).
+Per input: checksum (streamed) → skip when the manifest already holds that SHA-256 → stream the
+samples (``parsers.stream_path``: bounded batches in file order) into one temporary file per
+``date/host`` partition → rename → manifest entry. The manifest is rewritten atomically every
+:data:`COMMIT_EVERY` inputs and at the end, so a crash loses at most the inputs since the last
+commit (they are re-ingested next time; their orphan files are removed).
 
-Memory: the writer side holds one slice plus one row group per open partition. The parser side is
-the parser's: ``ParseResult.samples`` is a whole table, so a single huge input costs its parsed size
-(about 20-30 bytes per sample in Arrow), not its text size; split very large dumps before ingesting.
+Memory is bounded whatever the input size: the parser holds one chunk and one batch (Prometheus
+text: ~8 MB of text, batches of ~256 k samples; parsers without ``parse_batches`` still hold their
+whole table), the writer at most ``dataset.MAX_BUFFERED_ROWS`` buffered rows.
+
+Files that grow between ingests (a dmon log or scrape file still being written): when the last
+entry for the same path is smaller and its SHA-256 equals the SHA-256 of the file's first ``size``
+bytes, the file is an append. Line formats parse prefix-stably (the first samples of the longer
+file are the earlier file's samples, in order; :data:`APPENDABLE`), so the first ``stored`` samples
+(the records of the earlier entries) are skipped and only the rest is written, as an entry of kind
+``"append"`` (``prefix_sha256``, ``prefix_size``, the tail's records/missing/rejected: the whole
+file's counts minus those of the earlier entries, so that over a path's entries
+``records + missing + rejected`` is the file's sample count). A line that was cut at the end of the
+earlier ingest and rejected then is complete now: it counts in the tail (its ``rejected`` is then
+one lower, possibly negative). Without ``--start``, scrape/tick times of the tail are stamped from
+the earlier entry's time origin, so the tail continues the stored ticks. A file whose earlier bytes
+changed (rotated, rewritten, truncated) is ingested as a new file, and the summary says so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,18 +36,22 @@ from typing import Any
 import pyarrow as pa
 
 from analyzer.fleet.dataset import (
+    Digest,
     Manifest,
     PartitionWriter,
-    file_sha256,
+    file_digest,
     ingest_lock,
     iso_ms,
+    parse_iso,
     remove_orphans,
 )
-from parsers import InputError, ParseOptions, ParseResult, parse_path, validate_samples
+from parsers import InputError, ParseOptions, ParseResult, stream_path
 
 BATCH_ROWS = 1_000_000
 COMMIT_EVERY = 64
 MAX_REJECTED_KEPT = 50
+# formats whose samples come out in line order, so a longer file's first samples are the shorter one's
+APPENDABLE = frozenset({"prometheus-text", "dcgm-dmon"})
 
 
 @dataclass
@@ -45,6 +62,7 @@ class IngestSummary:
     ingested: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     unusable: list[InputError] = field(default_factory=list)
+    rewritten: list[str] = field(default_factory=list)  # earlier bytes changed: ingested as new files
     orphans_removed: int = 0
     seconds: float = 0.0
 
@@ -56,6 +74,10 @@ class IngestSummary:
     def files(self) -> int:
         return sum(len(e["files"]) for e in self.ingested)
 
+    @property
+    def appended(self) -> list[dict[str, Any]]:
+        return [e for e in self.ingested if e.get("kind") == "append"]
+
     def describe(self) -> str:
         rej = sum(int(e["rejected"]) for e in self.ingested)
         miss = sum(int(e["missing"]) for e in self.ingested)
@@ -64,6 +86,17 @@ class IngestSummary:
             f"({miss:,} missing, {rej:,} rejected) in {self.files} partition file(s), "
             f"{self.seconds:.1f} s"
         ]
+        if self.appended:
+            lines.append(f"{len(self.appended)} of them grew since their last ingest: only the samples "
+                         "after the stored ones were added")
+        revised = sum(-min(0, int(e["rejected"])) for e in self.appended)
+        if revised:
+            lines.append(f"{revised} sample(s) rejected earlier (a line cut at the end of a growing file) "
+                         "are complete now and were added")
+        if self.rewritten:
+            lines.append(f"{len(self.rewritten)} input(s) changed in their earlier bytes since their last "
+                         "ingest (rotated or rewritten): ingested as new files, earlier samples kept: "
+                         + ", ".join(self.rewritten[:5]) + (" ..." if len(self.rewritten) > 5 else ""))
         if self.skipped:
             lines.append(f"skipped {len(self.skipped)} input(s) already in the dataset (same SHA-256)")
         for exc in self.unusable:
@@ -96,7 +129,7 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
         pending = 0
         with _progress(paths, progress) as items:
             for path in items:
-                entry = _ingest_one(Path(path), dataset, options, known, summary)
+                entry = _ingest_one(Path(path), dataset, options, manifest, known, summary)
                 if entry is None:
                     continue
                 manifest.entries.append(entry)
@@ -113,39 +146,104 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
     return summary
 
 
-def _ingest_one(path: Path, dataset: Path, options: ParseOptions, known: set[str],
+class _NotAppend(Exception):
+    """A grown file gave fewer samples than its earlier entries stored."""
+
+
+@dataclass(frozen=True)
+class _Prefix:
+    """What the dataset already holds of a grown file: its earlier entries and their totals."""
+
+    entry: dict[str, Any]  # the latest earlier entry (its sha256 is the prefix's)
+    records: int
+    missing: int
+    rejected: int
+    lines: int  # newlines in the prefix: rejections at later lines belong to the tail
+    origin: str | None  # time of tick/scrape 0 the earlier ingest stamped with
+
+
+def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest, known: set[str],
                 summary: IngestSummary) -> dict[str, Any] | None:
     try:
+        prev = manifest.latest_for(path)
         size = path.stat().st_size
-        digest = file_sha256(path)
+        grown = prev is not None and prev.get("format") in APPENDABLE and int(prev["size"]) < size
+        digest = file_digest(path, int(prev["size"]) if prev is not None and grown else None)
     except OSError as exc:
         summary.unusable.append(InputError(str(path), f"cannot be read ({exc.strerror or exc})",
                                            "check the path and permissions"))
         return None
-    if digest in known:
+    if digest.sha256 in known:
         summary.skipped.append(str(path))
         return None
+    prefix = None
+    if prev is not None:
+        if digest.prefix_sha256 is not None and digest.prefix_sha256 == prev["sha256"]:
+            prefix = _prefix_of(manifest, prev, digest)
+        else:
+            summary.rewritten.append(str(path))
     try:
-        result = parse_path(path, options)
+        entry = _write_input(path, dataset, options, digest, prefix, summary)
+    except _NotAppend:  # fewer samples than stored: not prefix-stable after all; ingest it whole
+        summary.rewritten.append(str(path))
+        entry = _write_input(path, dataset, options, digest, None, summary)
+    if entry is not None:
+        summary.ingested.append(entry)
+    return entry
+
+
+def _prefix_of(manifest: Manifest, prev: dict[str, Any], digest: Digest) -> _Prefix:
+    chain = manifest.chain(prev)
+    return _Prefix(
+        entry=prev,
+        records=sum(int(e["records"]) for e in chain),
+        missing=sum(int(e["missing"]) for e in chain),
+        rejected=sum(int(e["rejected"]) for e in chain),
+        lines=digest.prefix_lines,
+        origin=chain[0].get("time_origin"),
+    )
+
+
+def _write_input(path: Path, dataset: Path, options: ParseOptions, digest: Digest, prefix: _Prefix | None,
+                 summary: IngestSummary) -> dict[str, Any] | None:
+    """Stream one input into the dataset; its manifest entry, or None (unusable: in ``summary``).
+    With ``prefix``, the first ``prefix.records`` samples are already stored and are skipped."""
+    opts = options
+    if prefix is not None and options.start is None and prefix.origin:
+        opts = replace(options, start=parse_iso(prefix.origin))
+    try:
+        stream = stream_path(path, opts)
     except InputError as exc:
         summary.unusable.append(exc)
         return None
-    if result.kind != "dcgm":
+    if stream.kind != "dcgm":
+        stream.close()
         summary.unusable.append(InputError(
-            str(path), f"is a {result.accounting.format} export, not a DCGM metric stream",
+            str(path), f"is a {stream.format} export, not a DCGM metric stream",
             "`rooftop ingest` takes DCGM/nvidia-smi streams; use `rooftop analyze` for ncu exports"))
         return None
-    samples = validate_samples(result.samples)
-    writer = PartitionWriter(dataset, digest[:16])
+    skip = prefix.records if prefix is not None else 0
+    writer = PartitionWriter(dataset, digest.sha256[:16])
+    seen = 0
     try:
-        write_samples(writer, samples)
+        for batch in stream:
+            n = batch.num_rows
+            if seen + n > skip:
+                write_samples(writer, batch.slice(max(0, skip - seen)) if seen < skip else batch)
+            seen += n
+        result = stream.result
+        assert result is not None
+        if seen < skip:
+            raise _NotAppend(path)
         files = writer.commit()
+    except InputError as exc:
+        writer.abort()
+        summary.unusable.append(exc)
+        return None
     except BaseException:
         writer.abort()
         raise
-    entry = manifest_entry(path, size, digest, result, files, writer)
-    summary.ingested.append(entry)
-    return entry
+    return manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix)
 
 
 def write_samples(writer: PartitionWriter, samples: pa.Table, batch_rows: int = BATCH_ROWS) -> None:
@@ -155,23 +253,37 @@ def write_samples(writer: PartitionWriter, samples: pa.Table, batch_rows: int = 
 
 
 def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, files: list[str],
-                   writer: PartitionWriter) -> dict[str, Any]:
+                   writer: PartitionWriter, prefix: _Prefix | None = None) -> dict[str, Any]:
+    """The manifest record of one ingest of ``path``; with ``prefix``, of its appended tail only."""
     acc = result.accounting
-    return {
+    rejected = result.rejected
+    entry: dict[str, Any] = {
         "path": str(path),
         "size": size,
         "sha256": digest,
         "format": acc.format,
+        "kind": "file",
         "records": acc.records,
         "missing": acc.missing,
         "rejected": acc.rejected,
+    }
+    if prefix is not None:
+        entry.update(kind="append", prefix_sha256=prefix.entry["sha256"], prefix_size=int(prefix.entry["size"]),
+                     records=acc.records - prefix.records, missing=acc.missing - prefix.missing,
+                     rejected=acc.rejected - prefix.rejected)
+        rejected = [r for r in rejected if r.line is None or r.line > prefix.lines]
+    origin = result.meta.get("start")  # time of tick/scrape 0 when the parser stamped ticks
+    if isinstance(origin, str):
+        entry["time_origin"] = origin
+    entry.update({
         "rows": writer.rows,
         "start": iso_ms(writer.start_ms),
         "end": iso_ms(writer.end_ms),
         "files": files,
-        "rejected_examples": [r.as_dict() for r in result.rejected[:MAX_REJECTED_KEPT]],
+        "rejected_examples": [r.as_dict() for r in rejected[:MAX_REJECTED_KEPT]],
         "ingested_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-    }
+    })
+    return entry
 
 
 def _progress(items: list[Path], enabled: bool) -> Any:
