@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
 from pathlib import Path
+
+import pyarrow as pa
 
 from parsers.detect import detect_format
 from parsers.model import (
@@ -29,11 +32,13 @@ __all__ = [
     "ParseOptions",
     "ParseResult",
     "Rejected",
+    "SampleStream",
     "SchemaError",
     "detect_format",
     "expand_inputs",
     "normalize_kernels",
     "parse_path",
+    "stream_path",
     "validate_kernels",
     "validate_samples",
 ]
@@ -65,6 +70,12 @@ def _parser_for(fmt: str) -> Callable[[Source, ParseOptions], ParseResult]:
 
 def parse_path(path: str | Path, options: ParseOptions | None = None) -> ParseResult:
     """Parse one file, format detected from content. Raises :class:`InputError` for unusable input."""
+    src, fmt = _open(path)
+    return _parser_for(fmt)(src, options or ParseOptions())
+
+
+def _open(path: str | Path) -> tuple[Source, str]:
+    """The input and its detected format; :class:`InputError` when it cannot be read or is unknown."""
     p = Path(path)
     if not p.exists():
         raise InputError(str(path), "no such file", "check the path")
@@ -79,7 +90,66 @@ def parse_path(path: str | Path, options: ParseOptions | None = None) -> ParseRe
     fmt = detect_format(src)
     if fmt is None:
         raise InputError(str(path), "is not a format rooftop reads", f"expected one of: {KNOWN}")
-    return _parser_for(fmt)(src, options or ParseOptions())
+    return src, fmt
+
+
+STREAM_BATCH_ROWS = 1 << 20  # rows per batch when a parser without parse_batches returns one table
+
+
+class SampleStream:
+    """The sample batches of one input (``SAMPLE_SCHEMA``, validated, file order), then its result.
+
+    Iterate once; afterwards :attr:`result` is the :class:`ParseResult` (accounting, rejected, meta;
+    ``samples`` empty). :attr:`format` and :attr:`kind` are known before iterating.
+    """
+
+    def __init__(self, path: str, fmt: str, batches: Generator[pa.Table, None, ParseResult]) -> None:
+        self.path = path
+        self.format = fmt
+        self.result: ParseResult | None = None
+        self._gen = batches
+
+    @property
+    def kind(self) -> str:
+        """``"dcgm"`` for GPU sample streams, ``"ncu"`` for kernel profiles (see ``ParseResult.kind``)."""
+        return "dcgm" if self.format.startswith(("dcgm", "prometheus", "nvidia-smi")) else "ncu"
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        try:
+            while True:
+                try:
+                    batch = next(self._gen)
+                except StopIteration as stop:
+                    self.result = stop.value
+                    return
+                yield validate_samples(batch)
+        finally:
+            self._gen.close()  # an abandoned stream releases the parser's files
+
+    def close(self) -> None:
+        self._gen.close()
+
+
+def _whole(parser: Callable[[Source, ParseOptions], ParseResult], src: Source, opts: ParseOptions
+           ) -> Generator[pa.Table, None, ParseResult]:
+    """A parser without ``parse_batches``: parse whole, hand the table on in zero-copy slices."""
+    result = parser(src, opts)
+    samples = result.samples
+    for start in range(0, samples.num_rows, STREAM_BATCH_ROWS):
+        yield samples.slice(start, STREAM_BATCH_ROWS)
+    return replace(result, samples=SAMPLE_SCHEMA.empty_table())
+
+
+def stream_path(path: str | Path, options: ParseOptions | None = None) -> SampleStream:
+    """Like :func:`parse_path`, but the samples come as bounded batches: the module's
+    ``parse_batches(src, opts)`` when it has one (next to ``parse``), else ``parse`` sliced.
+    Detection errors raise :class:`InputError` here; parse errors while iterating."""
+    src, fmt = _open(path)
+    opts = options or ParseOptions()
+    module, func = PARSERS[fmt].split(":")
+    batches = getattr(importlib.import_module(module), "parse_batches", None) if func == "parse" else None
+    gen = batches(src, opts) if batches is not None else _whole(_parser_for(fmt), src, opts)
+    return SampleStream(str(path), fmt, gen)
 
 
 def expand_inputs(paths: list[str] | tuple[str, ...]) -> list[Path]:
