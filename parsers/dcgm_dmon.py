@@ -63,8 +63,6 @@ _STAMP = re.compile(
     r"^\s*(?P<ts>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\d{10}(?:\.\d+)?)\s+"
     r"(?=(?:GPU|GPU-I|GPU-CI|Switch|CPU|CX|vGPU|SW)\s+\d)"
 )
-_MISSING = frozenset({"N/A", "N/W", "n/a"})
-_MISSING_ARR = pa.array(sorted(_MISSING), pa.string())
 _NUMERIC = r"^-?[0-9]+(?:\.[0-9]+)?$"  # values pyarrow casts exactly like pandas.to_numeric
 
 BLOCK_BYTES = 4 << 20  # bytes read and processed at once: bounded memory, still vectorized
@@ -171,6 +169,7 @@ class _Parser:
         self._header_sets: dict[tuple[str, ...], int] = {}
         self._col_fid = np.zeros(0, "int64")  # all column sets' columns, concatenated
         self._col_factor = np.zeros(0)
+        self._scaled = False  # some column is scaled to canonical units
         self._col_names = pa.array([], pa.string())
         self._cs_off = np.zeros(1, "int64")  # first column of each set in the concatenation
         self._width = np.zeros(1, "int64")  # width of each set, and 0 for "no set" (-1)
@@ -211,6 +210,7 @@ class _Parser:
             self._width = np.insert(self._width, -1, len(cols))
             self._col_fid = np.concatenate([self._col_fid, fid])
             self._col_factor = np.concatenate([self._col_factor, factor])
+            self._scaled = bool((self._col_factor != 1.0).any())
             self._col_names = pa.concat_arrays([self._col_names, pa.array([t for _, t in cols], pa.string())])
         return self._colset_of[key]
 
@@ -381,17 +381,18 @@ class _Parser:
         ev_line: list[int] = []
         ev_set: list[int] = []
         lend = np.append(nl, nb)
-        starts_l, ends_l = lstart.tolist(), lend.tolist()
-        for i in np.flatnonzero(~cand).tolist():
-            if starts_l[i] == ends_l[i]:
-                continue
-            self._other_line(i, data[starts_l[i]:ends_l[i]].decode("utf-8", "replace"), slow, ev_line, ev_set)
+        other = np.flatnonzero(~cand)
+        for i, a, z in zip(other.tolist(), lstart[other].tolist(), lend[other].tolist(), strict=True):
+            if a < z:
+                self._other_line(i, data[a:z].decode("utf-8", "replace"), slow, ev_line, ev_set)
         ev_l = np.asarray(ev_line, dtype="int64")
         cs = np.asarray([cset0, *ev_set], dtype="int64")[np.searchsorted(ev_l, ci, side="right")]
         k = self._width[cs]
         fast = (k > 0) & (ntok[ci] == k + 2)
-        for i, c in zip(ci[~fast].tolist(), cs[~fast].tolist(), strict=True):
-            self._slow_row(i, data[starts_l[i]:ends_l[i]].decode("ascii").strip(), -1, None if c < 0 else c, slow)
+        demoted = ci[~fast]
+        for i, c, a, z in zip(demoted.tolist(), cs[~fast].tolist(), lstart[demoted].tolist(), lend[demoted].tolist(),
+                              strict=True):
+            self._slow_row(i, data[a:z].decode("ascii").strip(), -1, None if c < 0 else c, slow)
         ci, key, cs, k = ci[fast], key[fast], cs[fast], k[fast]
         uk, inv = np.unique(key, return_inverse=True)
         ids = np.array([self._fast_id(int(u)) for u in uk.tolist()], dtype="int64")
@@ -446,7 +447,7 @@ class _Parser:
         src_vals = pa.concat_arrays([rg.cast(pa.string()) if nb >= 2**31 - 1 else rg,
                                      pa.array(slow.vals, pa.string())]) if slow.vals else rg
         vals = src_vals.take(pa.array(vidx, pa.int64()))
-        missing = pc.is_in(vals, value_set=_MISSING_ARR).to_numpy(zero_copy_only=False)
+        missing = _missing(vals)
         nums = _to_float(vals, missing)
         bad = np.isnan(nums) & ~missing
         if bad.any():
@@ -464,14 +465,16 @@ class _Parser:
         self.sentinels += int(sentinel.sum())
         if n_good == 0:
             return None
-        if n_good < len(good):
+        e = self._ent_arrays()
+        if n_good < len(good) or not uniform or unknown.any():
             idx = np.flatnonzero(good)
             rowc, gcol, fid, nums = rowc[idx], gcol[idx], fid[idx], nums[idx]
-        e = self._ent_arrays()
-        take_gpu = pa.array(gpu_ent[rowc], pa.int64())
-        r_ent = ent[rowc]
-        suf = e["suf"][r_ent]
-        if suf.any():  # GPU n LINK l rows: field name + "[link l]"
+            per_cell = (lambda x: x[rowc])  # noqa: E731
+        else:  # every cell kept, k per row: repeat instead of gathering
+            per_cell = (lambda x: np.repeat(x, kk))  # noqa: E731
+        r_suf = e["suf"][ent]
+        if r_suf.any():  # GPU n LINK l rows: field name + "[link l]"
+            suf = per_cell(r_suf)
             fkey = gcol * len(e["suf_names"]) + suf
             ukey, fcode = np.unique(fkey, return_inverse=True)
             names = self._col_names.to_pylist()
@@ -482,24 +485,24 @@ class _Parser:
             field = self._col_names.take(pa.array(gcol, pa.int64()))
         nrow = len(rowc)
         none = pa.nulls(nrow, pa.string())
-        has_mig = bool(e["has_mig"][np.unique(ent)].any())
+        has_mig = bool(e["has_mig"].any()) and bool(e["has_mig"][ent].any())
         cols: dict[str, pa.Array] = {
             "host": none if self.host is None else pa.repeat(pa.scalar(self.host, pa.string()), nrow),
-            "gpu": e["gpu"].take(take_gpu),
+            "gpu": e["gpu"].take(pa.array(per_cell(gpu_ent), pa.int64())),
             "uuid": none,
             "model": none,
-            "mig": e["mig"].take(pa.array(r_ent, pa.int64())) if has_mig else none,
+            "mig": e["mig"].take(pa.array(per_cell(ent), pa.int64())) if has_mig else none,
             "mig_profile": none,
             "field_id": pa.array(fid.astype("int32"), pa.int32()),
             "field": field,
-            "value": pa.array(nums * self._col_factor[gcol], pa.float64()),
+            "value": pa.array(nums * self._col_factor[gcol] if self._scaled else nums, pa.float64()),
             "namespace": none,
             "pod": none,
             "container": none,
             "job": none,
         }
-        r_stamp = None if stamp is None or not (stamp >= 0).any() else stamp[rowc]
-        return _Part(cols, r_tick[rowc], r_stamp)
+        r_stamp = None if stamp is None or not (stamp >= 0).any() else per_cell(stamp)
+        return _Part(cols, per_cell(r_tick), r_stamp)
 
     def _fast_id(self, key: int) -> int:
         e = self._fast_ent.get(key)
@@ -601,6 +604,23 @@ class _Parser:
         }
         self.rejected.sort(key=lambda r: r.line or 0)
         return ParseResult(accounting=acc, rejected=self.rejected, meta=meta)
+
+
+def _missing(vals: pa.Array) -> np.ndarray:
+    """``vals`` (string, no nulls) is ``N/A``, ``N/W`` or ``n/a``: three bytes, looked at in numpy."""
+    offs = np.frombuffer(vals.buffers()[1], dtype=np.int32)[vals.offset : vals.offset + len(vals) + 1]
+    data = vals.buffers()[2]
+    out = np.zeros(len(vals), dtype=bool)
+    if data is None:
+        return out
+    three = np.flatnonzero(np.diff(offs) == 3)
+    if len(three):
+        b = np.frombuffer(data, dtype=np.uint8)
+        s = offs[three]
+        c0, c1, c2 = b[s], b[s + 1], b[s + 2]
+        out[three] = (c1 == ord("/")) & (((c0 == ord("N")) & ((c2 == ord("A")) | (c2 == ord("W"))))
+                                         | ((c0 == ord("n")) & (c2 == ord("a"))))
+    return out
 
 
 def _to_float(vals: pa.Array, missing: np.ndarray) -> np.ndarray:
