@@ -306,3 +306,12 @@ def test_batches_raise_for_unusable_input(tmp_path: Path) -> None:
     p.write_text("# Entity  TENSO\n      Id\nError setting watches. Result: busy\n", encoding="utf-8")
     with pytest.raises(InputError, match="Error setting watches"):
         _drain(Source(p), ParseOptions())
+
+
+def test_field_id_beyond_int32_is_an_unknown_column(tmp_path: Path) -> None:
+    # no DCGM field ID exceeds int32: the column's cells are rejected, the other column is read
+    r = _parse_text(tmp_path, "$ dcgmi dmon -e 1001,18446744073709551616\nGPU 0   0.25   7\n")
+    _invariant(r)
+    assert (r.accounting.records, r.accounting.missing, r.accounting.rejected) == (1, 0, 1)
+    assert r.rejected[0].line == 2 and "unknown dmon column '18446744073709551616'" in r.rejected[0].reason
+    assert r.samples.column("value").to_pylist() == [0.25]
