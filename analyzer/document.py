@@ -7,9 +7,11 @@ into the contract's shape here, in one place.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import chain, repeat
 from operator import is_not
@@ -129,12 +131,30 @@ def _column_values(results: pd.DataFrame, col: str) -> list[Any]:
 _DEFAULTS: dict[str, Callable[[], Any]] = {"evidence": list, "ncu_rules": list, "label": lambda: "unknown", "limiter": lambda: "unknown"}
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: for code that only builds acyclic containers (per-kernel
+    dicts and lists), where each automatic full collection would walk every object made so far."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
     """Nest flat kernel result columns into contract kernel objects (extra columns go in ``extra``;
     those in :data:`SPARSE_EXTRAS` only where not null).
 
     Column-wise: each column is converted to plain JSON values once, then zipped into records.
     """
+    with gc_paused():
+        return _kernel_records(results)
+
+
+def _kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
     n = len(results)
     cols: dict[str, list[Any]] = {}
     for col in KERNEL_FIELDS:

@@ -31,6 +31,7 @@ from analyzer import metrics as M
 from analyzer.ceilings import CEILING_COLUMNS, ceiling_refs, resolve_ceilings
 from analyzer.classify import LAUNCH_S, LEVEL_NAMES, classify
 from analyzer.devices import load_device_option
+from analyzer.document import gc_paused
 from analyzer.lint import lint_kernels
 from analyzer.roofline import compute as roofline
 
@@ -106,7 +107,8 @@ def stored_sol_verdicts(rules: pd.DataFrame) -> pd.Series:
 def _ncu_rules(kernels: pd.DataFrame, rules: pd.DataFrame) -> list[list[dict[str, Any]]]:
     n = len(kernels)
     if rules is None or not len(rules):
-        return [[] for _ in range(n)]
+        with gc_paused():
+            return [[] for _ in range(n)]
     r = rules.reset_index(drop=True)
     speed = pd.to_numeric(r.get("speedup_pct"), errors="coerce") if "speedup_pct" in r.columns else pd.Series(np.nan, index=r.index)
     items = [{"rule": rule, "title": title, "speedup_pct": None if pd.isna(sp) else float(sp)}
@@ -118,7 +120,8 @@ def _ncu_rules(kernels: pd.DataFrame, rules: pd.DataFrame) -> list[list[dict[str
     for k, it in zip(keys, items, strict=True):
         grouped.setdefault(k, []).append(it)
     kk = zip(kernels["input"].astype("string").tolist(), kernels["index"].astype("Int64").tolist(), strict=True)
-    return [grouped.get(k, []) for k in kk]
+    with gc_paused():
+        return [grouped.get(k, []) for k in kk]
 
 
 def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -263,7 +266,8 @@ def _rows(frags: list[pa.Array], n: int) -> list[list[str]]:
     values = flat.filter(pa.array(keep)).to_numpy(zero_copy_only=False).tolist()
     ends = np.cumsum(keep.reshape(n, k).sum(axis=1)).tolist()
     starts = [0, *ends[:-1]]
-    return [values[a:b] for a, b in zip(starts, ends, strict=True)]
+    with gc_paused():
+        return [values[a:b] for a, b in zip(starts, ends, strict=True)]
 
 
 def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
