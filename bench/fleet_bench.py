@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("write (gen + Parquet)", f"{n:,} samples", f"{dt:.1f} s", f"{n / dt / 1e6:.2f} M/s, "
                      f"{size / n:.1f} B/sample"))
         # 2. ingest through the real parser: Prometheus text with timestamps
+        shutil.rmtree(work / "ds_ingest", ignore_errors=True)  # a kept --work folder: ingest anew
         src = work / "ingest.prom"
         src.write_text(prometheus_text(host_samples("ingest-host", gpus=8, seconds=args.ingest_seconds,
                                                     start=START)))
