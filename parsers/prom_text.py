@@ -56,7 +56,7 @@ from parsers.source import ParseOptions, Source
 
 FORMAT = "prometheus-text"
 CHUNK_BYTES = 8 << 20
-BATCH_ROWS = 1 << 18  # rows per yielded batch (chunks are joined up to this; ~40 MB as SAMPLE_SCHEMA)
+BATCH_ROWS = 1 << 17  # rows per yielded batch (chunks joined up to this; ~20 MB as SAMPLE_SCHEMA)
 DEFAULT_SCRAPE_INTERVAL_S = 30.0
 
 _LINE = (

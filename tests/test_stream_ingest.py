@@ -150,13 +150,13 @@ def test_ingest_streams_batches_never_the_whole_table(tmp_path: Path, monkeypatc
     monkeypatch.setattr(pt, "CHUNK_BYTES", 8192)
     monkeypatch.setattr(pt, "BATCH_ROWS", 100)
     monkeypatch.setattr(dsmod, "ROW_GROUP_ROWS", 256)
-    monkeypatch.setattr(dsmod, "MAX_BUFFERED_ROWS", 600)
+    monkeypatch.setattr(dsmod, "MAX_BUFFERED_BYTES", 60_000)
     sizes: list[int] = []
     real_write = dsmod.PartitionWriter.write
 
     def write(self: dsmod.PartitionWriter, table: pa.Table) -> None:
         sizes.append(table.num_rows)
-        assert sum(self._buffered.values()) <= 600  # the writer's buffer stays bounded too
+        assert sum(self._bytes.values()) <= 60_000  # the writer's buffer stays bounded too
         real_write(self, table)
 
     monkeypatch.setattr(dsmod.PartitionWriter, "write", write)
@@ -169,9 +169,9 @@ def test_ingest_streams_batches_never_the_whole_table(tmp_path: Path, monkeypatc
     f = next((tmp_path / "ds").rglob("*.parquet"))
     md = pq.ParquetFile(f).metadata
     # 960 rows per host, arriving ~50 per batch: buffered into row groups of <= 256 rows, written when
-    # a partition holds 256 or both together exceed 600, not one small row group per batch
+    # a partition holds 256 or the buffers exceed 60 kB, not one small row group per batch
     groups = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
-    assert md.num_rows == 960 and max(groups) <= 256 and len(groups) <= 6 < len(sizes)
+    assert md.num_rows == 960 and max(groups) <= 256 and len(groups) * 3 < len(sizes)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ COMPRESSION = "zstd"
 TMP_SUFFIX = ".tmp"
 MS_PER_DAY = 86_400_000
 ROW_GROUP_ROWS = 1 << 18  # rows per Parquet row group a partition buffer is written as
-MAX_BUFFERED_ROWS = 1 << 20  # rows buffered over all partitions before every buffer is written
+MAX_BUFFERED_BYTES = 64 << 20  # Arrow bytes buffered over all partitions (then the largest are written)
 
 
 def partition_value(value: str | None) -> str:
@@ -241,8 +241,9 @@ class PartitionWriter:
     Each file is written under a hidden temporary name; :meth:`commit` renames them all and returns
     the dataset-relative paths; :meth:`abort` removes them. Rows are buffered per partition and
     written as one row group once a partition holds :data:`ROW_GROUP_ROWS` rows, so small input
-    batches still give full row groups. Memory: at most :data:`MAX_BUFFERED_ROWS` buffered rows
-    over all partitions (then every buffer is written), plus one open writer per partition.
+    batches still give full row groups. Memory: at most about :data:`MAX_BUFFERED_BYTES` buffered
+    over all partitions (beyond it the largest buffers are written), plus one open writer per
+    partition.
     """
 
     def __init__(self, root: Path, stem: str) -> None:
@@ -250,7 +251,8 @@ class PartitionWriter:
         self.stem = stem
         self._writers: dict[str, tuple[pq.ParquetWriter, Path, Path]] = {}
         self._buffers: dict[str, list[pa.Table]] = {}
-        self._buffered: dict[str, int] = {}
+        self._buffered: dict[str, int] = {}  # rows per partition buffer
+        self._bytes: dict[str, int] = {}
         self.rows = 0
         self.batches = 0
         self.start_ms: int | None = None
@@ -280,11 +282,11 @@ class PartitionWriter:
             self._writer(part)  # the hidden temporary file exists from the first row on
             self._buffers.setdefault(part, []).append(rows)
             self._buffered[part] = self._buffered.get(part, 0) + (e - s)
+            self._bytes[part] = self._bytes.get(part, 0) + rows.nbytes
             if self._buffered[part] >= ROW_GROUP_ROWS:
                 self._flush(part)
-        if sum(self._buffered.values()) > MAX_BUFFERED_ROWS:
-            for part in list(self._buffers):
-                self._flush(part)
+        while self._bytes and sum(self._bytes.values()) > MAX_BUFFERED_BYTES:
+            self._flush(max(self._bytes, key=self._bytes.__getitem__))
         self.rows += table.num_rows
         self.batches += 1
         lo, hi_ms = int(ms.min()), int(ms.max())
@@ -294,6 +296,7 @@ class PartitionWriter:
     def _flush(self, part: str) -> None:
         tables = self._buffers.pop(part, [])
         self._buffered.pop(part, None)
+        self._bytes.pop(part, None)
         if tables:
             self._writer(part).write_table(pa.concat_tables(tables), row_group_size=ROW_GROUP_ROWS)
 
@@ -326,6 +329,7 @@ class PartitionWriter:
     def abort(self) -> None:
         self._buffers.clear()
         self._buffered.clear()
+        self._bytes.clear()
         for writer, tmp, _final in self._writers.values():
             with contextlib.suppress(Exception):
                 writer.close()

@@ -7,8 +7,8 @@ samples (``parsers.stream_path``: bounded batches in file order) into one tempor
 commit (they are re-ingested next time; their orphan files are removed).
 
 Memory is bounded whatever the input size: the parser holds one chunk and one batch (Prometheus
-text: ~8 MB of text, batches of ~256 k samples; parsers without ``parse_batches`` still hold their
-whole table), the writer at most ``dataset.MAX_BUFFERED_ROWS`` buffered rows.
+text: ~8 MB of text, batches of ~128 k samples; parsers without ``parse_batches`` still hold their
+whole table), the writer about ``dataset.MAX_BUFFERED_BYTES`` (64 MB) of buffered rows.
 
 Files that grow between ingests (a dmon log or scrape file still being written): when the last
 entry for the same path is smaller and its SHA-256 equals the SHA-256 of the file's first ``size``
