@@ -366,7 +366,7 @@ class _Parser:
         kind[gpu & (len0 == 5) & dash & (at(s0, 4) == 73)] = 1
         kind[gpu & (len0 == 6) & dash & (at(s0, 4) == 67) & (at(s0, 5) == 73)] = 2
         num = np.zeros(len(ci), dtype="int64")
-        ok = (kind >= 0) & (len1 <= _MAX_ID_DIGITS)
+        ok = (kind >= 0) & (len1 <= _MAX_ID_DIGITS) & (nb < 2**31 - 1)  # 32-bit offsets into the block
         for j in range(_MAX_ID_DIGITS):
             inside = j < len1
             d = at(s1, j).astype("int64") - 48
@@ -398,7 +398,7 @@ class _Parser:
         ids = np.array([self._fast_id(int(u)) for u in uk.tolist()], dtype="int64")
         f_ent = ids[inv] if len(inv) else np.zeros(0, "int64")
         # rows of the block in line order; vbase/vstep locate their values in [tokens/gaps, slow values]
-        n_rg = max(2 * n_tok - 1, 0)
+        n_rg = max(2 * n_tok - 1, 0) if len(ci) else 0
         if slow.line:
             s_k = np.asarray(slow.k, dtype="int64")
             line = np.concatenate([ci, np.asarray(slow.line, dtype="int64")])
@@ -443,9 +443,8 @@ class _Parser:
             known = ~unknown
             rowc, gcol, vidx, fid = rowc[known], gcol[known], vidx[known], fid[known]
         rg = pa.StringArray.from_buffers(n_rg, pa.py_buffer(edges.astype("int32")), pa.py_buffer(data)) \
-            if nb < 2**31 - 1 else pa.LargeStringArray.from_buffers(n_rg, pa.py_buffer(edges), pa.py_buffer(data))
-        src_vals = pa.concat_arrays([rg.cast(pa.string()) if nb >= 2**31 - 1 else rg,
-                                     pa.array(slow.vals, pa.string())]) if slow.vals else rg
+            if n_rg else pa.array([], pa.string())  # element 2t: token t; 2t + 1: the gap after it
+        src_vals = pa.concat_arrays([rg, pa.array(slow.vals, pa.string())]) if slow.vals else rg
         vals = src_vals.take(pa.array(vidx, pa.int64()))
         missing = _missing(vals)
         nums = _to_float(vals, missing)
