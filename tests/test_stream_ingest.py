@@ -373,3 +373,23 @@ def test_manifest_json_stays_valid_with_appends(tmp_path: Path) -> None:
     assert kinds == ["file", "append"]
     m = Manifest.load(root)
     assert [e["sha256"] for e in m.chain(m.entries[1])] == [e["sha256"] for e in doc["inputs"]]
+
+
+def test_grown_file_with_fewer_samples_than_stored_is_ingested_whole(tmp_path: Path) -> None:
+    # a parse that is not prefix-stable (simulated: the manifest says more was stored than the
+    # longer file holds) must not skip blindly: the file is ingested whole, as a new file
+    src = _scrapes(tmp_path / "full", 8)
+    data = src.read_bytes()
+    live = tmp_path / "live.prom"
+    live.write_bytes(data[: _split(data, 0.5)])
+    root = tmp_path / "ds"
+    ingest_files([live], root, ParseOptions())
+    doc = json.loads((root / "_manifest.json").read_text())
+    doc["inputs"][0]["records"] = 10**9
+    (root / "_manifest.json").write_text(json.dumps(doc))
+    live.write_bytes(data)
+    s = ingest_files([live], root, ParseOptions())
+    (e,) = s.ingested
+    assert e["kind"] == "file" and s.rewritten == [str(live)]
+    assert e["records"] == e["rows"] == parse_path(live).accounting.records
+    assert not list(root.rglob("*.tmp"))

@@ -147,7 +147,7 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
 
 
 class _NotAppend(Exception):
-    """A grown file gave fewer samples than its earlier entries stored."""
+    """A grown file is not an append after all: another format now, or fewer samples than stored."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,9 @@ def _write_input(path: Path, dataset: Path, options: ParseOptions, digest: Diges
             str(path), f"is a {stream.format} export, not a DCGM metric stream",
             "`rooftop ingest` takes DCGM/nvidia-smi streams; use `rooftop analyze` for ncu exports"))
         return None
+    if prefix is not None and stream.format != prefix.entry.get("format"):
+        stream.close()
+        raise _NotAppend(path)  # detected differently now: its samples need not line up
     skip = prefix.records if prefix is not None else 0
     writer = PartitionWriter(dataset, digest.sha256[:16])
     seen = 0
