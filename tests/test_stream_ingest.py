@@ -393,3 +393,17 @@ def test_grown_file_with_fewer_samples_than_stored_is_ingested_whole(tmp_path: P
     assert e["kind"] == "file" and s.rewritten == [str(live)]
     assert e["records"] == e["rows"] == parse_path(live).accounting.records
     assert not list(root.rglob("*.tmp"))
+
+
+def test_grown_file_of_a_format_without_line_order_says_so(tmp_path: Path) -> None:
+    # nvidia-smi CSV comes out column by column: a grown log cannot skip its stored samples
+    live = tmp_path / "smi.csv"
+    head = "timestamp, index, utilization.gpu [%], power.draw [W]\n"
+    rows = [f"2023/06/22 18:56:{s:02d}.000, 0, {s} %, {100 + s} W\n" for s in range(20)]
+    live.write_text(head + "".join(rows[:10]))
+    root = tmp_path / "ds"
+    ingest_files([live], root, ParseOptions())
+    live.write_text(head + "".join(rows))
+    s = ingest_files([live], root, ParseOptions())
+    assert s.regrown == [str(live)] and s.rewritten == [] and s.ingested[0]["kind"] == "file"
+    assert "stored twice" in s.describe()

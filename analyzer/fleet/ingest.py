@@ -21,7 +21,9 @@ file's counts minus those of the earlier entries, so that over a path's entries
 earlier ingest and rejected then is complete now: it counts in the tail (its ``rejected`` is then
 one lower, possibly negative). Without ``--start``, scrape/tick times of the tail are stamped from
 the earlier entry's time origin, so the tail continues the stored ticks. A file whose earlier bytes
-changed (rotated, rewritten, truncated) is ingested as a new file, and the summary says so.
+changed (rotated, rewritten, truncated) is ingested as a new file, and the summary says so; so is
+a grown file of a format not in :data:`APPENDABLE` (nvidia-smi: samples come out column by column),
+whose earlier samples are then stored twice.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class IngestSummary:
     skipped: list[str] = field(default_factory=list)
     unusable: list[InputError] = field(default_factory=list)
     rewritten: list[str] = field(default_factory=list)  # earlier bytes changed: ingested as new files
+    regrown: list[str] = field(default_factory=list)  # grew, format not appendable: ingested whole again
     orphans_removed: int = 0
     seconds: float = 0.0
 
@@ -97,6 +100,10 @@ class IngestSummary:
             lines.append(f"{len(self.rewritten)} input(s) changed in their earlier bytes since their last "
                          "ingest (rotated or rewritten): ingested as new files, earlier samples kept: "
                          + ", ".join(self.rewritten[:5]) + (" ..." if len(self.rewritten) > 5 else ""))
+        if self.regrown:
+            lines.append(f"{len(self.regrown)} input(s) grew since their last ingest but their format is not "
+                         "read in line order: ingested whole again, so their earlier samples are stored twice: "
+                         + ", ".join(self.regrown[:5]) + (" ..." if len(self.regrown) > 5 else ""))
         if self.skipped:
             lines.append(f"skipped {len(self.skipped)} input(s) already in the dataset (same SHA-256)")
         for exc in self.unusable:
@@ -167,7 +174,7 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
     try:
         prev = manifest.latest_for(path)
         size = path.stat().st_size
-        grown = prev is not None and prev.get("format") in APPENDABLE and int(prev["size"]) < size
+        grown = prev is not None and int(prev["size"]) < size
         digest = file_digest(path, int(prev["size"]) if prev is not None and grown else None)
     except OSError as exc:
         summary.unusable.append(InputError(str(path), f"cannot be read ({exc.strerror or exc})",
@@ -178,10 +185,12 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
         return None
     prefix = None
     if prev is not None:
-        if digest.prefix_sha256 is not None and digest.prefix_sha256 == prev["sha256"]:
+        if digest.prefix_sha256 is None or digest.prefix_sha256 != prev["sha256"]:
+            summary.rewritten.append(str(path))
+        elif prev.get("format") in APPENDABLE:
             prefix = _prefix_of(manifest, prev, digest)
         else:
-            summary.rewritten.append(str(path))
+            summary.regrown.append(str(path))
     try:
         entry = _write_input(path, dataset, options, digest, prefix, summary)
     except _NotAppend:  # fewer samples than stored: not prefix-stable after all; ingest it whole
