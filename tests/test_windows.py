@@ -375,3 +375,51 @@ def test_array_partials_combine_like_frames() -> None:
     assert row["gr_active__sum"] == pytest.approx(1.0) and row["gr_active__n"] == 2
     assert (row["pod"], row["pod__n"]) == ("q", 1)
     pd.testing.assert_frame_equal(W.finish_windows(arrays), W.finish_windows(frames))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_run_partials_match_a_groupby_reference(seed: int) -> None:
+    # random samples (GPU incl. missing, unknown field 150, exact zeros, pods switching every 90 s,
+    # mid-window, incl. missing) in three row orders: series after series (a pod change alone ends
+    # a run), field/window/GPU blocks (a GPU change alone ends a run) and shuffled (row by row),
+    # each whole and split into two record batches with their own dictionaries: sums, counts,
+    # zeros, first/last time and the top pod equal a pandas groupby of the same rows
+    rng = np.random.default_rng(seed)
+    n = 3000
+    t = rng.integers(0, 900, n)
+    df = samples(list(zip(t.tolist(), rng.choice(["0", "1", "7"], n).tolist(),
+                          rng.choice([1001, 1002, 1005, 150], n).tolist(),
+                          rng.choice([0.0, 0.25, 0.5, 0.75], n).tolist(), strict=True)),
+                 pod=[f"p{x // 90 % 3}" for x in t.tolist()])
+    df.loc[rng.random(n) < 0.05, "gpu"] = None
+    df.loc[rng.random(n) < 0.1, "pod"] = None
+    t0 = T0.value // 10**6
+    known = df[df["field_id"] != 150].assign(
+        ms=lambda d: W._epoch_ms(d["timestamp"]), g=lambda d: d["gpu"].fillna("<none>"),
+        m=lambda d: d["field_id"].map(W.PROFILE_METRICS), z=lambda d: (d["value"] == 0.0).astype(int))
+    known["w"] = (known["ms"] - t0) // 60_000 * 60_000 + t0
+    ref = known.groupby(["g", "w", "m"]).agg(s=("value", "sum"), n=("value", "size"), z=("z", "sum"))
+    span = known.groupby(["g", "w"])["ms"].agg(["min", "max"])
+    votes = known.dropna(subset=["pod"]).groupby(["g", "w", "pod"]).size().reset_index(name="c")
+    votes = votes.sort_values(["g", "w", "c", "pod"], ascending=[True, True, False, True])
+    top = {(g, w): (p, c) for g, w, p, c in votes.drop_duplicates(["g", "w"]).itertuples(index=False)}
+    df["_w"] = W._epoch_ms(df["timestamp"]) // 60_000
+    orders = [df.sort_values(["gpu", "field_id", "timestamp"], kind="stable", na_position="last"),
+              df.sort_values(["field_id", "_w", "gpu", "timestamp"], kind="stable", na_position="last"),
+              df.sample(frac=1.0, random_state=seed)]
+    for frame in orders:
+        tab = as_table(frame.drop(columns=["_w"]).reset_index(drop=True))
+        cut = tab.num_rows // 2
+        for tb in (tab, pa.Table.from_batches([*tab.slice(0, cut).to_batches(), *tab.slice(cut).to_batches()])):
+            (p,) = W.window_partials_arrow(tb, 60.0, ((-(2**63), 2**63 - 1),))
+            assert p is not None and int(p.counts.sum()) == len(known)
+            for r in p.to_frame().itertuples(index=False):
+                g = r.gpu if r.gpu is not None else "<none>"
+                for m in ("gr_active", "sm_active", "dram_active"):
+                    want = ref.loc[(g, r.window_start, m)] if (g, r.window_start, m) in ref.index else None
+                    assert getattr(r, m + "__n") == (0 if want is None else want["n"])
+                    if want is not None:
+                        assert getattr(r, m + "__sum") == pytest.approx(want["s"], rel=1e-12)
+                        assert getattr(r, m + "__zero") == want["z"]
+                assert (r.first_ts, r.last_ts) == tuple(span.loc[(g, r.window_start)])
+                assert (r.pod, r.pod__n) == top.get((g, r.window_start), (None, 0))
