@@ -4,6 +4,10 @@ Map-reduce shaped so the fleet engines can run it per Parquet partition and on D
 
 ``window_partials`` (per partition) -> ``combine_partials`` (any number of times, any grouping)
 -> ``finish_windows`` (means) -> ``classify_windows`` (label, limiter, estimates).
+The fleet engines use ``window_partials_arrow`` (Arrow batches as read from Parquet), whose
+partials are arrays (:class:`WindowPartials`, the same content; ``to_frame()`` gives the table):
+rows are first reduced to runs of one (key, labels, window, field), the usual layout of series in
+time order, so per-row work is a few vector passes.
 
 Partials columns: ``KEY_COLUMNS``; for every metric in ``PROFILE_METRICS`` ``<m>__sum``,
 ``<m>__n`` and ``<m>__zero`` (samples exactly 0, for the multiplexing lint); ``n_samples``;
