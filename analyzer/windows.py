@@ -594,10 +594,13 @@ def _unify(uniques: list[np.ndarray], codes: list[np.ndarray]) -> Codes:
     first = uniques[0]
     if all(len(u) == len(first) and (u is first or bool((u == first).all())) for u in uniques[1:]):
         return np.concatenate(codes), first
-    union = np.unique(np.concatenate([np.asarray(u, dtype=object).astype(str) for u in uniques])).astype(object)
+    code, union = pd.factorize(np.concatenate([np.asarray(u, dtype=object) for u in uniques]), sort=True)
+    union = np.asarray(union, dtype=object)
     out = []
+    at = 0
     for u, c in zip(uniques, codes, strict=True):
-        remap = np.r_[np.searchsorted(union, np.asarray(u, dtype=object).astype(str)), len(union)].astype("int64")
+        remap = np.r_[code[at:at + len(u)], len(union)].astype("int64")
+        at += len(u)
         out.append(remap[c])
     return np.concatenate(out), union
 
