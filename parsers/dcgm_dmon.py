@@ -367,7 +367,7 @@ class _Parser:
         kind[gpu & (len0 == 6) & dash & (at(s0, 4) == 67) & (at(s0, 5) == 73)] = 2
         num = np.zeros(len(ci), dtype="int64")
         ok = (kind >= 0) & (len1 <= _MAX_ID_DIGITS) & (nb < 2**31 - 1)  # 32-bit offsets into the block
-        for j in range(_MAX_ID_DIGITS):
+        for j in range(min(_MAX_ID_DIGITS, int(len1.max()) if len(len1) else 0)):
             inside = j < len1
             d = at(s1, j).astype("int64") - 48
             ok &= ~inside | ((d >= 0) & (d <= 9))
@@ -625,12 +625,12 @@ def _missing(vals: pa.Array) -> np.ndarray:
 def _to_float(vals: pa.Array, missing: np.ndarray) -> np.ndarray:
     """Values as floats (NaN: missing or not a number). Arrow casts the whole array when every
     value parses; otherwise plain decimals are cast and the rest go through ``pandas.to_numeric``."""
-    nums = np.full(len(vals), np.nan)
     some = missing.any()
     sel = vals.filter(pa.array(~missing)) if some else vals
     try:
         parsed = pc.cast(sel, pa.float64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:
+        nums = np.full(len(vals), np.nan)
         simple = pc.match_substring_regex(vals, _NUMERIC).to_numpy(zero_copy_only=False)
         if simple.any():
             nums[simple] = pc.cast(vals.filter(pa.array(simple)), pa.float64()).to_numpy(zero_copy_only=False)
@@ -640,6 +640,7 @@ def _to_float(vals: pa.Array, missing: np.ndarray) -> np.ndarray:
             nums[rest] = pd.to_numeric(other, errors="coerce").to_numpy(dtype="float64")
         return nums
     if some:
+        nums = np.full(len(vals), np.nan)
         nums[~missing] = parsed
         return nums
     return parsed
