@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 
 import parsers.prom_text as pt
-from parsers import ParseOptions, parse_path
+from parsers import ParseOptions, ParseResult, parse_path
 from parsers.source import Source
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 
-def _parse(tmp_path: Path, text: str, opts: ParseOptions | None = None):  # type: ignore[no-untyped-def]
+def _parse(tmp_path: Path, text: str, opts: ParseOptions | None = None) -> ParseResult:
     p = tmp_path / "m.prom"
     p.write_text(text, encoding="utf-8")
     r = pt.parse(Source(p), opts or ParseOptions(start=START))
