@@ -47,6 +47,13 @@ MANIFEST_VERSION = 1
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # hive convention for null
 MAX_PARTITION_CHARS = 120
 COMPRESSION = "zstd"
+# Values as byte-stream-split floats (no dictionary: values rarely repeat), every other column
+# dictionary-encoded. Measured on a 16 M-sample fleet (bench/NOTES.md): files 21 % smaller and the
+# columns the fleet pass reads about 20 % cheaper to decode than all-dictionary pages.
+ENCODINGS: dict[str, Any] = {
+    "use_dictionary": [f.name for f in SAMPLE_SCHEMA if f.name != "value"],
+    "use_byte_stream_split": ["value"],
+}
 TMP_SUFFIX = ".tmp"
 MS_PER_DAY = 86_400_000
 ROW_GROUP_ROWS = 1 << 18  # rows per Parquet row group a partition buffer is written as
@@ -306,7 +313,7 @@ class PartitionWriter:
             folder.mkdir(parents=True, exist_ok=True)
             final = folder / f"part-{self.stem}.parquet"
             tmp = folder / f".part-{self.stem}.parquet{TMP_SUFFIX}"
-            writer = pq.ParquetWriter(tmp, SAMPLE_SCHEMA, compression=COMPRESSION)
+            writer = pq.ParquetWriter(tmp, SAMPLE_SCHEMA, compression=COMPRESSION, **ENCODINGS)
             self._writers[part] = (writer, tmp, final)
         return self._writers[part][0]
 
