@@ -74,15 +74,16 @@ def parse_path(path: str | Path, options: ParseOptions | None = None) -> ParseRe
     return _parser_for(fmt)(src, options or ParseOptions())
 
 
-def _open(path: str | Path) -> tuple[Source, str]:
-    """The input and its detected format; :class:`InputError` when it cannot be read or is unknown."""
+def _open(path: str | Path, limit: int | None = None) -> tuple[Source, str]:
+    """The input (its first ``limit`` bytes: see :class:`Source`) and its detected format;
+    :class:`InputError` when it cannot be read or is unknown."""
     p = Path(path)
     if not p.exists():
         raise InputError(str(path), "no such file", "check the path")
     if p.is_dir():
         raise InputError(str(path), "is a directory", "pass the files, or use expand_inputs()")
     try:
-        src = Source(p)
+        src = Source(p, limit=limit)
     except OSError as exc:
         raise InputError(str(path), f"cannot be read: {exc.strerror or exc}", "check permissions") from exc
     if src.size == 0:
@@ -140,11 +141,12 @@ def _whole(parser: Callable[[Source, ParseOptions], ParseResult], src: Source, o
     return replace(result, samples=SAMPLE_SCHEMA.empty_table())
 
 
-def stream_path(path: str | Path, options: ParseOptions | None = None) -> SampleStream:
+def stream_path(path: str | Path, options: ParseOptions | None = None, limit: int | None = None) -> SampleStream:
     """Like :func:`parse_path`, but the samples come as bounded batches: the module's
     ``parse_batches(src, opts)`` when it has one (next to ``parse``), else ``parse`` sliced.
+    ``limit``: parse only the first ``limit`` bytes (detection may read the head beyond it).
     Detection errors raise :class:`InputError` here; parse errors while iterating."""
-    src, fmt = _open(path)
+    src, fmt = _open(path, limit)
     opts = options or ParseOptions()
     module, func = PARSERS[fmt].split(":")
     batches = getattr(importlib.import_module(module), "parse_batches", None) if func == "parse" else None

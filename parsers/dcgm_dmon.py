@@ -88,7 +88,7 @@ def _blocks(src: Source) -> Iterator[bytes]:
     end a line, as in :meth:`Source.lines`), each without the newline after its last line.
     Lines are numbered on across blocks: a block of ``m`` newlines holds ``m + 1`` lines."""
     if src.encoding != "utf-8":  # UTF-16: decoded (and newlines translated) by the text layer
-        with open(src.path, "rb") as raw:
+        with src.open_bytes() as raw:
             raw.seek(src.bom_len)
             stream = io.TextIOWrapper(raw, encoding=src.encoding, errors="replace", newline=None)
             rest = ""
@@ -103,7 +103,7 @@ def _blocks(src: Source) -> Iterator[bytes]:
             if rest:
                 yield rest.encode("utf-8", "replace")
         return
-    with open(src.path, "rb") as fh:
+    with src.open_bytes() as fh:
         fh.seek(src.bom_len)
         tail = b""
         while data := fh.read(BLOCK_BYTES):

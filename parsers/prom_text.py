@@ -119,7 +119,7 @@ def _chunks(src: Source) -> Iterator[pa.Array | bytes | memoryview]:
         text = src.text()
         yield pc.split_pattern(pa.array([text]), "\n").flatten()
         return
-    with open(src.path, "rb") as fh:
+    with src.open_bytes() as fh:
         fh.seek(src.bom_len)
         rest = b""
         while True:

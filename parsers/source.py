@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 SNIFF_BYTES = 64 * 1024
 
@@ -23,18 +25,26 @@ class ParseOptions:
 
 
 class Source:
-    """One input file. Decodes UTF-8 (with or without BOM) and UTF-16 (BOM), normalizes CRLF/CR."""
+    """One input file. Decodes UTF-8 (with or without BOM) and UTF-16 (BOM), normalizes CRLF/CR.
 
-    def __init__(self, path: str | Path) -> None:
+    ``limit``: read only the first ``limit`` bytes (``rooftop ingest`` reads the complete lines of a
+    file still being written). Every read path honours it (:attr:`size`, :meth:`read_bytes`,
+    :meth:`text`, :meth:`lines`, :meth:`open_bytes`); the sniffed head (:attr:`head_bytes`,
+    :meth:`head_text`, for format detection) does not.
+    """
+
+    def __init__(self, path: str | Path, limit: int | None = None) -> None:
         self.path = str(path)
         self._p = Path(path)
+        self.limit = None if limit is None else max(0, int(limit))
         with self._p.open("rb") as fh:
             self.head_bytes = fh.read(SNIFF_BYTES)
         self.encoding, self.bom_len = _sniff_encoding(self.head_bytes)
 
     @property
     def size(self) -> int:
-        return self._p.stat().st_size
+        size = self._p.stat().st_size
+        return size if self.limit is None else min(size, self.limit)
 
     @property
     def is_binary(self) -> bool:
@@ -48,8 +58,17 @@ class Source:
         text = codecs.getincrementaldecoder(self.encoding)(errors="replace").decode(data)
         return text.replace("\r\n", "\n").replace("\r", "\n")[:max_chars]
 
+    def open_bytes(self) -> io.BufferedReader:
+        """The file opened for binary reading; with a ``limit``, reads end there (EOF)."""
+        if self.limit is None:
+            return self._p.open("rb")
+        return io.BufferedReader(_Capped(self._p, self.limit))
+
     def read_bytes(self) -> bytes:
-        return self._p.read_bytes()
+        if self.limit is None:
+            return self._p.read_bytes()
+        with self.open_bytes() as fh:
+            return fh.read()
 
     def text(self) -> str:
         """The whole decoded text (for formats whose files are small)."""
@@ -58,11 +77,50 @@ class Source:
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """Stream ``(line_number, text)`` pairs, 1-based, without line endings, in bounded memory."""
-        with self._p.open("rb") as raw:
+        with self.open_bytes() as raw:
             raw.seek(self.bom_len)
             stream = io.TextIOWrapper(raw, encoding=self.encoding, errors="replace", newline=None)
             for n, line in enumerate(stream, start=1):
                 yield n, line.rstrip("\n")
+
+
+class _Capped(io.RawIOBase):
+    """A file's first ``limit`` bytes as a seekable raw stream (reads past ``limit`` are EOF)."""
+
+    def __init__(self, path: Path, limit: int) -> None:
+        super().__init__()
+        self._fh = path.open("rb", buffering=0)
+        self._limit = limit
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._limit - self._pos
+        if left <= 0:
+            return 0
+        view = memoryview(buffer).cast("B")
+        n = self._fh.readinto(view[: min(left, len(view))]) or 0
+        self._pos += n
+        return n
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_END:
+            offset, whence = min(self._limit, os.fstat(self._fh.fileno()).st_size) + offset, io.SEEK_SET
+        self._pos = self._fh.seek(offset, whence)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        if not self.closed:
+            self._fh.close()
+        super().close()
 
 
 def _sniff_encoding(head: bytes) -> tuple[str, int]:

@@ -38,7 +38,7 @@ def _fake_stream(path, fmt: str, result: ParseResult, batch_rows: int = 1 << 20)
 
 
 def _fake_parser(tables: dict[str, pa.Table], monkeypatch: pytest.MonkeyPatch, fmt: str = "prometheus-text"):
-    def stream(path, options=None):
+    def stream(path, options=None, limit=None):
         t = tables[str(path)]
         acc = InputAccounting(str(path), fmt, records=t.num_rows, missing=3, rejected=0)
         return _fake_stream(path, fmt, ParseResult(accounting=acc, samples=t))
@@ -210,7 +210,7 @@ def test_partition_value_is_injective_enough_and_safe():
 def test_ncu_input_is_unusable_and_all_unusable_raises(tmp_path, monkeypatch):
     p = tmp_path / "k.csv"
     p.write_text("ID,Kernel Name\n")
-    monkeypatch.setattr(ingmod, "stream_path", lambda path, options=None: _fake_stream(
+    monkeypatch.setattr(ingmod, "stream_path", lambda path, options=None, limit=None: _fake_stream(
         path, "ncu-raw-csv", ParseResult(accounting=InputAccounting(str(path), "ncu-raw-csv", records=1))))
     with pytest.raises(InputError, match="not a DCGM metric stream"):
         ingest_files([p], tmp_path / "ds", ParseOptions())

@@ -194,11 +194,26 @@ def _entries(root: Path, path: Path) -> list[dict]:
     return [e for e in Manifest.load(root).entries if e["path"] == str(path)]
 
 
+def _complete(path: Path, opts: ParseOptions) -> parsers.ParseResult:
+    """``path`` parsed up to its last newline (its complete extent), by ``parse_path`` on a copy."""
+    data = path.read_bytes()
+    copy = path.with_name(path.name + ".complete")
+    copy.write_bytes(data[: data.rfind(b"\n") + 1])
+    st = path.stat()
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime: same default time origin
+    try:
+        return parse_path(copy, opts)
+    finally:
+        copy.unlink()
+
+
 def _exact(root: Path, path: Path, opts: ParseOptions) -> None:
-    """Accounting over the path's entries equals the current file's; the stored samples are its samples."""
-    now = parse_path(path, opts)
+    """Accounting over the path's entries equals the complete extent's of the current file; the
+    stored samples are its samples; no count is negative."""
+    now = _complete(path, opts)
     es = _entries(root, path)
     assert sum(e["records"] + e["missing"] + e["rejected"] for e in es) == now.accounting.total
+    assert all(min(e["records"], e["missing"], e["rejected"]) >= 0 for e in es)
     assert sum(e["records"] for e in es) == now.accounting.records
     assert sum(e["rows"] for e in es) == now.samples.num_rows
     assert _sorted(_dataset(root)).equals(_sorted(now.samples))
@@ -304,7 +319,8 @@ def test_rewritten_prefix_is_a_new_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cut", [b'{gpu="0",UUID="GPU-0000', b"DCGM_FI_DEV_SM_CL"])
 def test_truncated_last_line_completed_later(tmp_path: Path, cut: bytes) -> None:
-    """A writer flushed mid-line: the cut line is rejected, then complete; stored exactly once."""
+    """A writer flushed mid-line: the cut line is held back (neither stored nor rejected), then
+    complete: appended, counts exact and never negative, stored exactly once."""
     src = _scrapes(tmp_path / "full", 6)
     data = src.read_bytes()
     a = data.index(b"\nDCGM_FI_DEV_SM_CLOCK", len(data) // 2) + 1  # a sample line mid-file
@@ -313,18 +329,22 @@ def test_truncated_last_line_completed_later(tmp_path: Path, cut: bytes) -> None
     live = tmp_path / "live.prom"
     live.write_bytes(data[:cut_at])
     root = tmp_path / "ds"
-    first = ingest_files([live], root, ParseOptions()).ingested[0]
-    assert first["rejected"] == 1 and first["rejected_examples"][0]["line"] == data[:a].count(b"\n") + 1
-    short = parse_path(live)
+    s1 = ingest_files([live], root, ParseOptions())
+    first = s1.ingested[0]
+    short = _complete(live, ParseOptions())  # = the file up to byte a
+    assert (first["size"], first["held_back_bytes"]) == (a, cut_at - a)
+    assert first["rejected"] == 0 and first["rejected_examples"] == []
+    assert first["records"] == short.accounting.records > 0 and s1.held_back == [str(live)]
     _grow(live, data[cut_at:])
     longer = parse_path(live)
     # prefix-stable: the longer file's first `rows` samples are exactly the earlier ones
     assert longer.samples.slice(0, short.samples.num_rows).equals(short.samples)
     s = ingest_files([live], root, ParseOptions())
     e = s.ingested[0]
-    assert e["kind"] == "append" and e["rejected"] == -1 and e["rejected_examples"] == []
-    assert e["records"] == longer.accounting.records - short.accounting.records
-    assert "are complete now" in s.describe()
+    assert e["kind"] == "append" and e["prefix_size"] == a and e["held_back_bytes"] == 0
+    assert e["rejected"] == 0 and e["rejected_examples"] == []
+    assert e["records"] == longer.accounting.records - short.accounting.records > 0
+    assert "are complete now" not in s.describe() and "held back" not in s.describe()
     _exact(root, live, ParseOptions())
 
 

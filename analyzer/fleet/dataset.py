@@ -58,6 +58,7 @@ TMP_SUFFIX = ".tmp"
 MS_PER_DAY = 86_400_000
 ROW_GROUP_ROWS = 1 << 18  # rows per Parquet row group a partition buffer is written as
 MAX_BUFFERED_BYTES = 64 << 20  # Arrow bytes buffered over all partitions (then the largest are written)
+DIGEST_CHUNK = 1 << 20  # bytes per read while hashing an input
 
 
 def partition_value(value: str | None) -> str:
@@ -355,37 +356,85 @@ def file_sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Digest:
-    """SHA-256 of a file, and of its first ``prefix_size`` bytes (with their newline count)."""
+    """SHA-256 and size of a file's ingested extent, and of its first ``prefix_size`` bytes.
+
+    ``size``/``sha256``: the complete extent (with ``hold_back``: up to and including the last line
+    terminator) or the whole file; ``held_back``: the bytes after the extent (an unterminated last
+    line). ``prefix_lines``: newlines in the prefix; ``prefix_tail``: its last (up to) two bytes.
+    """
 
     sha256: str
     size: int
     prefix_sha256: str | None = None
     prefix_lines: int = 0
+    held_back: int = 0
+    prefix_tail: bytes = b""
+
+    @property
+    def file_size(self) -> int:
+        return self.size + self.held_back
 
 
-def file_digest(path: Path, prefix_size: int | None = None) -> Digest:
-    """One streamed pass: the whole file's SHA-256 and, when ``prefix_size`` is given and the file
-    is at least that long, the SHA-256 of its first ``prefix_size`` bytes."""
+def file_digest(path: Path, prefix_size: int | None = None, *, hold_back: bool = False) -> Digest:
+    """One streamed pass (bounded memory) over ``path``.
+
+    With ``hold_back``, the extent ends after the last ``\\n`` (a file without any ``\\n``: after the
+    last ``\\r``; without either: it is empty) and the rest is held back; else it is the whole file.
+    When ``prefix_size`` is given and the file is at least that long, the SHA-256 of its first
+    ``prefix_size`` bytes too (the file's bytes, whatever the extent).
+    """
     h = sha256()
     done = 0
     prefix: str | None = None
     lines = 0
+    tail = b""  # the last two bytes hashed before the prefix cut
+    at_nl: tuple[Any, int] | None = None  # hash state and size after the last "\n"
+    at_cr: tuple[Any, int] | None = None  # the same after the last "\r", while no "\n" was seen
+    if prefix_size is not None and prefix_size <= 0:
+        prefix, prefix_size = h.hexdigest(), None
     with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
+        for chunk in iter(lambda: fh.read(DIGEST_CHUNK), b""):
+            cuts: dict[int, list[str]] = {}
             if prefix_size is not None and prefix is None and done + len(chunk) >= prefix_size:
-                cut = prefix_size - done
-                h.update(chunk[:cut])
-                lines += chunk.count(b"\n", 0, cut)
-                prefix = h.hexdigest()  # hexdigest does not finalize: the hash goes on
-                h.update(chunk[cut:])
-            else:
-                h.update(chunk)
-                if prefix_size is not None and prefix is None:
-                    lines += chunk.count(b"\n")
+                cuts.setdefault(prefix_size - done, []).append("prefix")
+            if hold_back:
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    cuts.setdefault(nl + 1, []).append("nl")
+                    at_cr = None
+                elif at_nl is None:
+                    cr = chunk.rfind(b"\r")
+                    if cr >= 0:
+                        cuts.setdefault(cr + 1, []).append("cr")
+            pos = 0
+            for cut in sorted(cuts):
+                piece = chunk[pos:cut]
+                h.update(piece)
+                if prefix is None and prefix_size is not None:
+                    lines += piece.count(b"\n")
+                    tail = (tail + piece)[-2:]
+                pos = cut
+                for what in cuts[cut]:
+                    if what == "prefix":
+                        prefix = h.hexdigest()  # hexdigest does not finalize: the hash goes on
+                    elif what == "nl":
+                        at_nl = (h.copy(), done + cut)
+                    else:
+                        at_cr = (h.copy(), done + cut)
+            piece = chunk[pos:]
+            h.update(piece)
+            if prefix is None and prefix_size is not None:
+                lines += piece.count(b"\n")
+                tail = (tail + piece)[-2:]
             done += len(chunk)
-    if prefix_size is not None and prefix is None and done == prefix_size:
-        prefix = h.hexdigest()
-    return Digest(h.hexdigest(), done, prefix, lines if prefix is not None else 0)
+    if prefix is None:
+        lines, tail = 0, b""
+    if not hold_back:
+        return Digest(h.hexdigest(), done, prefix, lines, 0, tail)
+    mark = at_nl or at_cr
+    if mark is None:
+        return Digest(sha256().hexdigest(), 0, prefix, lines, done, tail)
+    return Digest(mark[0].hexdigest(), mark[1], prefix, lines, done - mark[1], tail)
 
 
 def iso_ms(ms: int | None) -> str | None:

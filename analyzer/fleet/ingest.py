@@ -10,20 +10,28 @@ Memory is bounded whatever the input size: the parser holds one chunk and one ba
 text: ~8 MB of text, batches of ~128 k samples; parsers without ``parse_batches`` still hold their
 whole table), the writer about ``dataset.MAX_BUFFERED_BYTES`` (64 MB) of buffered rows.
 
+Only the **complete extent** of an input is read: the bytes up to and including its last ``\\n``
+(a file without any ``\\n`` but with ``\\r`` line ends: its last ``\\r``; UTF-16 files: all of them).
+An unterminated last line (a writer such as ``dcgmi dmon > log`` flushes in blocks, mid-line) is
+*held back*: not parsed, stored or counted; the entry's ``size``/``sha256`` are the extent's, its
+``held_back_bytes`` the rest, and the summary says so. The line is ingested once its newline
+arrives; ``--finished`` (inputs complete) ingests it as it is (entry ``finished: true``). A re-run
+that finds no complete new line adds nothing and writes no entry (skipped: "no complete new lines").
+
 Files that grow between ingests (a dmon log or scrape file still being written): when the last
 entry for the same path is smaller and its SHA-256 equals the SHA-256 of the file's first ``size``
-bytes, the file is an append. Line formats parse prefix-stably (the first samples of the longer
-file are the earlier file's samples, in order; :data:`APPENDABLE`), so the first ``stored`` samples
-(the records of the earlier entries) are skipped and only the rest is written, as an entry of kind
-``"append"`` (``prefix_sha256``, ``prefix_size``, the tail's records/missing/rejected: the whole
-file's counts minus those of the earlier entries, so that over a path's entries
-``records + missing + rejected`` is the file's sample count). A line that was cut at the end of the
-earlier ingest and rejected then is complete now: it counts in the tail (its ``rejected`` is then
-one lower, possibly negative). Without ``--start``, scrape/tick times of the tail are stamped from
-the earlier entry's time origin, so the tail continues the stored ticks. A file whose earlier bytes
-changed (rotated, rewritten, truncated) is ingested as a new file, and the summary says so; so is
-a grown file of a format not in :data:`APPENDABLE` (nvidia-smi: samples come out column by column),
-whose earlier samples are then stored twice.
+bytes, the file is an append. Line formats parse prefix-stably at line ends (the first samples of
+the longer extent are the earlier extent's samples, in order; :data:`APPENDABLE`), so the first
+``stored`` samples (the records of the earlier entries) are skipped and only the rest is written,
+as an entry of kind ``"append"`` (``prefix_sha256``, ``prefix_size``, the tail's records/missing/
+rejected: the extent's counts minus those of the earlier entries, never negative, so that over a
+path's entries ``records + missing + rejected`` is the sample count of the file's complete extent).
+Without ``--start``, scrape/tick times of the tail are stamped from the earlier entry's time origin,
+so the tail continues the stored ticks. A file whose earlier bytes changed (rotated, rewritten,
+truncated) is ingested as a new file, and the summary says so; so is a grown file whose last stored
+byte ended no line (ingested with ``--finished`` or by an older rooftop: its cut line may be stored
+cut), and a grown file of a format not in :data:`APPENDABLE` (nvidia-smi: samples come out column
+by column), whose earlier samples are then stored twice.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from analyzer.fleet.dataset import (
     remove_orphans,
 )
 from parsers import InputError, ParseOptions, ParseResult, stream_path
+from parsers.source import Source
 
 BATCH_ROWS = 1_000_000
 COMMIT_EVERY = 64
@@ -66,6 +75,9 @@ class IngestSummary:
     unusable: list[InputError] = field(default_factory=list)
     rewritten: list[str] = field(default_factory=list)  # earlier bytes changed: ingested as new files
     regrown: list[str] = field(default_factory=list)  # grew, format not appendable: ingested whole again
+    recut: list[str] = field(default_factory=list)  # grew after an unterminated stored line: ingested as new
+    held_back: list[str] = field(default_factory=list)  # an unterminated last line was not ingested
+    waiting: list[str] = field(default_factory=list)  # skipped: no complete line beyond the stored ones
     orphans_removed: int = 0
     seconds: float = 0.0
 
@@ -92,20 +104,28 @@ class IngestSummary:
         if self.appended:
             lines.append(f"{len(self.appended)} of them grew since their last ingest: only the samples "
                          "after the stored ones were added")
-        revised = sum(-min(0, int(e["rejected"])) for e in self.appended)
-        if revised:
-            lines.append(f"{revised} sample(s) rejected earlier (a line cut at the end of a growing file) "
-                         "are complete now and were added")
         if self.rewritten:
             lines.append(f"{len(self.rewritten)} input(s) changed in their earlier bytes since their last "
                          "ingest (rotated or rewritten): ingested as new files, earlier samples kept: "
                          + ", ".join(self.rewritten[:5]) + (" ..." if len(self.rewritten) > 5 else ""))
+        if self.recut:
+            lines.append(f"{len(self.recut)} input(s) grew since an ingest that stored their unterminated "
+                         "last line (--finished, or an older rooftop): ingested as new files, earlier samples "
+                         "kept: " + _first(self.recut))
         if self.regrown:
             lines.append(f"{len(self.regrown)} input(s) grew since their last ingest but their format is not "
                          "read in line order: ingested whole again, so their earlier samples are stored twice: "
                          + ", ".join(self.regrown[:5]) + (" ..." if len(self.regrown) > 5 else ""))
-        if self.skipped:
-            lines.append(f"skipped {len(self.skipped)} input(s) already in the dataset (same SHA-256)")
+        same = len(self.skipped) - len(self.waiting)
+        if same:
+            lines.append(f"skipped {same} input(s) already in the dataset (same SHA-256)")
+        if self.waiting:
+            lines.append(f"skipped {len(self.waiting)} input(s) with no complete new lines since their last "
+                         "ingest")
+        if self.held_back:
+            lines.append(f"held back the unterminated last line of {len(self.held_back)} input(s) (a line still "
+                         "being written): it is ingested once its newline arrives; pass --finished if the files "
+                         "are complete: " + _first(self.held_back))
         for exc in self.unusable:
             lines.append(f"unusable: {exc}")
         if self.orphans_removed:
@@ -113,10 +133,15 @@ class IngestSummary:
         return "\n".join(lines)
 
 
+def _first(paths: list[str], n: int = 5) -> str:
+    return ", ".join(paths[:n]) + (" ..." if len(paths) > n else "")
+
+
 def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
-                 progress: bool = False) -> IngestSummary:
+                 progress: bool = False, finished: bool = False) -> IngestSummary:
     """Ingest DCGM inputs into ``dataset`` (created if absent). Raises :class:`InputError` when
-    there is nothing to ingest and every input is unusable, or the dataset cannot be written."""
+    there is nothing to ingest and every input is unusable, or the dataset cannot be written.
+    ``finished``: the inputs are complete; an unterminated last line is ingested, not held back."""
     t0 = time.perf_counter()
     dataset = Path(dataset)
     if dataset.exists() and not dataset.is_dir():
@@ -136,7 +161,7 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
         pending = 0
         with _progress(paths, progress) as items:
             for path in items:
-                entry = _ingest_one(Path(path), dataset, options, manifest, known, summary)
+                entry = _ingest_one(Path(path), dataset, options, manifest, known, summary, finished)
                 if entry is None:
                     continue
                 manifest.entries.append(entry)
@@ -170,35 +195,61 @@ class _Prefix:
 
 
 def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest, known: set[str],
-                summary: IngestSummary) -> dict[str, Any] | None:
+                summary: IngestSummary, finished: bool = False) -> dict[str, Any] | None:
     try:
         prev = manifest.latest_for(path)
         size = path.stat().st_size
-        grown = prev is not None and int(prev["size"]) < size
-        digest = file_digest(path, int(prev["size"]) if prev is not None and grown else None)
+        encoding = Source(path).encoding
+        prev_size = int(prev["size"]) if prev is not None else None
+        digest = file_digest(path, prev_size if prev_size is not None and prev_size <= size else None,
+                             hold_back=not finished and encoding == "utf-8")
     except OSError as exc:
         summary.unusable.append(InputError(str(path), f"cannot be read ({exc.strerror or exc})",
                                            "check the path and permissions"))
         return None
-    if digest.sha256 in known:
-        summary.skipped.append(str(path))
+    name = str(path)
+    same_prefix = prev is not None and digest.prefix_sha256 == prev["sha256"]
+    # no complete byte beyond the stored ones (an entry ingested with --finished may hold more)
+    stored = prev_size is not None and same_prefix and digest.size <= prev_size
+    if (digest.size == 0 and digest.held_back) or digest.sha256 in known or stored:
+        summary.skipped.append(name)
+        if digest.held_back and not (stored and digest.file_size == prev_size):
+            summary.waiting.append(name)  # only the unterminated last line is new (or there is no other)
+            summary.held_back.append(name)
         return None
     prefix = None
     if prev is not None:
-        if digest.prefix_sha256 is None or digest.prefix_sha256 != prev["sha256"]:
-            summary.rewritten.append(str(path))
+        if not same_prefix:
+            summary.rewritten.append(name)
+        elif not _ends_line(digest.prefix_tail, encoding):
+            summary.recut.append(name)  # its last stored line may be stored cut: no append after it
         elif prev.get("format") in APPENDABLE:
             prefix = _prefix_of(manifest, prev, digest)
         else:
-            summary.regrown.append(str(path))
+            summary.regrown.append(name)
     try:
-        entry = _write_input(path, dataset, options, digest, prefix, summary)
+        entry = _write_input(path, dataset, options, digest, prefix, summary, finished)
     except _NotAppend:  # fewer samples than stored: not prefix-stable after all; ingest it whole
-        summary.rewritten.append(str(path))
-        entry = _write_input(path, dataset, options, digest, None, summary)
+        summary.rewritten.append(name)
+        entry = _write_input(path, dataset, options, digest, None, summary, finished)
     if entry is not None:
         summary.ingested.append(entry)
+        if digest.held_back:
+            summary.held_back.append(name)
     return entry
+
+
+_TERMINATORS = {
+    "utf-8": (b"\n", b"\r"),
+    "utf-16-le": (b"\n\x00", b"\r\x00"),
+    "utf-16-be": (b"\x00\n", b"\x00\r"),
+}
+
+
+def _ends_line(tail: bytes, encoding: str) -> bool:
+    """Whether bytes ending in ``tail`` (their last two) end with a line terminator."""
+    ends = _TERMINATORS.get(encoding)
+    return ends is None or tail.endswith(ends)
 
 
 def _prefix_of(manifest: Manifest, prev: dict[str, Any], digest: Digest) -> _Prefix:
@@ -214,14 +265,15 @@ def _prefix_of(manifest: Manifest, prev: dict[str, Any], digest: Digest) -> _Pre
 
 
 def _write_input(path: Path, dataset: Path, options: ParseOptions, digest: Digest, prefix: _Prefix | None,
-                 summary: IngestSummary) -> dict[str, Any] | None:
-    """Stream one input into the dataset; its manifest entry, or None (unusable: in ``summary``).
+                 summary: IngestSummary, finished: bool = False) -> dict[str, Any] | None:
+    """Stream the extent of one input (its first ``digest.size`` bytes: what was hashed, even if the
+    file grows meanwhile) into the dataset; its manifest entry, or None (unusable: in ``summary``).
     With ``prefix``, the first ``prefix.records`` samples are already stored and are skipped."""
     opts = options
     if prefix is not None and options.start is None and prefix.origin:
         opts = replace(options, start=parse_iso(prefix.origin))
     try:
-        stream = stream_path(path, opts)
+        stream = stream_path(path, opts, limit=digest.size)
     except InputError as exc:
         summary.unusable.append(exc)
         return None
@@ -245,8 +297,10 @@ def _write_input(path: Path, dataset: Path, options: ParseOptions, digest: Diges
             seen += n
         result = stream.result
         assert result is not None
-        if seen < skip:
-            raise _NotAppend(path)
+        if seen < skip or (prefix is not None and min(
+                result.accounting.records - prefix.records, result.accounting.missing - prefix.missing,
+                result.accounting.rejected - prefix.rejected) < 0):
+            raise _NotAppend(path)  # the earlier samples are not a prefix of these after all
         files = writer.commit()
     except InputError as exc:
         writer.abort()
@@ -255,7 +309,11 @@ def _write_input(path: Path, dataset: Path, options: ParseOptions, digest: Diges
     except BaseException:
         writer.abort()
         raise
-    return manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix)
+    entry = manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix)
+    entry["held_back_bytes"] = digest.held_back
+    if finished:
+        entry["finished"] = True
+    return entry
 
 
 def write_samples(writer: PartitionWriter, samples: pa.Table, batch_rows: int = BATCH_ROWS) -> None:
