@@ -126,17 +126,23 @@ def devices(as_json: bool) -> None:
 @click.option("--interval", "interval_s", default=1.0, show_default=True, help="dmon interval, seconds.")
 @click.option("--start", help="Wall-clock time of the first dmon sample (ISO 8601).")
 @click.option("--host", help="Host name for streams that do not carry one.")
+@click.option("--finished", is_flag=True,
+              help="The inputs are complete: also ingest an unterminated last line (held back by default).")
 @click.option("-q", "--quiet", is_flag=True)
 @friendly_errors
 def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str | None,
-           host: str | None, quiet: bool) -> None:
-    """DCGM inputs into a partitioned Parquet dataset (idempotent, incremental, atomic)."""
+           host: str | None, finished: bool, quiet: bool) -> None:
+    """DCGM inputs into a partitioned Parquet dataset (idempotent, incremental, atomic).
+
+    Files still being written may be ingested again later: only their new samples are added. An
+    unterminated last line (a line still being written) is held back until its newline arrives;
+    pass --finished when the files are complete."""
     from analyzer.fleet.ingest import ingest_files
     from parsers import ParseOptions, expand_inputs
 
     options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
     summary = ingest_files(expand_inputs(inputs), Path(dataset), options=options,
-                           progress=_show_progress(quiet))
+                           progress=_show_progress(quiet), finished=finished)
     if not quiet:
         click.echo(summary.describe())
 

@@ -76,3 +76,44 @@ def test_empty_and_missing_files(tmp_path: Path) -> None:
         parse_path(tmp_path / "nope.csv")
     with pytest.raises(InputError, match="is a directory"):
         parse_path(tmp_path)
+
+
+def test_limit_caps_every_read_path(tmp_path: Path) -> None:
+    data = b"\xef\xbb\xbfone\r\ntwo\r\nthr"  # BOM (3) + "one\r\n" (5) + "two\r\n" (5) + "thr" (3) = 16 bytes
+    whole = _write(tmp_path, "a.txt", data)
+    cut = Source(whole.path, limit=13)  # up to the second CRLF
+    assert (whole.size, cut.size, Source(whole.path, limit=99).size) == (16, 13, 16)
+    assert cut.read_bytes() == data[:13] and whole.read_bytes() == data
+    assert cut.text() == "one\ntwo\n" and whole.text() == "one\ntwo\nthr"
+    assert list(cut.lines()) == [(1, "one"), (2, "two")]
+    assert list(whole.lines())[-1] == (3, "thr")
+    assert cut.head_bytes == data and cut.encoding == "utf-8" and cut.bom_len == 3  # detection: the head
+    with cut.open_bytes() as fh:
+        assert fh.read(2) == data[:2] and fh.read() == data[2:13] and fh.read() == b""
+        assert fh.seek(3) == 3 and fh.read(100) == data[3:13]
+        assert fh.seek(-4, 2) == 9 and fh.read() == data[9:13] and fh.tell() == 13
+        buf = bytearray(8)
+        fh.seek(10)
+        assert fh.readinto(buf) == 3 and bytes(buf[:3]) == data[10:13]
+    with Source(whole.path, limit=0).open_bytes() as fh:
+        assert fh.read() == b""
+    with whole.open_bytes() as fh:  # no limit: the file itself
+        assert fh.read() == data
+
+
+def test_limit_on_utf16_lines(tmp_path: Path) -> None:
+    text = "a 1\nb 2\nc 3\n"
+    data = "\ufeff".encode("utf-16-le") + text.encode("utf-16-le")
+    src = Source(_write(tmp_path, "u.txt", data).path, limit=2 + 2 * len("a 1\nb 2\n"))
+    assert src.encoding == "utf-16-le" and list(src.lines()) == [(1, "a 1"), (2, "b 2")]
+    assert src.text() == "a 1\nb 2\n"
+
+
+def test_limit_on_large_reads_crosses_buffer_sizes(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB: reads larger than the BufferedReader's buffer
+    p = tmp_path / "big.bin"
+    p.write_bytes(data)
+    limit = len(data) - 12345
+    with Source(p, limit=limit).open_bytes() as fh:
+        got = b"".join(iter(lambda: fh.read(300_001), b""))
+    assert got == data[:limit]

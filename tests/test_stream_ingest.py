@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -427,3 +428,259 @@ def test_grown_file_of_a_format_without_line_order_says_so(tmp_path: Path) -> No
     s = ingest_files([live], root, ParseOptions())
     assert s.regrown == [str(live)] and s.rewritten == [] and s.ingested[0]["kind"] == "file"
     assert "stored twice" in s.describe()
+
+
+# --------------------------------------------------------------------------------------------------
+# the unterminated last line: held back until its newline arrives (or --finished)
+
+PROM_HEAD = b'# TYPE DCGM_FI_PROF_SM_ACTIVE gauge\nDCGM_FI_PROF_SM_ACTIVE{gpu="0",Hostname="n1"} 0.25\n'
+PROM_CUT = b'DCGM_FI_PROF_SM_ACTIVE{gpu="1",Hostname="n1"} 0.5'  # "0.53" cut after "0.5"
+DMON_HEAD = b"#Entity   GRACT   SMACT\nID\nGPU 0     0.250   0.125\n"
+DMON_CUT = b"GPU 1     0.750   0.5"
+CUT_INPUTS = {"prom": (PROM_HEAD, PROM_CUT), "dmon": (DMON_HEAD, DMON_CUT)}
+OPTS = ParseOptions(start=START)
+
+
+def _gpu_values(root: Path, gpu: str) -> list[float]:
+    t = _dataset(root)
+    return [v for g, v in zip(t.column("gpu").to_pylist(), t.column("value").to_pylist(), strict=True) if g == gpu]
+
+
+@pytest.mark.parametrize("kind", ["prom", "dmon"])
+def test_value_cut_mid_number_is_held_back_then_stored_once(tmp_path: Path, kind: str) -> None:
+    head, cut = CUT_INPUTS[kind]
+    live = tmp_path / f"live.{kind}"
+    live.write_bytes(head + cut)
+    root = tmp_path / "ds"
+    s = ingest_files([live], root, OPTS)
+    (e,) = s.ingested
+    # prom: one sample (gpu 0 = 0.25); dmon: two (gpu 0: GRACT 0.25, SMACT 0.125); the cut line none
+    n_head = {"prom": 1, "dmon": 2}[kind]
+    assert (e["records"], e["missing"], e["rejected"], e["rows"]) == (n_head, 0, 0, n_head)
+    assert (e["size"], e["held_back_bytes"], e["kind"]) == (len(head), len(cut), "file")
+    assert e["sha256"] == hashlib.sha256(head).hexdigest() and "finished" not in e
+    assert _gpu_values(root, "1") == []  # "0.5" is not stored
+    text = s.describe()
+    assert s.held_back == [str(live)] and "held back the unterminated last line of 1 input(s)" in text
+    assert "pass --finished if the files are complete" in text and str(live) in text
+
+    before = (root / "_manifest.json").read_bytes()
+    again = ingest_files([live], root, OPTS)  # nothing complete is new: no entry
+    assert again.ingested == [] and again.skipped == again.waiting == again.held_back == [str(live)]
+    assert "no complete new lines" in again.describe() and "already in the dataset" not in again.describe()
+    assert (root / "_manifest.json").read_bytes() == before
+
+    _grow(live, b"3\n")  # the line completes: 0.53
+    s2 = ingest_files([live], root, OPTS)
+    (e2,) = s2.ingested
+    n_tail = {"prom": 1, "dmon": 2}[kind]  # prom: gpu 1 = 0.53; dmon: gpu 1 GRACT 0.75, SMACT 0.53
+    assert e2["kind"] == "append" and (e2["records"], e2["missing"], e2["rejected"]) == (n_tail, 0, 0)
+    assert e2["held_back_bytes"] == 0 and s2.held_back == [] and "held back" not in s2.describe()
+    assert sorted(_gpu_values(root, "1")) == ([0.53] if kind == "prom" else [0.53, 0.75])
+    _exact(root, live, OPTS)
+
+
+@pytest.mark.parametrize("kind", ["prom", "dmon"])
+def test_line_cut_before_its_value_counts_exactly_once_complete(tmp_path: Path, kind: str) -> None:
+    head, cut = CUT_INPUTS[kind]
+    stub = cut[: cut.index(b"0.")]  # name/entity only: would have been rejected
+    live = tmp_path / f"live.{kind}"
+    live.write_bytes(head + stub)
+    root = tmp_path / "ds"
+    first = ingest_files([live], root, OPTS).ingested[0]
+    assert first["rejected"] == 0 and first["held_back_bytes"] == len(stub)
+    _grow(live, cut[len(stub):])  # still unterminated: nothing new
+    assert ingest_files([live], root, OPTS).waiting == [str(live)]
+    _grow(live, b"3\n" + head.splitlines(keepends=True)[-1])  # completed, and one more line
+    e = ingest_files([live], root, OPTS).ingested[0]
+    assert e["kind"] == "append" and min(e["records"], e["missing"], e["rejected"]) >= 0
+    assert e["records"] == 2 * {"prom": 1, "dmon": 2}[kind] and e["rejected"] == 0
+    _exact(root, live, OPTS)
+
+
+@pytest.mark.parametrize("kind", ["prom", "dmon"])
+def test_finished_ingests_the_last_line(tmp_path: Path, kind: str) -> None:
+    head, cut = CUT_INPUTS[kind]
+    live = tmp_path / f"live.{kind}"
+    live.write_bytes(head + cut + b"3")  # complete, just without a final newline
+    root = tmp_path / "ds"
+    s = ingest_files([live], root, OPTS, finished=True)
+    (e,) = s.ingested
+    assert e["finished"] is True and e["held_back_bytes"] == 0 and e["size"] == len(head + cut) + 1
+    assert e["records"] == parse_path(live, OPTS).accounting.records and s.held_back == []
+    assert sorted(_gpu_values(root, "1")) == ([0.53] if kind == "prom" else [0.53, 0.75])
+    # later runs without --finished: the stored bytes are all there, nothing is added
+    before = (root / "_manifest.json").read_bytes()
+    again = ingest_files([live], root, OPTS)
+    assert again.ingested == [] and again.skipped == [str(live)] and again.waiting == again.held_back == []
+    assert (root / "_manifest.json").read_bytes() == before
+
+
+def test_finished_then_grown_after_a_cut_line_is_not_an_append(tmp_path: Path) -> None:
+    # --finished stored "0.5" as it was; the file then grew ("3\n"): appending after it would keep
+    # 0.5 and skip 0.53, so the file is ingested as a rewritten one and the summary says so
+    live = tmp_path / "live.prom"
+    live.write_bytes(PROM_HEAD + PROM_CUT)
+    root = tmp_path / "ds"
+    ingest_files([live], root, OPTS, finished=True)
+    assert sorted(_gpu_values(root, "1")) == [0.5]
+    _grow(live, b"3\n")
+    s = ingest_files([live], root, OPTS)
+    (e,) = s.ingested
+    assert e["kind"] == "file" and s.recut == [str(live)] and s.rewritten == []
+    assert "stored their unterminated last line" in s.describe() and str(live) in s.describe()
+    assert e["records"] == 2 and sorted(_gpu_values(root, "1")) == [0.5, 0.53]  # earlier samples kept
+    # a --finished entry whose last byte was a newline appends as usual
+    live2 = tmp_path / "live2.prom"
+    live2.write_bytes(PROM_HEAD)
+    root2 = tmp_path / "ds2"  # (in `root`, live2's grown bytes are already known: same SHA-256 as live's)
+    ingest_files([live2], root2, OPTS, finished=True)
+    _grow(live2, PROM_CUT + b"3\n")
+    s2 = ingest_files([live2], root2, OPTS)
+    assert s2.ingested[0]["kind"] == "append" and s2.recut == [] and s2.ingested[0]["records"] == 1
+
+
+@pytest.mark.parametrize("kind", ["prom", "dmon"])
+def test_file_without_any_newline(tmp_path: Path, kind: str) -> None:
+    one = CUT_INPUTS[kind][0].splitlines()[0]  # the first line, not yet complete
+    live = tmp_path / f"live.{kind}"
+    live.write_bytes(one)  # a first line still being written: nothing complete
+    root = tmp_path / "ds"
+    s = ingest_files([live], root, OPTS)
+    assert s.ingested == [] and s.waiting == s.held_back == [str(live)] and s.unusable == []
+    assert "held back" in s.describe() and Manifest.load(root).entries == []
+    assert not list(root.rglob("*.parquet"))
+    # one sample line and no newline at all: held back; --finished ingests it
+    full = tmp_path / "full.prom"
+    full.write_bytes(PROM_CUT + b"3")
+    held = ingest_files([full], root, OPTS)
+    assert held.ingested == [] and held.held_back == [str(full)]
+    fin = ingest_files([full], root, OPTS, finished=True)
+    assert fin.ingested[0]["records"] == 1 and _gpu_values(root, "1") == [0.53]
+
+
+@pytest.mark.parametrize("kind", ["prom", "dmon"])
+def test_ingest_at_arbitrary_byte_cuts_stores_the_file_once(tmp_path: Path, kind: str) -> None:
+    """A growing file ingested after each of a few random flushes (mid-line, mid-number) holds, at
+    the end, exactly the whole file's samples, with exact non-negative counts after every step."""
+    src = tmp_path / "full"
+    if kind == "dmon":
+        write_dmon(src, gpus=2, ticks=20)
+    else:
+        _scrapes(src, 4)
+    data = src.read_bytes()
+    rng = np.random.default_rng(11)
+    for trial in range(3):
+        live = tmp_path / f"live{trial}"
+        root = tmp_path / f"ds{trial}"
+        cuts = sorted(set(rng.integers(len(data) // 10, len(data), 4).tolist()))
+        done = 0
+        for cut in [*cuts, len(data)]:
+            _grow(live, data[done:cut])
+            done = cut
+            ingest_files([live], root, OPTS)
+            if _complete(live, OPTS).accounting.total:
+                _exact(root, live, OPTS)
+        assert _sorted(_dataset(root)).equals(_sorted(parse_path(src, OPTS).samples))
+        assert all(e["kind"] == "append" for e in Manifest.load(root).entries[1:])
+
+
+def test_cr_only_file_ends_its_extent_at_the_last_cr(tmp_path: Path) -> None:
+    head, cut = CUT_INPUTS["dmon"]
+    live = tmp_path / "live.dmon"
+    live.write_bytes(head.replace(b"\n", b"\r") + cut)  # classic-Mac line ends, no "\n" at all
+    root = tmp_path / "ds"
+    e = ingest_files([live], root, OPTS).ingested[0]
+    assert (e["size"], e["held_back_bytes"], e["records"]) == (len(head), len(cut), 2)
+    _grow(live, b"3\r")
+    e2 = ingest_files([live], root, OPTS).ingested[0]
+    assert e2["kind"] == "append" and e2["records"] == 2 and e2["held_back_bytes"] == 0
+    assert sorted(_gpu_values(root, "1")) == [0.53, 0.75]
+
+
+@pytest.mark.parametrize("kind", ["prom", "dmon"])
+def test_crlf_file_cut_between_cr_and_lf(tmp_path: Path, kind: str) -> None:
+    head, cut = CUT_INPUTS[kind]
+    crlf_head, line = head.replace(b"\n", b"\r\n"), cut + b"3\r"
+    live = tmp_path / f"live.{kind}"
+    live.write_bytes(crlf_head + line)  # the writer flushed between "\r" and "\n"
+    root = tmp_path / "ds"
+    e = ingest_files([live], root, OPTS).ingested[0]
+    assert (e["size"], e["held_back_bytes"]) == (len(crlf_head), len(line))
+    assert _gpu_values(root, "1") == []
+    _grow(live, b"\n")
+    e2 = ingest_files([live], root, OPTS).ingested[0]
+    assert e2["kind"] == "append" and e2["rejected"] == 0 and e2["records"] == {"prom": 1, "dmon": 2}[kind]
+    assert 0.53 in _gpu_values(root, "1")
+    _exact(root, live, OPTS)
+
+
+@pytest.mark.parametrize("kind", ["prom", "dmon"])
+def test_utf16_file_is_read_whole(tmp_path: Path, kind: str) -> None:
+    head, cut = CUT_INPUTS[kind]
+    live = tmp_path / f"live.{kind}"
+    data = "\ufeff".encode("utf-16-le") + (head + cut + b"3").decode().encode("utf-16-le")
+    live.write_bytes(data)
+    root = tmp_path / "ds"
+    s = ingest_files([live], root, OPTS)
+    (e,) = s.ingested
+    assert (e["size"], e["held_back_bytes"]) == (len(data), 0) and s.held_back == []
+    assert e["records"] == parse_path(live, OPTS).accounting.records and 0.53 in _gpu_values(root, "1")
+
+
+def test_file_growing_while_ingested_stores_only_the_hashed_bytes(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # the writer appends between hashing and parsing: the entry covers the hashed extent only, and
+    # the next ingest appends the rest (nothing stored twice, nothing lost)
+    from analyzer.fleet import ingest as ingmod
+
+    live = tmp_path / "live.prom"
+    live.write_bytes(PROM_HEAD)
+    real = ingmod.file_digest
+
+    def digest_then_grow(path: Path, prefix_size: int | None = None, *, hold_back: bool = False) -> dsmod.Digest:
+        d = real(path, prefix_size, hold_back=hold_back)
+        _grow(path, PROM_CUT + b"3\n")
+        return d
+
+    monkeypatch.setattr(ingmod, "file_digest", digest_then_grow)
+    root = tmp_path / "ds"
+    e = ingest_files([live], root, OPTS).ingested[0]
+    assert (e["size"], e["records"]) == (len(PROM_HEAD), 1) and _gpu_values(root, "1") == []
+    monkeypatch.setattr(ingmod, "file_digest", real)
+    e2 = ingest_files([live], root, OPTS).ingested[0]
+    assert e2["kind"] == "append" and e2["records"] == 1 and _gpu_values(root, "1") == [0.53]
+    _exact(root, live, OPTS)
+
+
+def test_stream_path_limit(tmp_path: Path) -> None:
+    live = tmp_path / "live.prom"
+    live.write_bytes(PROM_HEAD + PROM_CUT + b"3\n")
+    batches, result = _drain_limited(live, len(PROM_HEAD))
+    assert result.accounting.records == 1 and pa.concat_tables(batches).column("value").to_pylist() == [0.25]
+    assert parse_path(live, OPTS).accounting.records == 2  # parse_path reads the whole file
+
+
+def _drain_limited(path: Path, limit: int) -> tuple[list[pa.Table], parsers.ParseResult]:
+    stream = stream_path(path, OPTS, limit=limit)
+    batches = list(stream)
+    assert stream.result is not None
+    return batches, stream.result
+
+
+def test_cli_ingest_finished(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import main
+
+    live = tmp_path / "live.prom"
+    live.write_bytes(PROM_HEAD + PROM_CUT)
+    root = tmp_path / "ds"
+    args = ["ingest", str(live), "--to", str(root), "--start", "2025-01-01T00:00:00Z"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "held back the unterminated last line of 1 input(s)" in r.output
+    r = CliRunner().invoke(main, [*args, "--finished"])
+    assert r.exit_code == 0, r.output
+    assert "held back" not in r.output and Manifest.load(root).entries[-1]["finished"] is True
+    assert sorted(_gpu_values(root, "1")) == [0.5]
