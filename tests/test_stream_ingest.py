@@ -626,6 +626,16 @@ def test_utf16_file_is_read_whole(tmp_path: Path, kind: str) -> None:
     (e,) = s.ingested
     assert (e["size"], e["held_back_bytes"]) == (len(data), 0) and s.held_back == []
     assert e["records"] == parse_path(live, OPTS).accounting.records and 0.53 in _gpu_values(root, "1")
+    # it grows: its stored last line was unterminated (UTF-16 is not held back), so not an append
+    more = (b"\n" + head.splitlines(keepends=True)[-1]).decode().encode("utf-16-le")
+    _grow(live, more)
+    s2 = ingest_files([live], root, OPTS)
+    assert s2.recut == [str(live)] and s2.ingested[0]["kind"] == "file"
+    # grown after a complete line: appended
+    _grow(live, more[2:])
+    s3 = ingest_files([live], root, OPTS)
+    assert s3.recut == [] and s3.ingested[0]["kind"] == "append"
+    assert s3.ingested[0]["records"] == {"prom": 1, "dmon": 2}[kind]
 
 
 def test_file_growing_while_ingested_stores_only_the_hashed_bytes(tmp_path: Path,

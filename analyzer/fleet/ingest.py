@@ -110,7 +110,7 @@ class IngestSummary:
                          + ", ".join(self.rewritten[:5]) + (" ..." if len(self.rewritten) > 5 else ""))
         if self.recut:
             lines.append(f"{len(self.recut)} input(s) grew since an ingest that stored their unterminated "
-                         "last line (--finished, or an older rooftop): ingested as new files, earlier samples "
+                         "last line (--finished, UTF-16, or an older rooftop): ingested as new files, earlier samples "
                          "kept: " + _first(self.recut))
         if self.regrown:
             lines.append(f"{len(self.regrown)} input(s) grew since their last ingest but their format is not "
@@ -120,8 +120,8 @@ class IngestSummary:
         if same:
             lines.append(f"skipped {same} input(s) already in the dataset (same SHA-256)")
         if self.waiting:
-            lines.append(f"skipped {len(self.waiting)} input(s) with no complete new lines since their last "
-                         "ingest")
+            lines.append(f"skipped {len(self.waiting)} input(s) with no complete new lines (only a line still "
+                         "being written)")
         if self.held_back:
             lines.append(f"held back the unterminated last line of {len(self.held_back)} input(s) (a line still "
                          "being written): it is ingested once its newline arrives; pass --finished if the files "
@@ -179,7 +179,8 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
 
 
 class _NotAppend(Exception):
-    """A grown file is not an append after all: another format now, or fewer samples than stored."""
+    """A grown file is not an append after all: another format now, or fewer samples (or fewer
+    records, missing or rejected) than stored."""
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
             summary.regrown.append(name)
     try:
         entry = _write_input(path, dataset, options, digest, prefix, summary, finished)
-    except _NotAppend:  # fewer samples than stored: not prefix-stable after all; ingest it whole
+    except _NotAppend:  # fewer samples (or counts) than stored: not prefix-stable; ingest it whole
         summary.rewritten.append(name)
         entry = _write_input(path, dataset, options, digest, None, summary, finished)
     if entry is not None:
