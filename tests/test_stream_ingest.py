@@ -694,3 +694,17 @@ def test_cli_ingest_finished(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "held back" not in r.output and Manifest.load(root).entries[-1]["finished"] is True
     assert sorted(_gpu_values(root, "1")) == [0.5]
+
+
+def test_query_json_without_final_newline_is_read_whole(tmp_path: Path) -> None:
+    # a Prometheus query JSON is one document (curl writes no final newline): nothing is held back
+    doc = {"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"__name__": "DCGM_FI_PROF_SM_ACTIVE", "gpu": "1", "Hostname": "n1"},
+         "value": [1735689600, "0.53"]}]}}
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps(doc, indent=1))  # pretty-printed, last line "}" unterminated
+    root = tmp_path / "ds"
+    s = ingest_files([q], root, OPTS)
+    (e,) = s.ingested
+    assert (e["format"], e["records"], e["held_back_bytes"], e["size"]) == ("prometheus-json", 1, 0, q.stat().st_size)
+    assert s.held_back == [] and _gpu_values(root, "1") == [0.53]

@@ -11,7 +11,8 @@ text: ~8 MB of text, batches of ~128 k samples; parsers without ``parse_batches`
 whole table), the writer about ``dataset.MAX_BUFFERED_BYTES`` (64 MB) of buffered rows.
 
 Only the **complete extent** of an input is read: the bytes up to and including its last ``\\n``
-(a file without any ``\\n`` but with ``\\r`` line ends: its last ``\\r``; UTF-16 files: all of them).
+(a file without any ``\\n`` but with ``\\r`` line ends: its last ``\\r``), for the formats read line by
+line (:data:`LINE_FORMATS`, UTF-8); UTF-16 files and query JSON documents are read whole.
 An unterminated last line (a writer such as ``dcgmi dmon > log`` flushes in blocks, mid-line) is
 *held back*: not parsed, stored or counted; the entry's ``size``/``sha256`` are the extent's, its
 ``held_back_bytes`` the rest, and the summary says so. The line is ingested once its newline
@@ -55,7 +56,7 @@ from analyzer.fleet.dataset import (
     parse_iso,
     remove_orphans,
 )
-from parsers import InputError, ParseOptions, ParseResult, stream_path
+from parsers import InputError, ParseOptions, ParseResult, detect_format, stream_path
 from parsers.source import Source
 
 BATCH_ROWS = 1_000_000
@@ -63,6 +64,8 @@ COMMIT_EVERY = 64
 MAX_REJECTED_KEPT = 50
 # formats whose samples come out in line order, so a longer file's first samples are the shorter one's
 APPENDABLE = frozenset({"prometheus-text", "dcgm-dmon"})
+# formats read line by line, whose unterminated last line is held back (a query JSON is one document)
+LINE_FORMATS = frozenset({"prometheus-text", "dcgm-dmon", "nvidia-smi-csv", "nvidia-smi-dmon"})
 
 
 @dataclass
@@ -200,10 +203,12 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
     try:
         prev = manifest.latest_for(path)
         size = path.stat().st_size
-        encoding = Source(path).encoding
+        src = Source(path)
+        encoding = src.encoding
+        hold = not finished and encoding == "utf-8" and detect_format(src) in LINE_FORMATS
         prev_size = int(prev["size"]) if prev is not None else None
         digest = file_digest(path, prev_size if prev_size is not None and prev_size <= size else None,
-                             hold_back=not finished and encoding == "utf-8")
+                             hold_back=hold)
     except OSError as exc:
         summary.unusable.append(InputError(str(path), f"cannot be read ({exc.strerror or exc})",
                                            "check the path and permissions"))
