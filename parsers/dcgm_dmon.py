@@ -47,7 +47,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parsers import dcgm_fields as F
-from parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
+from parsers.model import (
+    SAMPLE_SCHEMA,
+    InputAccounting,
+    InputError,
+    ParseResult,
+    Rejected,
+    drain_batches,
+)
 from parsers.prom_text import default_start_ms
 from parsers.source import ParseOptions, Source
 
@@ -686,14 +693,4 @@ def parse_batches(src: Source, opts: ParseOptions, *, hold: bool = False
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """The whole file: :func:`parse_batches` drained (blocks held in memory) and joined."""
-    gen = parse_batches(src, opts, hold=True)
-    tables = []
-    while True:
-        try:
-            tables.append(next(gen))
-        except StopIteration as stop:
-            result: ParseResult = stop.value
-            break
-    if tables:
-        result.samples = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-    return result
+    return drain_batches(parse_batches(src, opts, hold=True))

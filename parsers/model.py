@@ -44,6 +44,7 @@ file, line and reason.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,6 +180,20 @@ class ParseResult:
         return "dcgm" if self.samples.num_rows or self.accounting.format.startswith(
             ("dcgm", "prometheus", "nvidia-smi")
         ) else "ncu"
+
+
+def drain_batches(batches: Generator[pa.Table, None, ParseResult]) -> ParseResult:
+    """A ``parse_batches`` generator run to the end: its result, with every batch joined as ``samples``."""
+    tables = []
+    while True:
+        try:
+            tables.append(next(batches))
+        except StopIteration as stop:
+            result: ParseResult = stop.value
+            break
+    if tables:
+        result.samples = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    return result
 
 
 class InputError(Exception):

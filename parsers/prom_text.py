@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parsers import dcgm_fields as F
-from parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult, Rejected
+from parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult, Rejected, drain_batches
 from parsers.source import ParseOptions, Source
 
 FORMAT = "prometheus-text"
@@ -732,14 +732,4 @@ def parse_batches(src: Source, opts: ParseOptions, *, spill: bool = True
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """The whole file at once: :func:`parse_batches` drained (held parts in memory) and joined."""
-    gen = parse_batches(src, opts, spill=False)
-    tables = []
-    while True:
-        try:
-            tables.append(next(gen))
-        except StopIteration as stop:
-            result: ParseResult = stop.value
-            break
-    if tables:
-        result.samples = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-    return result
+    return drain_batches(parse_batches(src, opts, spill=False))
