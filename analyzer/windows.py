@@ -133,33 +133,14 @@ def _drop_blank(codes: np.ndarray, uniques: np.ndarray) -> Codes:
 
 
 def _arrow_codes(arr: Any, blank_missing: bool = False) -> Codes:
-    """:func:`_codes` of an Arrow array: dictionary arrays (as read from Parquet) use their indices
-    directly, so no string is hashed or materialised per row; only the (small) dictionary is sorted."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if pa.types.is_null(arr.type):
-        return np.zeros(len(arr), dtype="int64"), np.empty(0, dtype=object)
-    if not pa.types.is_dictionary(arr.type):
-        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-            arr = arr.cast(pa.string())
-        arr = arr.dictionary_encode()
-    dic = arr.dictionary.to_numpy(zero_copy_only=False).astype(object)
-    ok = np.array([isinstance(v, str) for v in dic], dtype=bool)
-    uniques, inv = np.unique(dic[ok].astype(str), return_inverse=True)
-    uniques = uniques.astype(object)
-    remap = np.full(len(dic) + 1, len(uniques), dtype="int64")  # dictionary slot -> sorted code
-    remap[np.flatnonzero(ok)] = inv
-    if blank_missing:
-        remap, uniques = _drop_blank(remap, uniques)
-    n, nulls = len(arr), arr.null_count
-    if nulls == n or (nulls == 0 and len(dic) and bool((remap[:-1] == remap[0]).all())):
-        # one code for every row (a host's partition, an unused MIG column): a zero-stride array
-        return np.broadcast_to(remap[-1] if nulls == n else remap[0], (n,)), uniques
-    ind = arr.indices
-    if nulls == 0 and np.array_equal(remap[:-1], np.arange(len(dic))):
-        return np.asarray(ind.to_numpy(zero_copy_only=False)), uniques  # dictionary already sorted
-    idx = np.asarray((ind.fill_null(len(dic)) if nulls else ind).to_numpy(zero_copy_only=False))
-    return remap[idx], uniques
+    """:func:`_codes` of an Arrow string array, from :func:`_raw_codes`: dictionary indices mapped to
+    sorted codes, so no string is hashed or materialised per row; only the (small) dictionary is sorted."""
+    raw, remap, uniques = _raw_codes(arr, blank_missing)
+    if _is_const(raw):  # one code for every row (a host's partition, an unused MIG column)
+        return np.broadcast_to(remap[raw[0]] if len(raw) else np.int64(0), raw.shape), uniques
+    if np.array_equal(remap, np.arange(len(remap))):
+        return raw, uniques  # dictionary already sorted
+    return remap[raw], uniques
 
 
 def _group_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, int]:
