@@ -110,7 +110,7 @@ class IngestSummary:
         if self.rewritten:
             lines.append(f"{len(self.rewritten)} input(s) changed in their earlier bytes since their last "
                          "ingest (rotated or rewritten): ingested as new files, earlier samples kept: "
-                         + ", ".join(self.rewritten[:5]) + (" ..." if len(self.rewritten) > 5 else ""))
+                         + _first(self.rewritten))
         if self.recut:
             lines.append(f"{len(self.recut)} input(s) grew since an ingest that stored their unterminated "
                          "last line (--finished, UTF-16, or an older rooftop): ingested as new files, earlier samples "
@@ -118,7 +118,7 @@ class IngestSummary:
         if self.regrown:
             lines.append(f"{len(self.regrown)} input(s) grew since their last ingest but their format is not "
                          "read in line order: ingested whole again, so their earlier samples are stored twice: "
-                         + ", ".join(self.regrown[:5]) + (" ..." if len(self.regrown) > 5 else ""))
+                         + _first(self.regrown))
         same = len(self.skipped) - len(self.waiting)
         if same:
             lines.append(f"skipped {same} input(s) already in the dataset (same SHA-256)")
