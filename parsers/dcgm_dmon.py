@@ -110,25 +110,12 @@ def _blocks(src: Source) -> Iterator[bytes]:
             if rest:
                 yield rest.encode("utf-8", "replace")
         return
-    with src.open_bytes() as fh:
-        fh.seek(src.bom_len)
-        tail = b""
-        while data := fh.read(BLOCK_BYTES):
-            buf = tail + data if tail else data
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                tail = buf
-                continue
-            tail = buf[cut + 1 :]
-            block = buf[:cut]
-            if b"\r" in block:
-                block = _crlf(block[:-1] if block.endswith(b"\r") else block)  # "\r" + the cut "\n"
-            yield block
-        if tail:
-            if b"\r" in tail:
-                tail = _crlf(tail)
-                tail = tail[:-1] if tail.endswith(b"\n") else tail  # a final lone CR ends the last line
-            yield tail
+    for view in src.line_blocks(BLOCK_BYTES):
+        block = bytes(view)
+        if b"\r" in block:
+            # a final "\r" is the CR of a CRLF whose "\n" ended the block, or a lone CR ending the file
+            block = _crlf(block[:-1] if block.endswith(b"\r") else block)
+        yield block
 
 
 @dataclass

@@ -119,22 +119,7 @@ def _chunks(src: Source) -> Iterator[pa.Array | bytes | memoryview]:
         text = src.text()
         yield pc.split_pattern(pa.array([text]), "\n").flatten()
         return
-    with src.open_bytes() as fh:
-        fh.seek(src.bom_len)
-        rest = b""
-        while True:
-            data = fh.read(CHUNK_BYTES)
-            if not data:
-                if rest:
-                    yield rest
-                return
-            buf = rest + data if rest else data
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                rest = buf
-                continue
-            rest = buf[cut + 1 :]
-            yield memoryview(buf)[:cut]  # no copy; the fast path reads the bytes in place
+    yield from src.line_blocks(CHUNK_BYTES)  # memoryviews: the fast path reads the bytes in place
 
 
 _WS = np.zeros(256, dtype=bool)

@@ -75,6 +75,24 @@ class Source:
         raw = self.read_bytes()[self.bom_len :]
         return raw.decode(self.encoding, errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
+    def line_blocks(self, size: int) -> Iterator[memoryview]:
+        """The raw bytes after the BOM in blocks of about ``size`` bytes, each ending at a ``\\n``
+        (not included) so that no line is split; then the unterminated rest, if any. Byte-level:
+        for UTF-8 files (callers translate ``\\r``)."""
+        with self.open_bytes() as fh:
+            fh.seek(self.bom_len)
+            rest = b""
+            while data := fh.read(size):
+                buf = rest + data if rest else data
+                cut = buf.rfind(b"\n")
+                if cut < 0:
+                    rest = buf
+                    continue
+                rest = buf[cut + 1 :]
+                yield memoryview(buf)[:cut]  # no copy
+            if rest:
+                yield memoryview(rest)
+
     def lines(self) -> Iterator[tuple[int, str]]:
         """Stream ``(line_number, text)`` pairs, 1-based, without line endings, in bounded memory."""
         with self.open_bytes() as raw:
