@@ -802,7 +802,7 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
         _dram_ev(dram, rest & p_dram),
         _const("engine busy but few SMs occupied: tiny grids / launch-bound", launch),
         _strs("GPU engine idle %.0f%% of the window: host-side wait (input pipeline, synchronisation, "
-              "launch gaps)", (1 - gr) * 100, host),
+              "launch gaps)", (1 - np.clip(gr, 0, 1)) * 100, host),  # corrupt ratios are linted, not computed with
         _const("pipes and DRAM lightly used while kernels run: latency/stall-bound", latency),
     ]
     return label, limiter, ev

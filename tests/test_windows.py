@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,16 @@ def test_classification_rules(metrics: dict[str, float], label: str, limiter: st
     out = W.classify_windows(_wide([metrics], model="unknown model"))
     assert (out["label"].iat[0], out["limiter"].iat[0]) == (label, limiter)
     assert isinstance(out["evidence"].iat[0], list) and out["evidence"].iat[0]
+
+
+def test_corrupt_ratio_does_not_overflow_the_evidence() -> None:
+    # a corrupt GR-active of 1e308 next to a host-bound window: (1 - gr) * 100 used to overflow
+    # (RuntimeWarning) for every row; the host evidence of the real window still reads 80 %
+    rows = [{"gr_active": 1e308, "sm_active": 0.5}, {"gr_active": 0.2, "sm_active": 0.15, "dram_active": 0.05}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = W.classify_windows(_wide(rows, model="unknown model"))
+    assert any("idle 80% of the window" in e for e in out["evidence"].iat[1])
 
 
 def test_estimates_with_stub_device(stub_devices: None) -> None:
