@@ -143,13 +143,14 @@ def _whole(parser: Callable[[Source, ParseOptions], ParseResult], src: Source, o
 
 def stream_path(path: str | Path, options: ParseOptions | None = None, limit: int | None = None) -> SampleStream:
     """Like :func:`parse_path`, but the samples come as bounded batches: the module's
-    ``parse_batches(src, opts)`` when it has one (next to ``parse``), else ``parse`` sliced.
+    ``<function>_batches(src, opts)`` when it has one (``parse_batches`` next to ``parse``), else the
+    registered function sliced.
     ``limit``: parse only the first ``limit`` bytes (detection may read the head beyond it).
     Detection errors raise :class:`InputError` here; parse errors while iterating."""
     src, fmt = _open(path, limit)
     opts = options or ParseOptions()
     module, func = PARSERS[fmt].split(":")
-    batches = getattr(importlib.import_module(module), "parse_batches", None) if func == "parse" else None
+    batches = getattr(importlib.import_module(module), f"{func}_batches", None)  # parse -> parse_batches
     gen = batches(src, opts) if batches is not None else _whole(_parser_for(fmt), src, opts)
     return SampleStream(str(path), fmt, gen)
 

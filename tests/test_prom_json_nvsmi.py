@@ -10,6 +10,9 @@ import pandas as pd
 import pytest
 
 from parsers import InputError, ParseOptions, parse_path
+from parsers.model import ParseResult, drain_batches
+from parsers.nvsmi import parse_csv_batches, parse_dmon_batches
+from parsers.source import Source
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -20,7 +23,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return p
 
 
-def _check(r) -> None:  # type: ignore[no-untyped-def]
+def _check(r: ParseResult) -> None:
     assert r.accounting.records == r.samples.num_rows
     assert (r.accounting.rejected == 0) == (not r.rejected)  # a rejected line may hold several samples
 
@@ -112,6 +115,45 @@ def test_nvsmi_dmon_date_time_columns(tmp_path: Path) -> None:
     r = parse_path(_write(tmp_path, "dt.txt", text))
     ts = sorted({t.isoformat() for t in r.samples.to_pandas()["timestamp"]})
     assert ts == ["2024-05-01T12:00:00+00:00", "2024-05-01T12:00:05+00:00"]
+
+
+DMON_TWO_HEADERS = ("# gpu   pwr    sm\n# Idx     W     %\n"
+                    "    0    100    50\n    1    110     -\n"
+                    "# gpu    sm   mem\n# Idx     %     %\n"
+                    "    0     60    70\n    1     x     80\n"
+                    "    0      5\n")
+
+
+def test_nvsmi_dmon_samples_row_major_across_headers(tmp_path: Path) -> None:
+    p = _write(tmp_path, "d.txt", DMON_TWO_HEADERS)
+    r = parse_path(p, ParseOptions(start=START, interval_s=1.0))
+    # rows: (0: pwr sm) (1: pwr, sm '-') | new header (0: sm mem) (1: sm 'x', mem) | short row
+    assert list(zip(r.samples.column("gpu").to_pylist(), r.samples.column("field").to_pylist(), strict=True)) == [
+        ("0", "pwr"), ("0", "sm"), ("1", "pwr"), ("0", "sm"), ("0", "mem"), ("1", "mem")]
+    assert r.samples.column("value").to_pylist() == pytest.approx([100.0, 0.5, 110.0, 0.6, 0.7, 0.8])
+    # 4 rows x 2 cells = 8: '-' missing, 'x' rejected, 6 records; the short row rejected (counts 1)
+    assert (r.accounting.records, r.accounting.missing, r.accounting.rejected) == (6, 1, 2)
+    assert [x.line for x in r.rejected] == [8, 9]
+    # ticks: the header re-print starts tick 1; 1 s apart from START
+    secs = [(t - START).total_seconds() for t in r.samples.column("timestamp").to_pylist()]
+    assert secs == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    assert r.meta["ticks"] == 2 and r.meta["start"] == START.isoformat()
+
+
+@pytest.mark.parametrize("segment", [1, 2, 7])
+@pytest.mark.parametrize("start", [None, START])
+def test_nvsmi_segments_give_the_whole_file(tmp_path: Path, segment: int, start: datetime | None) -> None:
+    csv = _write(tmp_path, "s.csv", "index, utilization.gpu [%], memory.used [MiB]\n" + "".join(
+        f"{g}, {t} %, {'[N/A]' if t % 3 == 0 else t} MiB\n" for t in range(6) for g in range(2)) + "0, 1\n")
+    dmon = _write(tmp_path, "d.txt", DMON_TWO_HEADERS * 3)
+    opts = ParseOptions(start=start)
+    for path, batches in ((csv, parse_csv_batches), (dmon, parse_dmon_batches)):
+        whole = parse_path(path, opts)
+        for hold in (False, True):
+            got = drain_batches(batches(Source(path), opts, hold=hold, segment_lines=segment))
+            assert got.samples.equals(whole.samples)
+            assert got.accounting.as_dict() == whole.accounting.as_dict()
+            assert got.rejected == whole.rejected and got.meta == whole.meta
 
 
 @pytest.mark.parametrize("ts", ["1e300", "-1e300", '"NaN"', '"Inf"'])

@@ -17,8 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import parsers
+import parsers.nvsmi as nvsmi
 import parsers.prom_text as pt
 from analyzer.fleet import dataset as dsmod
+from analyzer.fleet import ingest as ingest_mod
 from analyzer.fleet.dataset import Manifest
 from analyzer.fleet.ingest import ingest_files
 from parsers import InputError, ParseOptions, parse_path, stream_path
@@ -48,6 +50,33 @@ def _scrapes(path: Path, scrapes: int, *, stamps: bool = True) -> Path:
     write_prom_text(path, hosts=2, gpus=2, scrapes=scrapes)
     if not stamps:
         path.write_text(_strip_ts(path.read_text()))
+    return path
+
+
+def _write_smi(path: Path, kind: str, ticks: int = 30) -> Path:
+    """An nvidia-smi log of 2 GPUs: ``smi-csv`` (``--query-gpu ... -l 1``: timestamps, repeated
+    headers, a [N/A], a short row) or ``smi-dmon`` (no timestamps: ticked; '-' missing, a PCIe glitch)."""
+    out = []
+    if kind == "smi-csv":
+        head = "timestamp, index, name, utilization.gpu [%], memory.used [MiB], power.draw [W]\n"
+        for t in range(ticks):
+            if t % 10 == 0:
+                out.append(head)
+            for g in range(2):
+                power = "[N/A]" if (t + g) % 7 == 0 else f"{100 + t}.5 W"
+                out.append(f"2023/06/22 18:{t // 60:02d}:{t % 60:02d}.250, {g}, NVIDIA H100, {t % 100} %, "
+                           f"{800 + t} MiB, {power}\n")
+            if t % 9 == 4:
+                out.append(f"2023/06/22 18:00:00.000, 0, broken row {t}\n")
+    else:
+        for t in range(ticks):
+            if t % 10 == 0:
+                out.append("# gpu   pwr gtemp    sm   mem rxpci\n# Idx     W     C     %     %  MB/s\n")
+            for g in range(2):
+                mem = "-" if (t + g) % 5 == 0 else str(t % 50)
+                pci = "2016001" if t == 7 and g == 1 else str(1000 + t)
+                out.append(f"    {g}   {200 + t}    40   {t % 100}   {mem}   {pci}\n")
+    path.write_text("".join(out))
     return path
 
 
@@ -114,7 +143,10 @@ def test_abandoned_stream_removes_its_spill(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_fallback_for_parsers_without_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # nvidia-smi has no parse_batches: parse() whole, handed on in zero-copy slices
+    # a parser without <function>_batches (nvidia-smi's parse_csv under another name): parsed whole,
+    # handed on in zero-copy slices
+    monkeypatch.setattr(nvsmi, "parse_whole", nvsmi.parse_csv, raising=False)
+    monkeypatch.setitem(parsers.PARSERS, "nvidia-smi-csv", "parsers.nvsmi:parse_whole")
     monkeypatch.setattr(parsers, "STREAM_BATCH_ROWS", 7)
     path = tmp_path / "smi.csv"
     path.write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n" + "".join(
@@ -230,10 +262,13 @@ def _split(data: bytes, frac: float) -> int:
     return data.index(b"\n", int(len(data) * frac)) + 1
 
 
-@pytest.mark.parametrize("kind", ["prom", "prom-scrapes", "dmon"])
+@pytest.mark.parametrize("kind", ["prom", "prom-scrapes", "dmon", "smi-csv", "smi-dmon"])
 def test_append_once_twice_and_rerun(tmp_path: Path, kind: str) -> None:
     src = tmp_path / "full"
-    if kind == "dmon":
+    if kind.startswith("smi"):
+        _write_smi(src, kind, ticks=60)
+        opts = ParseOptions(start=START)
+    elif kind == "dmon":
         write_dmon(src, gpus=2, ticks=60)
         opts = ParseOptions(start=START)
     else:
@@ -349,12 +384,14 @@ def test_truncated_last_line_completed_later(tmp_path: Path, cut: bytes) -> None
     _exact(root, live, ParseOptions())
 
 
-@pytest.mark.parametrize("kind", ["prom", "dmon"])
+@pytest.mark.parametrize("kind", ["prom", "dmon", "smi-csv", "smi-dmon"])
 def test_parse_is_prefix_stable(tmp_path: Path, kind: str) -> None:
     """At every line boundary (and at cuts inside a line whose partial text is rejected), the first
     samples of the whole file are the prefix's samples, in order; counts never run ahead."""
     src = tmp_path / "full"
-    if kind == "dmon":
+    if kind.startswith("smi"):
+        _write_smi(src, kind)
+    elif kind == "dmon":
         write_dmon(src, gpus=3, ticks=30)
     else:
         _scrapes(src, 6, stamps=False)
@@ -416,8 +453,9 @@ def test_grown_file_with_fewer_samples_than_stored_is_ingested_whole(tmp_path: P
     assert not list(root.rglob("*.tmp"))
 
 
-def test_grown_file_of_a_format_without_line_order_says_so(tmp_path: Path) -> None:
-    # nvidia-smi CSV comes out column by column: a grown log cannot skip its stored samples
+def test_grown_file_of_a_format_without_line_order_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a format not in APPENDABLE (nvidia-smi CSV taken out of it here): a grown log cannot skip its stored samples
+    monkeypatch.setattr(ingest_mod, "APPENDABLE", ingest_mod.APPENDABLE - {"nvidia-smi-csv"})
     live = tmp_path / "smi.csv"
     head = "timestamp, index, utilization.gpu [%], power.draw [W]\n"
     rows = [f"2023/06/22 18:56:{s:02d}.000, 0, {s} %, {100 + s} W\n" for s in range(20)]
@@ -559,12 +597,14 @@ def test_file_without_any_newline(tmp_path: Path, kind: str) -> None:
     assert fin.ingested[0]["records"] == 1 and _gpu_values(root, "1") == [0.53]
 
 
-@pytest.mark.parametrize("kind", ["prom", "dmon"])
+@pytest.mark.parametrize("kind", ["prom", "dmon", "smi-csv", "smi-dmon"])
 def test_ingest_at_arbitrary_byte_cuts_stores_the_file_once(tmp_path: Path, kind: str) -> None:
     """A growing file ingested after each of a few random flushes (mid-line, mid-number) holds, at
     the end, exactly the whole file's samples, with exact non-negative counts after every step."""
     src = tmp_path / "full"
-    if kind == "dmon":
+    if kind.startswith("smi"):
+        _write_smi(src, kind, ticks=20)
+    elif kind == "dmon":
         write_dmon(src, gpus=2, ticks=20)
     else:
         _scrapes(src, 4)
@@ -708,3 +748,68 @@ def test_query_json_without_final_newline_is_read_whole(tmp_path: Path) -> None:
     (e,) = s.ingested
     assert (e["format"], e["records"], e["held_back_bytes"], e["size"]) == ("prometheus-json", 1, 0, q.stat().st_size)
     assert s.held_back == [] and _gpu_values(root, "1") == [0.53]
+
+
+# --------------------------------------------------------------------------------------------------
+# nvidia-smi streams: segments in row-major order, appendable
+
+
+def test_nvsmi_csv_streams_bounded_row_major_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nvsmi, "SEGMENT_LINES", 3)
+    path = tmp_path / "smi.csv"
+    path.write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n" + "".join(
+        f"2023/06/22 18:56:{s:02d}.000, {g}, {s} %, {100 + s} W\n" for s in range(5) for g in range(2)))
+    batches, result = _drain(path, ParseOptions())
+    # 10 rows in segments of 3 rows: 3 + 3 + 3 + 1 rows, 2 cells each
+    assert [b.num_rows for b in batches] == [6, 6, 6, 2]
+    t = pa.concat_tables(batches)
+    assert t.column("field").to_pylist() == ["utilization.gpu", "power.draw"] * 10  # row by row
+    assert t.column("gpu").to_pylist() == [g for s in range(5) for g in ("0", "0", "1", "1")]
+    assert t.column("value").to_pylist()[:4] == [0.0, 100.0, 0.0, 100.0]
+    whole = parse_path(path)
+    assert result.accounting.as_dict() == whole.accounting.as_dict() and whole.accounting.records == 20
+    assert t.equals(whole.samples)
+
+
+def test_grown_nvsmi_csv_log_is_appended(tmp_path: Path) -> None:
+    head = "timestamp, index, utilization.gpu [%], power.draw [W]\n"
+    rows = [f"2023/06/22 18:56:{s:02d}.000, {g}, {s} %, {100 + s} W\n" for s in range(3) for g in range(2)]
+    live = tmp_path / "smi.csv"
+    live.write_text(head + "".join(rows))
+    root = tmp_path / "ds"
+    first = ingest_files([live], root, ParseOptions())
+    assert (first.ingested[0]["records"], first.rows) == (12, 12)  # 6 rows x 2 cells
+    more = [f"2023/06/22 18:56:{s:02d}.000, {g}, {s} %, {100 + s} W\n" for s in (3, 4) for g in range(2)]
+    more[3] = more[3].replace("104 W", "[N/A]")
+    _grow(live, ("".join(more) + "2023/06/22 18:56:05.000, 0, cut\n").encode())
+    s = ingest_files([live], root, ParseOptions())
+    (e,) = s.ingested
+    # 4 new rows x 2 cells, one [N/A]: 7 records, 1 missing; the short row: its 2 cells rejected
+    assert e["kind"] == "append" and (e["records"], e["missing"], e["rejected"]) == (7, 1, 2)
+    assert e["rows"] == 7 and s.regrown == [] and s.rewritten == []
+    assert [r["line"] for r in e["rejected_examples"]] == [12]
+    _exact(root, live, ParseOptions())
+    assert _dataset(root).num_rows == 19
+
+
+def test_ticked_nvsmi_dmon_tail_continues_the_stored_ticks(tmp_path: Path) -> None:
+    # nvidia-smi dmon has no timestamps: the append reuses the first ingest's time origin
+    src = _write_smi(tmp_path / "full", "smi-dmon", ticks=30)
+    data = src.read_bytes()
+    a = _split(data, 0.5)
+    live = tmp_path / "live.txt"
+    live.write_bytes(data[:a])
+    os.utime(live, (1_800_000_000, 1_800_000_000))
+    root = tmp_path / "ds"
+    first = ingest_files([live], root, ParseOptions())
+    origin = first.ingested[0]["time_origin"]
+    n_first = parse_path(live).meta["ticks"]
+    assert datetime.fromisoformat(origin).timestamp() == 1_800_000_000 - n_first  # 1 s per tick
+    _grow(live, data[a:])
+    os.utime(live, (1_800_000_999, 1_800_000_999))
+    s = ingest_files([live], root, ParseOptions())
+    assert s.ingested[0]["kind"] == "append"
+    stored = _dataset(root)
+    assert _sorted(stored).equals(_sorted(parse_path(live, ParseOptions(start=datetime.fromisoformat(origin))).samples))
+    ticks = np.unique(stored.column("timestamp").cast(pa.int64()).to_numpy())
+    assert len(ticks) == 30 and set(np.diff(ticks).tolist()) == {1000}

@@ -7,8 +7,8 @@ samples (``parsers.stream_path``: bounded batches in file order) into one tempor
 commit (they are re-ingested next time; their orphan files are removed).
 
 Memory is bounded whatever the input size: the parser holds one chunk and one batch (Prometheus
-text: ~8 MB of text, batches of ~128 k samples; parsers without ``parse_batches`` still hold their
-whole table), the writer about ``dataset.MAX_BUFFERED_BYTES`` (64 MB) of buffered rows.
+text: ~8 MB of text, batches of ~128 k samples; nvidia-smi: segments of 128 k lines; parsers without
+``parse_batches`` still hold their whole table), the writer about ``dataset.MAX_BUFFERED_BYTES`` (64 MB) of buffered rows.
 
 Only the **complete extent** of an input is read: the bytes up to and including its last ``\\n``
 (a file without any ``\\n`` but with ``\\r`` line ends: its last ``\\r``), for the formats read line by
@@ -31,8 +31,8 @@ Without ``--start``, scrape/tick times of the tail are stamped from the earlier 
 so the tail continues the stored ticks. A file whose earlier bytes changed (rotated, rewritten,
 truncated) is ingested as a new file, and the summary says so; so is a grown file whose last stored
 byte ended no line (ingested with ``--finished`` or by an older rooftop: its cut line may be stored
-cut), and a grown file of a format not in :data:`APPENDABLE` (nvidia-smi: samples come out column
-by column), whose earlier samples are then stored twice.
+cut), and a grown file of a format not in :data:`APPENDABLE` (none of the line formats now), whose
+earlier samples are then stored twice.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ BATCH_ROWS = 1_000_000
 COMMIT_EVERY = 64
 MAX_REJECTED_KEPT = 50
 # formats whose samples come out in line order, so a longer file's first samples are the shorter one's
-APPENDABLE = frozenset({"prometheus-text", "dcgm-dmon"})
+APPENDABLE = frozenset({"prometheus-text", "dcgm-dmon", "nvidia-smi-csv", "nvidia-smi-dmon"})
 # formats read line by line, whose unterminated last line is held back (a query JSON is one document)
 LINE_FORMATS = frozenset({"prometheus-text", "dcgm-dmon", "nvidia-smi-csv", "nvidia-smi-dmon"})
 
