@@ -22,7 +22,7 @@ import parsers.prom_text as pt
 from analyzer.fleet import dataset as dsmod
 from analyzer.fleet import ingest as ingest_mod
 from analyzer.fleet.dataset import Manifest
-from analyzer.fleet.ingest import ingest_files
+from analyzer.fleet.ingest import IngestSummary, ingest_files
 from parsers import InputError, ParseOptions, parse_path, stream_path
 from parsers.model import SAMPLE_SCHEMA
 
@@ -257,6 +257,15 @@ def _grow(path: Path, extra: bytes) -> None:
         fh.write(extra)
 
 
+def _ingest_first_half(tmp_path: Path, name: str, head: bytes) -> tuple[Path, Path, IngestSummary]:
+    """``head`` written as ``name`` with a fixed mtime (the tick origin without --start), then ingested."""
+    live = tmp_path / name
+    live.write_bytes(head)
+    os.utime(live, (1_800_000_000, 1_800_000_000))
+    root = tmp_path / "ds"
+    return live, root, ingest_files([live], root, ParseOptions())
+
+
 def _split(data: bytes, frac: float) -> int:
     """Byte offset just after the line break nearest ``frac`` of the file."""
     return data.index(b"\n", int(len(data) * frac)) + 1
@@ -309,11 +318,7 @@ def test_scrape_stamped_tail_continues_the_stored_ticks(tmp_path: Path) -> None:
     src = _scrapes(tmp_path / "full", 20, stamps=False)
     data = src.read_bytes()
     a = _split(data, 0.5)
-    live = tmp_path / "live.prom"
-    live.write_bytes(data[:a])
-    os.utime(live, (1_800_000_000, 1_800_000_000))
-    root = tmp_path / "ds"
-    first = ingest_files([live], root, ParseOptions())
+    live, root, first = _ingest_first_half(tmp_path, "live.prom", data[:a])
     origin = first.ingested[0]["time_origin"]
     _grow(live, data[a:])
     os.utime(live, (1_800_000_777, 1_800_000_777))  # written later than 30 s per scrape would say
@@ -797,11 +802,7 @@ def test_ticked_nvsmi_dmon_tail_continues_the_stored_ticks(tmp_path: Path) -> No
     src = _write_smi(tmp_path / "full", "smi-dmon", ticks=30)
     data = src.read_bytes()
     a = _split(data, 0.5)
-    live = tmp_path / "live.txt"
-    live.write_bytes(data[:a])
-    os.utime(live, (1_800_000_000, 1_800_000_000))
-    root = tmp_path / "ds"
-    first = ingest_files([live], root, ParseOptions())
+    live, root, first = _ingest_first_half(tmp_path, "live.txt", data[:a])
     origin = first.ingested[0]["time_origin"]
     n_first = parse_path(live).meta["ticks"]
     assert datetime.fromisoformat(origin).timestamp() == 1_800_000_000 - n_first  # 1 s per tick
