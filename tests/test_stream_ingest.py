@@ -257,11 +257,14 @@ def _grow(path: Path, extra: bytes) -> None:
         fh.write(extra)
 
 
-def _ingest_first_half(tmp_path: Path, name: str, head: bytes) -> tuple[Path, Path, IngestSummary]:
-    """``head`` written as ``name`` with a fixed mtime (the tick origin without --start), then ingested."""
+def _ingest_first_half(tmp_path: Path, name: str, head: bytes, mtime: float | None = 1_800_000_000
+                       ) -> tuple[Path, Path, IngestSummary]:
+    """``head`` written as ``name`` (with ``mtime``: the tick origin without --start), then ingested
+    into ``tmp_path / "ds"``."""
     live = tmp_path / name
     live.write_bytes(head)
-    os.utime(live, (1_800_000_000, 1_800_000_000))
+    if mtime is not None:
+        os.utime(live, (mtime, mtime))
     root = tmp_path / "ds"
     return live, root, ingest_files([live], root, ParseOptions())
 
@@ -339,10 +342,7 @@ def test_scrape_stamped_tail_continues_the_stored_ticks(tmp_path: Path) -> None:
 def test_rewritten_prefix_is_a_new_file(tmp_path: Path) -> None:
     src = _scrapes(tmp_path / "full", 10)
     data = src.read_bytes()
-    live = tmp_path / "live.prom"
-    live.write_bytes(data[: _split(data, 0.5)])
-    root = tmp_path / "ds"
-    ingest_files([live], root, ParseOptions())
+    live, root, _ = _ingest_first_half(tmp_path, "live.prom", data[: _split(data, 0.5)], mtime=None)
     changed = bytearray(data)
     i = changed.index(b"DCGM_FI_DEV_SM_CLOCK{")
     j = changed.index(b" ", changed.index(b"}", i)) + 1
@@ -425,10 +425,7 @@ def test_parse_is_prefix_stable(tmp_path: Path, kind: str) -> None:
 def test_manifest_json_stays_valid_with_appends(tmp_path: Path) -> None:
     src = _scrapes(tmp_path / "full", 8)
     data = src.read_bytes()
-    live = tmp_path / "live.prom"
-    live.write_bytes(data[: _split(data, 0.5)])
-    root = tmp_path / "ds"
-    ingest_files([live], root, ParseOptions())
+    live, root, _ = _ingest_first_half(tmp_path, "live.prom", data[: _split(data, 0.5)], mtime=None)
     live.write_bytes(data)
     ingest_files([live], root, ParseOptions())
     doc = json.loads((root / "_manifest.json").read_text())
@@ -443,10 +440,7 @@ def test_grown_file_with_fewer_samples_than_stored_is_ingested_whole(tmp_path: P
     # longer file holds) must not skip blindly: the file is ingested whole, as a new file
     src = _scrapes(tmp_path / "full", 8)
     data = src.read_bytes()
-    live = tmp_path / "live.prom"
-    live.write_bytes(data[: _split(data, 0.5)])
-    root = tmp_path / "ds"
-    ingest_files([live], root, ParseOptions())
+    live, root, _ = _ingest_first_half(tmp_path, "live.prom", data[: _split(data, 0.5)], mtime=None)
     doc = json.loads((root / "_manifest.json").read_text())
     doc["inputs"][0]["records"] = 10**9
     (root / "_manifest.json").write_text(json.dumps(doc))
