@@ -1,3 +1,5 @@
 """Device ceilings, roofline maths, classification, findings, diffs and the fleet pipeline."""
 
-__version__ = "0.1.0"
+from rooftop import __version__
+
+__all__ = ["__version__"]

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import metrics as M
-from analyzer.devices import DeviceSpec, lookup
+from rooftop.analyzer import metrics as M
+from rooftop.analyzer.devices import DeviceSpec, lookup
 
 PEAK_CLASSES = ("fp64", "fp32", "fp16", "tensor")
 CEILING_COLUMNS = tuple(f"peak_{c}" for c in PEAK_CLASSES) + tuple(f"bw_{lvl}" for lvl in M.LEVELS)

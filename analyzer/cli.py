@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
-from analyzer import __version__
-from parsers import InputError
+from rooftop.analyzer import __version__
+from rooftop.parsers import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,7 +30,7 @@ def friendly_errors(func: F) -> F:
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from reports.atomic import OutputError
+        from rooftop.reports.atomic import OutputError
 
         try:
             return func(*args, **kwargs)
@@ -60,7 +60,7 @@ def _parse_time(value: str | None) -> datetime | None:
 
 def _guard_outputs(inputs: list[str], outputs: list[str | None]) -> None:
     """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
-    from parsers import expand_inputs
+    from rooftop.parsers import expand_inputs
 
     given = {Path(p).resolve() for p in expand_inputs(inputs)}
     for out in outputs:
@@ -97,9 +97,9 @@ def analyze(inputs: tuple[str, ...], html_path: str, md_path: str | None, json_p
             device: str | None, top: int, window_s: float, interval_s: float, start: str | None,
             host: str | None, quiet: bool) -> None:
     """Analyze ncu exports and DCGM streams (format detected from content)."""
-    from analyzer.pipeline import run_analysis
-    from parsers import ParseOptions
-    from reports.outputs import print_summary, write_outputs
+    from rooftop.analyzer.pipeline import run_analysis
+    from rooftop.parsers import ParseOptions
+    from rooftop.reports.outputs import print_summary, write_outputs
 
     _guard_outputs(list(inputs), [html_path, md_path, json_path])
     options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
@@ -115,7 +115,7 @@ def analyze(inputs: tuple[str, ...], html_path: str, md_path: str | None, json_p
 @friendly_errors
 def devices(as_json: bool) -> None:
     """The built-in device ceilings table and where each number comes from."""
-    from analyzer.devices import render_table
+    from rooftop.analyzer.devices import render_table
 
     click.echo(render_table(as_json=as_json))
 
@@ -137,8 +137,8 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str 
     Files still being written may be ingested again later: only their new samples are added. An
     unterminated last line (a line still being written) is held back until its newline arrives;
     pass --finished when the files are complete."""
-    from analyzer.fleet.ingest import ingest_files
-    from parsers import ParseOptions, expand_inputs
+    from rooftop.analyzer.fleet.ingest import ingest_files
+    from rooftop.parsers import ParseOptions, expand_inputs
 
     options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
     summary = ingest_files(expand_inputs(inputs), Path(dataset), options=options,
@@ -178,8 +178,8 @@ def fleet(dataset: str, since: str | None, until: str | None, by: str, engine: s
           profiles: tuple[str, ...], job: str | None, pod: str | None, namespace: str | None,
           host: str | None, quiet: bool) -> None:
     """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
-    from analyzer.fleet.pipeline import run_fleet
-    from reports.outputs import print_summary, write_outputs
+    from rooftop.analyzer.fleet.pipeline import run_fleet
+    from rooftop.reports.outputs import print_summary, write_outputs
 
     groups = [g.strip() for g in by.split(",") if g.strip()]
     _guard_outputs(list(profiles), [html_path, md_path, json_path])
@@ -205,9 +205,9 @@ def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
             raise InputError(f"--{next(iter(given))}", "selects windows for --kernels, which is missing",
                              "add --kernels PROFILE (an ncu export of the job)")
         return None
-    from analyzer.devices import load_device_option
-    from analyzer.fleet.join import JoinRequest
-    from analyzer.pipeline import analyze_inputs
+    from rooftop.analyzer.devices import load_device_option
+    from rooftop.analyzer.fleet.join import JoinRequest
+    from rooftop.analyzer.pipeline import analyze_inputs
 
     ai = analyze_inputs(list(profiles), device)
     if not len(ai.results):
@@ -232,8 +232,8 @@ def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
 def diff(baseline: str, candidate: str, fail_on: float | None, device: str | None, html_path: str,
          md_path: str | None, json_path: str | None, quiet: bool) -> None:
     """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
-    from analyzer.diff import run_diff
-    from reports.outputs import print_summary, write_outputs
+    from rooftop.analyzer.diff import run_diff
+    from rooftop.reports.outputs import print_summary, write_outputs
 
     _guard_outputs([baseline, candidate], [html_path, md_path, json_path])
     doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line())

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import stats
-from analyzer.document import KERNEL_FIELDS, build_document, jsonable
-from parsers import InputError
+from rooftop.analyzer import stats
+from rooftop.analyzer.document import KERNEL_FIELDS, build_document, jsonable
+from rooftop.parsers import InputError
 
 SIDES = ("baseline", "candidate")
 KEY = ["family", "grid", "block", "nvtx"]
@@ -827,7 +827,7 @@ def load_side(path: str, side: str, device: str | None) -> Side:
                                  "rejected": 0}],
                         rejected=list(doc.get("rejected") or []), devices=list(doc.get("devices") or []),
                         lint=lint)
-    from analyzer.pipeline import analyze_inputs
+    from rooftop.analyzer.pipeline import analyze_inputs
 
     ai = analyze_inputs([path], device)
     if not len(ai.kernels):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import __version__
+from rooftop.analyzer import __version__
 
 SCHEMA_VERSION = 1
 

@@ -260,7 +260,7 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
 
 
 def _short(family: str) -> str:
-    from analyzer.families import display_name
+    from rooftop.analyzer.families import display_name
 
     return display_name(family, 90)
 

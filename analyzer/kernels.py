@@ -27,13 +27,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzer import metrics as M
-from analyzer.ceilings import CEILING_COLUMNS, ceiling_refs, resolve_ceilings
-from analyzer.classify import LAUNCH_S, LEVEL_NAMES, classify
-from analyzer.devices import load_device_option
-from analyzer.document import gc_paused
-from analyzer.lint import lint_kernels
-from analyzer.roofline import compute as roofline
+from rooftop.analyzer import metrics as M
+from rooftop.analyzer.ceilings import CEILING_COLUMNS, ceiling_refs, resolve_ceilings
+from rooftop.analyzer.classify import LAUNCH_S, LEVEL_NAMES, classify
+from rooftop.analyzer.devices import load_device_option
+from rooftop.analyzer.document import gc_paused
+from rooftop.analyzer.lint import lint_kernels
+from rooftop.analyzer.roofline import compute as roofline
 
 _PREFIX = {-5: "f", -4: "p", -3: "n", -2: "µ", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
 _SOL_TITLES = ("High Throughput", "Latency Issue", "Small Grid", "Balanced Throughput",

@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from analyzer.document import build_document
-from parsers import (
+from rooftop.analyzer.document import build_document
+from rooftop.parsers import (
     InputError,
     ParseOptions,
     ParseResult,
@@ -19,7 +19,7 @@ from parsers import (
     validate_kernels,
     validate_samples,
 )
-from parsers.model import SAMPLE_SCHEMA, empty_rules
+from rooftop.parsers.model import SAMPLE_SCHEMA, empty_rules
 
 
 @dataclass
@@ -103,8 +103,8 @@ class AnalyzedInputs:
 def analyze_inputs(inputs: list[str], device: str | None = None, *, options: ParseOptions | None = None,
                    progress: bool = False) -> AnalyzedInputs:
     """Read ``inputs`` (files or folders, any format rooftop reads) and analyse their kernels."""
-    from analyzer.families import assign_families
-    from analyzer.kernels import analyze_kernels
+    from rooftop.analyzer.families import assign_families
+    from rooftop.analyzer.kernels import analyze_kernels
 
     parsed = read_inputs(inputs, options or ParseOptions(), progress)
     kernels = parsed.kernels
@@ -124,8 +124,8 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
 
     With both kernels and DCGM windows, ``kernel_join`` compares the DCGM signature the kernel mix
     implies with the one DCGM saw (``analyzer.fleet.join``)."""
-    from analyzer.findings import rank_findings
-    from analyzer.windows import analyze_windows
+    from rooftop.analyzer.findings import rank_findings
+    from rooftop.analyzer.windows import analyze_windows
 
     ai = analyze_inputs(inputs, device, options=options, progress=progress)
     parsed, results = ai.parsed, ai.results
@@ -137,9 +137,9 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     if has_windows:
         extra["timelines"] = wa.timelines()
     if has_windows and len(results):
-        from analyzer.devices import load_device_option
-        from analyzer.document import jsonable
-        from analyzer.fleet.join import kernel_join
+        from rooftop.analyzer.devices import load_device_option
+        from rooftop.analyzer.document import jsonable
+        from rooftop.analyzer.fleet.join import kernel_join
 
         extra["kernel_join"] = jsonable(kernel_join(results, wa.windows, load_device_option(device)))
     return build_document(

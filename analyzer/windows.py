@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from parsers import dcgm_fields as F
+from rooftop.parsers import dcgm_fields as F
 
 PROFILE_METRICS: dict[int, str] = {
     1001: "gr_active",
@@ -695,7 +695,7 @@ def finish_windows(partials: WindowPartials | pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ classify
 def _devices_module() -> Any:
     try:
-        from analyzer import devices
+        from rooftop.analyzer import devices
     except ImportError:  # pragma: no cover - devices is part of the package
         return None
     return devices

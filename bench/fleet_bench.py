@@ -107,7 +107,7 @@ def _rss_mb() -> float:
 
 
 def step_fleet(dataset: str, engine: str, workers: int) -> dict[str, Any]:
-    from analyzer.fleet.pipeline import run_fleet
+    from rooftop.analyzer.fleet.pipeline import run_fleet
 
     t0, c0 = time.perf_counter(), _cpu_s()
     doc = run_fleet(Path(dataset), since=None, until=None, by=["host"], engine=engine, scheduler=None,
@@ -148,8 +148,8 @@ def step_duckdb(dataset: str, threads: int, period: dict[str, str]) -> dict[str,
 
 
 def step_ingest(source: str, dataset: str) -> dict[str, Any]:
-    from analyzer.fleet.ingest import ingest_files
-    from parsers import ParseOptions
+    from rooftop.analyzer.fleet.ingest import ingest_files
+    from rooftop.parsers import ParseOptions
 
     t0 = time.perf_counter()
     s = ingest_files([Path(source)], Path(dataset), ParseOptions())

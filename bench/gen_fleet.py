@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from analyzer.fleet.dataset import Manifest, PartitionWriter, iso_ms  # noqa: E402
-from parsers.model import SAMPLE_SCHEMA  # noqa: E402
+from rooftop.analyzer.fleet.dataset import Manifest, PartitionWriter, iso_ms  # noqa: E402
+from rooftop.parsers.model import SAMPLE_SCHEMA  # noqa: E402
 
 # DCGM field id -> exporter name
 FIELDS: dict[int, str] = {

@@ -145,7 +145,7 @@ def rooftop_to_parquet(path: Path, out: Path) -> int:
     """rooftop's side of the stream benchmarks: parse (format detected) and write the samples."""
     import pyarrow.parquet as pq
 
-    from parsers import parse_path
+    from rooftop.parsers import parse_path
 
     res = parse_path(path)
     pq.write_table(res.samples, out)
@@ -246,9 +246,9 @@ def rooftop_dmon_streamed(path: Path, out: Path) -> int:
     rows-only pass) into one ``ParquetWriter``, one batch at a time."""
     import pyarrow.parquet as pq
 
-    from parsers.dcgm_dmon import parse_batches
-    from parsers.model import SAMPLE_SCHEMA
-    from parsers.source import ParseOptions, Source
+    from rooftop.parsers.dcgm_dmon import parse_batches
+    from rooftop.parsers.model import SAMPLE_SCHEMA
+    from rooftop.parsers.source import ParseOptions, Source
 
     gen = parse_batches(Source(path), ParseOptions())
     with pq.ParquetWriter(out, SAMPLE_SCHEMA) as writer:
@@ -280,8 +280,8 @@ def bench_dmon(w: Written, tmp: Path, args: argparse.Namespace) -> list[Row]:
 
 # ----------------------------------------------------------------------------- 3. ncu raw 100k
 def rooftop_ncu(path: Path, tmp: Path) -> tuple[int, dict[str, float]]:
-    from analyzer.pipeline import run_analysis
-    from reports.outputs import write_outputs
+    from rooftop.analyzer.pipeline import run_analysis
+    from rooftop.reports.outputs import write_outputs
 
     phases: dict[str, float] = {}
     t = time.perf_counter()
@@ -391,10 +391,10 @@ def bench_report(tmp: Path, args: argparse.Namespace) -> list[Row]:
 # ----------------------------------------------------------------------------- machine and table
 def warm_up() -> None:
     """Import every module the timed code uses, so no side pays for imports inside its timing."""
-    for mod in ("pandas", "pyarrow.parquet", "polars", "prometheus_client.parser", "parsers.prom_text",
-                "parsers.dcgm_dmon", "parsers.ncu_raw", "analyzer.pipeline", "analyzer.kernels",
-                "analyzer.families", "analyzer.findings", "analyzer.windows", "reports.outputs",
-                "reports.html", "reports.json_report", "plotly"):
+    for mod in ("pandas", "pyarrow.parquet", "polars", "prometheus_client.parser", "rooftop.parsers.prom_text",
+                "rooftop.parsers.dcgm_dmon", "rooftop.parsers.ncu_raw", "rooftop.analyzer.pipeline", "rooftop.analyzer.kernels",
+                "rooftop.analyzer.families", "rooftop.analyzer.findings", "rooftop.analyzer.windows", "rooftop.reports.outputs",
+                "rooftop.reports.html", "rooftop.reports.json_report", "plotly"):
         try:
             importlib.import_module(mod)
         except ImportError as exc:

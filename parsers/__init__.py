@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from parsers.detect import detect_format
-from parsers.model import (
+from rooftop.parsers.detect import detect_format
+from rooftop.parsers.model import (
     IDENTITY_COLUMNS,
     SAMPLE_SCHEMA,
     InputAccounting,
@@ -22,7 +22,7 @@ from parsers.model import (
     validate_kernels,
     validate_samples,
 )
-from parsers.source import ParseOptions, Source
+from rooftop.parsers.source import ParseOptions, Source
 
 __all__ = [
     "IDENTITY_COLUMNS",
@@ -45,15 +45,15 @@ __all__ = [
 
 # format name -> "module:function"; each function is ``parse(src: Source, opts: ParseOptions)``.
 PARSERS: dict[str, str] = {
-    "ncu-rep": "parsers.ncu_rep:parse",
-    "ncu-raw-csv": "parsers.ncu_raw:parse",
-    "ncu-details-csv": "parsers.ncu_details:parse",
-    "ncu-console": "parsers.ncu_console:parse",
-    "dcgm-dmon": "parsers.dcgm_dmon:parse",
-    "prometheus-text": "parsers.prom_text:parse",
-    "prometheus-json": "parsers.prom_json:parse",
-    "nvidia-smi-csv": "parsers.nvsmi:parse_csv",
-    "nvidia-smi-dmon": "parsers.nvsmi:parse_dmon",
+    "ncu-rep": "rooftop.parsers.ncu_rep:parse",
+    "ncu-raw-csv": "rooftop.parsers.ncu_raw:parse",
+    "ncu-details-csv": "rooftop.parsers.ncu_details:parse",
+    "ncu-console": "rooftop.parsers.ncu_console:parse",
+    "dcgm-dmon": "rooftop.parsers.dcgm_dmon:parse",
+    "prometheus-text": "rooftop.parsers.prom_text:parse",
+    "prometheus-json": "rooftop.parsers.prom_json:parse",
+    "nvidia-smi-csv": "rooftop.parsers.nvsmi:parse_csv",
+    "nvidia-smi-dmon": "rooftop.parsers.nvsmi:parse_dmon",
 }
 
 KNOWN = (

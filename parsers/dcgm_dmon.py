@@ -46,8 +46,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from parsers import dcgm_fields as F
-from parsers.model import (
+from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.model import (
     SAMPLE_SCHEMA,
     InputAccounting,
     InputError,
@@ -55,8 +55,8 @@ from parsers.model import (
     Rejected,
     drain_batches,
 )
-from parsers.prom_text import default_start_ms
-from parsers.source import ParseOptions, Source
+from rooftop.parsers.prom_text import default_start_ms
+from rooftop.parsers.source import ParseOptions, Source
 
 FORMAT = "dcgm-dmon"
 _HEADER = re.compile(r"^\s*#\s?Entity\b(.*)$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from parsers.source import Source
+from rooftop.parsers.source import Source
 
 NCU_REP = "ncu-rep"
 NCU_RAW = "ncu-raw-csv"

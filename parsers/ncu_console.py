@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from parsers.model import (
+from rooftop.parsers.model import (
     RULE_COLUMNS,
     InputAccounting,
     InputError,
@@ -53,10 +53,10 @@ from parsers.model import (
     empty_rules,
     normalize_kernels,
 )
-from parsers.ncu_labels import metric_for_label
-from parsers.numbers import is_missing_token, parse_number
-from parsers.source import ParseOptions, Source
-from parsers.units import si_factor
+from rooftop.parsers.ncu_labels import metric_for_label
+from rooftop.parsers.numbers import is_missing_token, parse_number
+from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.units import si_factor
 
 FORMAT = "ncu-console"
 DURATION = "gpu__time_duration.sum"

@@ -31,8 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from parsers.model import IDENTITY_COLUMNS, InputError
-from parsers.numbers import MISSING_TOKENS, looks_decimal_comma, parse_series
+from rooftop.parsers.model import IDENTITY_COLUMNS, InputError
+from rooftop.parsers.numbers import MISSING_TOKENS, looks_decimal_comma, parse_series
 
 HEADER_RE = re.compile(r'^\ufeff?"ID"(?P<sep>[,;])"Process ID"', re.M)
 ERROR_RE = re.compile(r"^==ERROR==.*$", re.M)

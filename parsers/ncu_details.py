@@ -40,8 +40,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from parsers.model import RULE_COLUMNS, InputAccounting, ParseResult, Rejected, normalize_kernels
-from parsers.ncu_csv import (
+from rooftop.parsers.model import (
+    RULE_COLUMNS,
+    InputAccounting,
+    ParseResult,
+    Rejected,
+    normalize_kernels,
+)
+from rooftop.parsers.ncu_csv import (
     BadRow,
     CsvBlock,
     detect_decimal_comma,
@@ -59,9 +65,9 @@ from parsers.ncu_csv import (
     sample_values,
     sanitize_values,
 )
-from parsers.ncu_labels import lookup_label
-from parsers.source import ParseOptions, Source
-from parsers.units import si_factor
+from rooftop.parsers.ncu_labels import lookup_label
+from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.units import si_factor
 
 FORMAT = "ncu-details-csv"
 REQUIRED = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")

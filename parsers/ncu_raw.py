@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from parsers.model import InputAccounting, ParseResult, Rejected, normalize_kernels
-from parsers.ncu_csv import (
+from rooftop.parsers.model import InputAccounting, ParseResult, Rejected, normalize_kernels
+from rooftop.parsers.ncu_csv import (
     NON_METRIC_COLUMNS,
     BadRow,
     CsvBlock,
@@ -48,8 +48,8 @@ from parsers.ncu_csv import (
     sample_values,
     sanitize_values,
 )
-from parsers.source import ParseOptions, Source
-from parsers.units import si_factor
+from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.units import si_factor
 
 FORMAT = "ncu-raw-csv"
 

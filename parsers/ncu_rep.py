@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from parsers.model import (
+from rooftop.parsers.model import (
     IDENTITY_COLUMNS,
     RULE_COLUMNS,
     InputAccounting,
@@ -49,9 +49,9 @@ from parsers.model import (
     empty_rules,
     normalize_kernels,
 )
-from parsers.ncu_rep_container import ContainerInfo, read_container
-from parsers.source import ParseOptions, Source
-from parsers.units import si_factor
+from rooftop.parsers.ncu_rep_container import ContainerInfo, read_container
+from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.units import si_factor
 
 FORMAT = "ncu-rep"
 INSTALL_HINT = "pip install 'rooftop[ncu-rep]'"

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from parsers import dcgm_fields as F
-from parsers.model import (
+from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.model import (
     SAMPLE_SCHEMA,
     InputAccounting,
     InputError,
@@ -40,8 +40,8 @@ from parsers.model import (
     Rejected,
     drain_batches,
 )
-from parsers.prom_text import default_start_ms
-from parsers.source import ParseOptions, Source
+from rooftop.parsers.prom_text import default_start_ms
+from rooftop.parsers.source import ParseOptions, Source
 
 PCIE_MAX_MBS = 70_000.0
 _HEADER_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(\s*\[[^\]]*\])?$")

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from parsers import dcgm_fields as F
-from parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
-from parsers.source import ParseOptions, Source
+from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
+from rooftop.parsers.source import ParseOptions, Source
 
 FORMAT = "prometheus-json"
 _MAX_MS = 9.2e18  # |epoch ms| a float may hold and still fit int64 after rounding

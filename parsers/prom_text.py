@@ -50,9 +50,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from parsers import dcgm_fields as F
-from parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult, Rejected, drain_batches
-from parsers.source import ParseOptions, Source
+from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.model import (
+    SAMPLE_SCHEMA,
+    InputAccounting,
+    ParseResult,
+    Rejected,
+    drain_batches,
+)
+from rooftop.parsers.source import ParseOptions, Source
 
 FORMAT = "prometheus-text"
 CHUNK_BYTES = 8 << 20

@@ -13,10 +13,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reports.formatting import fmt_num, fmt_pct
-from reports.html import Column, Section, esc, table
-from reports.markdown import MdSection, md_esc, md_table
-from reports.plots import label_share_figure
+from rooftop.reports.formatting import fmt_num, fmt_pct
+from rooftop.reports.html import Column, Section, esc, table
+from rooftop.reports.markdown import MdSection, md_esc, md_table
+from rooftop.reports.plots import label_share_figure
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle")
 MAX_ROWS = 200  # groups per HTML table (all of them are in the JSON output)

@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.escape import esc, script_json
-from reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
+from rooftop.reports.escape import esc, script_json
+from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 
 __all__ = [
     "SECTIONS_BY_KIND",
@@ -216,7 +216,7 @@ def _kpi(value: str, caption: str) -> str:
 
 
 def _devices_table(doc: dict[str, Any]) -> str:
-    from reports.plots import ceilings_of
+    from rooftop.reports.plots import ceilings_of
 
     rows = []
     for dev in doc.get("devices") or []:
@@ -268,7 +268,7 @@ def overview_section(doc: dict[str, Any]) -> Section:
 
 
 def roofline_section(doc: dict[str, Any]) -> Section | None:
-    from reports.plots import roofline_figure
+    from rooftop.reports.plots import roofline_figure
 
     kernels = _kernels(doc)
     if not kernels and not any(num(w.get("est_flops_s")) for w in doc.get("windows") or []):
@@ -399,7 +399,7 @@ def provenance_section(doc: dict[str, Any]) -> Section:
 
 
 def _dcgm_sections(doc: dict[str, Any]) -> list[Section] | None:
-    from reports.plots import label_share_figure, timeline_figures, windows_share_rows
+    from rooftop.reports.plots import label_share_figure, timeline_figures, windows_share_rows
 
     windows = doc.get("windows") or []
     if not windows:
@@ -433,11 +433,11 @@ DCGM_SECTIONS: list[SectionBuilder] = [_dcgm_sections]
 
 SECTIONS_BY_KIND: dict[str, list[SectionBuilder]] = {
     "analyze": [summary_section, roofline_section, findings_section, kernel_table_section,
-                *DCGM_SECTIONS, lazy("reports.fleet_sections:join_section"), lint_section,
+                *DCGM_SECTIONS, lazy("rooftop.reports.fleet_sections:join_section"), lint_section,
                 inputs_section, provenance_section],
-    "fleet": [overview_section, lazy("reports.fleet_sections:sections"), findings_section,
+    "fleet": [overview_section, lazy("rooftop.reports.fleet_sections:sections"), findings_section,
               lint_section, inputs_section, provenance_section],
-    "diff": [overview_section, lazy("reports.diff_sections:sections"), lint_section,
+    "diff": [overview_section, lazy("rooftop.reports.diff_sections:sections"), lint_section,
              inputs_section, provenance_section],
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.escape import dumps_bytes
+from rooftop.reports.escape import dumps_bytes
 
 # Above this many kernels or windows the JSON is written compact; small documents stay indented
 # (two spaces) for people reading them. The content is the same.

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reports.escape import md as md_esc
-from reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
+from rooftop.reports.escape import md as md_esc
+from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 
 __all__ = ["MD_SECTIONS_BY_KIND", "MdSection", "md_esc", "md_lazy", "md_table", "render_markdown"]
 
@@ -168,10 +168,10 @@ def reproduce_md_section(doc: dict[str, Any]) -> MdSection:
 
 MD_SECTIONS_BY_KIND: dict[str, list[MdBuilder]] = {
     "analyze": [key_numbers_section, findings_md_section, top_kernels_md_section,
-                md_lazy("reports.fleet_sections:join_md_section"), lint_md_section, reproduce_md_section],
-    "fleet": [key_numbers_section, md_lazy("reports.fleet_sections:markdown_sections"),
+                md_lazy("rooftop.reports.fleet_sections:join_md_section"), lint_md_section, reproduce_md_section],
+    "fleet": [key_numbers_section, md_lazy("rooftop.reports.fleet_sections:markdown_sections"),
               findings_md_section, lint_md_section, reproduce_md_section],
-    "diff": [key_numbers_section, md_lazy("reports.diff_sections:markdown_sections"), lint_md_section,
+    "diff": [key_numbers_section, md_lazy("rooftop.reports.diff_sections:markdown_sections"), lint_md_section,
              reproduce_md_section],
 }
 

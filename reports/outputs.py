@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.atomic import write_atomic
+from rooftop.reports.atomic import write_atomic
 
 
 def write_outputs(doc: dict[str, Any], html: str | None, md: str | None, json_path: str | None) -> None:
     """Render and write each requested output; each file appears whole or not at all."""
     if json_path:
-        from reports.json_report import render_json_bytes
+        from rooftop.reports.json_report import render_json_bytes
 
         write_atomic(json_path, render_json_bytes(doc))  # bytes: no 250 MB str to encode again
     if md:
-        from reports.markdown import render_markdown
+        from rooftop.reports.markdown import render_markdown
 
         write_atomic(md, render_markdown(doc))
     if html:
-        from reports.html import render_html
+        from rooftop.reports.html import render_html
 
         write_atomic(html, render_html(doc))
 
@@ -27,6 +27,6 @@ def print_summary(doc: dict[str, Any], top: int, outputs: list[str]) -> None:
     """Short plain-text summary on stdout: totals, label shares, top findings, where files went."""
     import click
 
-    from reports.terminal import summary_text
+    from rooftop.reports.terminal import summary_text
 
     click.echo(summary_text(doc, top=top, outputs=outputs))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.formatting import fmt_num, fmt_pct
+from rooftop.reports.formatting import fmt_num, fmt_pct
 
 LABEL_COLORS = {
     "memory-bound": "#d9480f",
@@ -304,7 +304,7 @@ def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         "legend": {"groupclick": "togglegroup", "orientation": "v"},
         "height": 560,
     }
-    from reports.html import figure
+    from rooftop.reports.html import figure
 
     return figure(traces, layout), " ".join(notes)
 
@@ -414,7 +414,7 @@ def windows_share_rows(windows: Sequence[Mapping[str, Any]]) -> dict[str, list[d
 
 def label_share_figure(rows: Sequence[Mapping[str, Any]], key: str, labels: Sequence[str]) -> dict[str, Any]:
     """Stacked horizontal bars: label share of GPU time per group."""
-    from reports.html import figure
+    from rooftop.reports.html import figure
 
     groups = [ptext(r["group"], 60) for r in rows]
     traces = [{"type": "bar", "orientation": "h", "name": lab, "y": groups,
@@ -440,7 +440,7 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
     Uses ``doc["timelines"]`` when present ({gpu_key: {"t": [...], "gr_active": [...], ...}}),
     otherwise the window metrics themselves.
     """
-    from reports.html import figure
+    from rooftop.reports.html import figure
 
     windows = doc.get("windows") or []
     df = _window_frame(windows)

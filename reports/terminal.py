@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.formatting import fmt_time, kernel_label_shares, num
+from rooftop.reports.formatting import fmt_time, kernel_label_shares, num
 
 NAME_LIMIT = 90
 

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # bench/ is a plain folder; its generators are shared with the tests
     sys.path.insert(0, str(ROOT))
 
-from parsers import InputError, ParseResult, parse_path  # noqa: E402
-from parsers.model import normalize_kernels, validate_kernels, validate_samples  # noqa: E402
+from rooftop.parsers import InputError, ParseResult, parse_path  # noqa: E402
+from rooftop.parsers.model import normalize_kernels, validate_kernels, validate_samples  # noqa: E402
 
 Mutation = Callable[[bytes, random.Random], bytes]
 

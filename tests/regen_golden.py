@@ -129,8 +129,8 @@ def big_document(n: int, families: int = 2000) -> dict[str, Any]:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from reports.json_report import render_json
-    from reports.markdown import render_markdown
+    from rooftop.reports.json_report import render_json
+    from rooftop.reports.markdown import render_markdown
 
     GOLDEN.mkdir(exist_ok=True)
     doc = sample_document()

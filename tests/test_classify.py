@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.classify import classify, sol_verdict, tail_effect
-from analyzer.kernels import analyze_kernels
+from rooftop.analyzer.classify import classify, sol_verdict, tail_effect
+from rooftop.analyzer.kernels import analyze_kernels
 from tests.conftest import FIXTURES
 
 NAN = np.nan
@@ -163,9 +163,9 @@ def test_demo_fixture_data_classifies_as_intended() -> None:
 
 @pytest.mark.parametrize("name", ["demo.raw.csv", "demo.details.csv"])
 def test_demo_exports_parse_and_classify_as_intended(name: str) -> None:
-    if importlib.util.find_spec("parsers.ncu_raw") is None:
+    if importlib.util.find_spec("rooftop.parsers.ncu_raw") is None:
         pytest.skip("ncu CSV parsers not present yet")
-    from parsers import parse_path
+    from rooftop.parsers import parse_path
 
     mk = _demo_module()
     r = parse_path(FIXTURES / "ncu" / name)

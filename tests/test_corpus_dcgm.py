@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.windows import PROFILE_METRICS, analyze_windows
-from parsers import InputError, ParseOptions, parse_path
+from rooftop.analyzer.windows import PROFILE_METRICS, analyze_windows
+from rooftop.parsers import InputError, ParseOptions, parse_path
 from tests.conftest import manifest
 
 DATA_FORMATS = {"dmon", "prometheus-text", "prom-json", "nvidia-smi"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from parsers import InputError, ParseResult, parse_path, validate_kernels
+from rooftop.parsers import InputError, ParseResult, parse_path, validate_kernels
 from tests.conftest import corpus_dir, manifest
 
 pytestmark = pytest.mark.corpus

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from parsers import InputError, ParseResult, parse_path, validate_kernels
+from rooftop.parsers import InputError, ParseResult, parse_path, validate_kernels
 from tests.conftest import FIXTURES, corpus_dir, manifest
 
 pytestmark = pytest.mark.corpus

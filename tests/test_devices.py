@@ -6,8 +6,14 @@ import json
 
 import pytest
 
-from analyzer.devices import builtin, load_device_option, lookup, normalize_name, render_table
-from parsers.model import InputError
+from rooftop.analyzer.devices import (
+    builtin,
+    load_device_option,
+    lookup,
+    normalize_name,
+    render_table,
+)
+from rooftop.parsers.model import InputError
 
 
 @pytest.mark.parametrize(("exported", "expected"), [

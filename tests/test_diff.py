@@ -1,4 +1,4 @@
-"""analyzer.diff core over constructed kernel-result frames: matching, deltas, explanations, verdicts."""
+"""rooftop.analyzer.diff core over constructed kernel-result frames: matching, deltas, explanations, verdicts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.diff import (
+from rooftop.analyzer.diff import (
     compare,
     diff_payload,
     frame_from_document,
@@ -23,8 +23,8 @@ from analyzer.diff import (
     read_document,
     rel_change,
 )
-from analyzer.document import build_document
-from parsers import InputError
+from rooftop.analyzer.document import build_document
+from rooftop.parsers import InputError
 
 SIGMA = math.sqrt(math.log1p(0.03**2))
 
@@ -353,9 +353,9 @@ def test_long_lists_are_cut_largest_first_and_said_so() -> None:
 
 def test_report_sections_escape_and_place_arrows() -> None:
     """HTML/Markdown diff sections from the document only; hostile names stay text."""
-    from reports.diff_sections import markdown_sections, roofline_arrows_figure
-    from reports.html import render_html
-    from reports.markdown import render_markdown
+    from rooftop.reports.diff_sections import markdown_sections, roofline_arrows_figure
+    from rooftop.reports.html import render_html
+    from rooftop.reports.markdown import render_markdown
 
     evil = "<img src=x onerror=alert(1)>|`x`"
     b = frame([kernel("stencil", 1e-3), kernel(evil, 1e-3)])

@@ -1,4 +1,4 @@
-"""analyzer.stats: Mann–Whitney p-values, Holm, testability, and the noise / power budget of the gate."""
+"""rooftop.analyzer.stats: Mann–Whitney p-values, Holm, testability, and the noise / power budget of the gate."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import stats
-from analyzer.diff import classify
+from rooftop.analyzer import stats
+from rooftop.analyzer.diff import classify
 
 CV = 0.03
 SIGMA = math.sqrt(math.log1p(CV**2))  # lognormal sigma giving a 3 % coefficient of variation

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analyzer.document import kernel_records
+from rooftop.analyzer.document import kernel_records
 
 
 def test_sparse_extras_follow_each_rows_pattern() -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.families import assign_families, base_name, display_name
+from rooftop.analyzer.families import assign_families, base_name, display_name
 
 
 @pytest.mark.parametrize(("name", "expected"), [

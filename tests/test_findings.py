@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.findings import RECOMMENDATIONS, rank_findings, recommendation
+from rooftop.analyzer.findings import RECOMMENDATIONS, rank_findings, recommendation
 
 NO_WINDOWS = SimpleNamespace(findings=[])
 
@@ -154,7 +154,7 @@ def test_corpus_ncu_rep_with_nvidia_speedups() -> None:
     if not path.is_file():
         pytest.skip(f"{path.name} not in the corpus")
     pytest.importorskip("ncu_report")
-    from analyzer.pipeline import run_analysis
+    from rooftop.analyzer.pipeline import run_analysis
 
     doc = run_analysis([str(path)])
     kernels = doc["kernels"]

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("distributed")
-pytest.importorskip("analyzer.windows")
+pytest.importorskip("rooftop.analyzer.windows")
 
-from analyzer.fleet import engines
-from analyzer.fleet.pipeline import run_fleet
+from rooftop.analyzer.fleet import engines
+from rooftop.analyzer.fleet.pipeline import run_fleet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_fleet import write_fleet
@@ -52,7 +52,7 @@ def test_dask_on_an_existing_scheduler(tmp_path):
 
 
 def test_unreachable_scheduler_is_an_input_error(tmp_path, monkeypatch):
-    from parsers.model import InputError
+    from rooftop.parsers.model import InputError
 
     monkeypatch.setattr(engines, "CONNECT_TIMEOUT", "1s")
     root = tmp_path / "ds"

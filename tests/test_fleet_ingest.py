@@ -13,12 +13,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.fleet import dataset as dsmod
-from analyzer.fleet import ingest as ingmod
-from analyzer.fleet.dataset import Manifest, PartitionWriter, partition_value
-from analyzer.fleet.ingest import ingest_files
-from parsers import InputAccounting, InputError, ParseOptions, ParseResult, SampleStream
-from parsers.model import SAMPLE_SCHEMA
+from rooftop.analyzer.fleet import dataset as dsmod
+from rooftop.analyzer.fleet import ingest as ingmod
+from rooftop.analyzer.fleet.dataset import Manifest, PartitionWriter, partition_value
+from rooftop.analyzer.fleet.ingest import ingest_files
+from rooftop.parsers import InputAccounting, InputError, ParseOptions, ParseResult, SampleStream
+from rooftop.parsers.model import SAMPLE_SCHEMA
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_fleet import host_samples, prometheus_text
@@ -239,7 +239,7 @@ def test_corrupt_manifest_is_an_input_error(tmp_path):
         Manifest.load(root)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("parsers.prom_text") is None,
+@pytest.mark.skipif(importlib.util.find_spec("rooftop.parsers.prom_text") is None,
                     reason="Prometheus text parser not in the tree yet")
 def test_real_prometheus_parser_round_trip(tmp_path):
     t = host_samples("node-p", gpus=2, seconds=30, start=START, fields=[1001, 1002, 1004, 1005])

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from analyzer.fleet.join import compare_signature, predict_signature
+from rooftop.analyzer.fleet.join import compare_signature, predict_signature
 
 # peak tensor 1e15 FLOP/s, fp32 1e14, DRAM 2e12 B/s, 100 SMs
 CEIL = {"tensor": 1e15, "fp32": 1e14, "dram": 2e12, "sm_count": 100}
@@ -100,9 +100,9 @@ def test_device_spec_from_results_device_column():
 
 
 def test_kernel_join_renders_in_fleet_sections():
-    from analyzer.document import jsonable
-    from analyzer.fleet.join import kernel_join
-    from reports.fleet_sections import markdown_sections, sections
+    from rooftop.analyzer.document import jsonable
+    from rooftop.analyzer.fleet.join import kernel_join
+    from rooftop.reports.fleet_sections import markdown_sections, sections
 
     join = jsonable(kernel_join(_kernels(), pd.DataFrame({"gr_active": [0.8], "tensor_active": [0.36]}), CEIL))
     doc = {"kind": "fleet", "groups": [], "fleet": {}, "kernel_join": join}

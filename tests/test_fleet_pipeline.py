@@ -12,9 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.fleet.engines import TreeReducer
-from analyzer.fleet.rollup import fleet_findings, group_columns, group_records, rollup, trend
-from parsers.model import InputError
+from rooftop.analyzer.fleet.engines import TreeReducer
+from rooftop.analyzer.fleet.rollup import (
+    fleet_findings,
+    group_columns,
+    group_records,
+    rollup,
+    trend,
+)
+from rooftop.parsers.model import InputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_fleet import write_fleet
@@ -28,7 +34,7 @@ STANDIN_METRICS = {1001: "gr_active", 1002: "sm_active", 1004: "tensor_active", 
 
 
 def _standin() -> types.ModuleType:
-    mod = types.ModuleType("analyzer.windows")
+    mod = types.ModuleType("rooftop.analyzer.windows")
     keys = ("host", "gpu", "model", "mig")
 
     def window_partials(df: pd.DataFrame, window_s: float) -> pd.DataFrame:
@@ -74,10 +80,10 @@ def _standin() -> types.ModuleType:
 @pytest.fixture
 def windows_module(monkeypatch):
     try:
-        return importlib.import_module("analyzer.windows")
+        return importlib.import_module("rooftop.analyzer.windows")
     except ImportError:
         mod = _standin()
-        monkeypatch.setitem(sys.modules, "analyzer.windows", mod)
+        monkeypatch.setitem(sys.modules, "rooftop.analyzer.windows", mod)
         return mod
 
 
@@ -173,7 +179,7 @@ def two_nights(tmp_path) -> Path:
 
 
 def test_run_fleet_end_to_end(two_nights, windows_module):
-    from analyzer.fleet.pipeline import run_fleet
+    from rooftop.analyzer.fleet.pipeline import run_fleet
 
     doc = run_fleet(two_nights, since=None, until=None, by=["host"], engine="local", scheduler=None,
                     workers=1, window_s=60, device=None, top=5, command="rooftop fleet")
@@ -194,7 +200,7 @@ def test_run_fleet_end_to_end(two_nights, windows_module):
 
 
 def test_run_fleet_since_until_and_errors(two_nights, windows_module, tmp_path):
-    from analyzer.fleet.pipeline import run_fleet
+    from rooftop.analyzer.fleet.pipeline import run_fleet
 
     kw = dict(by=["host", "model"], engine="local", scheduler=None, workers=1, window_s=60, device=None,
               top=5, command="")
@@ -211,7 +217,7 @@ def test_run_fleet_since_until_and_errors(two_nights, windows_module, tmp_path):
 
 
 def test_night_over_night_regression_is_flagged(tmp_path, windows_module):
-    from analyzer.fleet.pipeline import run_fleet
+    from rooftop.analyzer.fleet.pipeline import run_fleet
 
     root = tmp_path / "ds"
     night2 = START + timedelta(days=1)
@@ -245,9 +251,9 @@ def test_cli_ingest_and_fleet_with_hostile_names(tmp_path, windows_module):
     from click.testing import CliRunner
     from gen_fleet import host_samples, prometheus_text
 
-    from analyzer.cli import main
+    from rooftop.analyzer.cli import main
 
-    pytest.importorskip("parsers.prom_text")
+    pytest.importorskip("rooftop.parsers.prom_text")
     t = host_samples('<script>alert(1)</script>"|`x`', gpus=1, seconds=180, start=START,
                      fields=[1001, 1002, 1004, 1005])
     src = tmp_path / "scrape.prom"
@@ -274,8 +280,8 @@ def test_cli_ingest_and_fleet_with_hostile_names(tmp_path, windows_module):
 
 
 def test_local_threads_give_identical_partials(tmp_path: Path) -> None:
-    from analyzer.fleet import engines
-    from analyzer.windows import KEY_COLUMNS
+    from rooftop.analyzer.fleet import engines
+    from rooftop.analyzer.windows import KEY_COLUMNS
 
     write_fleet(tmp_path, hosts=3, gpus=2, seconds=300, start=START, seed=1)
     files = sorted(str(p) for p in tmp_path.rglob("*.parquet"))

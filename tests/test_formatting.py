@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.formatting import fmt_num, fmt_pct, fmt_time, num
+from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, num
 
 
 @pytest.mark.parametrize(("value", "text"), [

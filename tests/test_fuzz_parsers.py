@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsers import PARSERS, InputError, parse_path
+from rooftop.parsers import PARSERS, InputError, parse_path
 from tests.conftest import CORPUS, FIXTURES
 from tests.fuzzing import CHEAP, MUTATIONS, budget, check_parse, mutate_file, seed
 
@@ -312,8 +312,8 @@ def _inputs(kind: str) -> list[Path]:
 
 def _parsable(path: Path) -> bool:
     """Whether the unmutated file reaches a parser that exists (else the test would only test detect)."""
-    from parsers.detect import detect_format
-    from parsers.source import Source
+    from rooftop.parsers.detect import detect_format
+    from rooftop.parsers.source import Source
 
     try:
         fmt = detect_format(Source(path))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from reports.html import render_html
+from rooftop.reports.html import render_html
 from tests.regen_golden import HOSTILE_NAMES, big_document, sample_document
 
 pytestmark = pytest.mark.browser

@@ -8,8 +8,8 @@ from datetime import datetime
 
 import numpy as np
 
-from reports.escape import dumps, dumps_bytes, script_json
-from reports.json_report import COMPACT_ABOVE, render_json, render_json_bytes
+from rooftop.reports.escape import dumps, dumps_bytes, script_json
+from rooftop.reports.json_report import COMPACT_ABOVE, render_json, render_json_bytes
 
 
 def test_nonfinite_and_numpy_nested() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import metrics as M
+from rooftop.analyzer import metrics as M
 
 OP = "sass_thread_inst_executed_op_{}_pred_on"
 

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.document import build_document, jsonable, kernel_records
-from parsers.model import (
+from rooftop.analyzer.document import build_document, jsonable, kernel_records
+from rooftop.parsers.model import (
     IDENTITY_COLUMNS,
     InputAccounting,
     InputError,
@@ -20,7 +20,7 @@ from parsers.model import (
     normalize_kernels,
     validate_kernels,
 )
-from reports.atomic import OutputError, write_atomic
+from rooftop.reports.atomic import OutputError, write_atomic
 
 
 def _kernels() -> pd.DataFrame:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from parsers import InputError, parse_path, validate_kernels
-from parsers.detect import detect_format
-from parsers.source import Source
+from rooftop.parsers import InputError, parse_path, validate_kernels
+from rooftop.parsers.detect import detect_format
+from rooftop.parsers.source import Source
 
 NEW = """\
 ==PROF== Connected to process 8821 (/home/u/a.out)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from parsers import InputError, parse_path, validate_kernels
-from parsers.detect import detect_format
-from parsers.source import Source
+from rooftop.parsers import InputError, parse_path, validate_kernels
+from rooftop.parsers.detect import detect_format
+from rooftop.parsers.source import Source
 
 IDENT = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
          "Block Size", "Grid Size", "Device", "CC"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from parsers import InputError, ParseOptions, parse_path, validate_kernels
-from parsers.detect import detect_format
-from parsers.ncu_raw import parse
-from parsers.source import Source
+from rooftop.parsers import InputError, ParseOptions, parse_path, validate_kernels
+from rooftop.parsers.detect import detect_format
+from rooftop.parsers.ncu_raw import parse
+from rooftop.parsers.source import Source
 
 NEW_ID = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
           "Block Size", "Grid Size", "Device", "CC"]

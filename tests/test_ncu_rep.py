@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers import InputError, ncu_rep, parse_path
-from parsers.ncu_rep_container import read_container, walk_blocks
+from rooftop.parsers import InputError, ncu_rep, parse_path
+from rooftop.parsers.ncu_rep_container import read_container, walk_blocks
 from tests.conftest import CORPUS
 
 

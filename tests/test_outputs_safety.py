@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-import reports.atomic as atomic
-from analyzer.cli import main
-from parsers import parse_path
-from parsers.source import Source
-from reports.atomic import OutputError, write_atomic
+import rooftop.reports.atomic as atomic
+from rooftop.analyzer.cli import main
+from rooftop.parsers import parse_path
+from rooftop.parsers.source import Source
+from rooftop.reports.atomic import OutputError, write_atomic
 from tests.fuzzing import ROOT
 
 from bench.gen_inputs import (  # isort: skip
@@ -232,8 +232,8 @@ _CAP_SCRIPT = textwrap.dedent("""
     import resource, sys
     sys.path.insert(0, sys.argv[3])
     import numpy, pandas, pyarrow  # noqa: F401  (their import cost is not the parser's)
-    from parsers import parse_path
-    import parsers.prom_text  # noqa: F401
+    from rooftop.parsers import parse_path
+    import rooftop.parsers.prom_text  # noqa: F401
     def vm():
         for line in open('/proc/self/status'):
             if line.startswith('VmSize'):

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from parsers import InputError, ParseOptions, parse_path
-from parsers.model import ParseResult, drain_batches
-from parsers.nvsmi import parse_csv_batches, parse_dmon_batches
-from parsers.source import Source
+from rooftop.parsers import InputError, ParseOptions, parse_path
+from rooftop.parsers.model import ParseResult, drain_batches
+from rooftop.parsers.nvsmi import parse_csv_batches, parse_dmon_batches
+from rooftop.parsers.source import Source
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import parsers.prom_text as pt
-from parsers import ParseOptions, ParseResult, parse_path
-from parsers.source import Source
+import rooftop.parsers.prom_text as pt
+from rooftop.parsers import ParseOptions, ParseResult, parse_path
+from rooftop.parsers.source import Source
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from reports.escape import esc, md, script_json
-from reports.html import SECTIONS_BY_KIND, Column, Section, figure, render_html, table
-from reports.json_report import render_json
-from reports.markdown import MD_SECTIONS_BY_KIND, MdSection, md_table, render_markdown
-from reports.outputs import print_summary, write_outputs
+from rooftop.reports.escape import esc, md, script_json
+from rooftop.reports.html import SECTIONS_BY_KIND, Column, Section, figure, render_html, table
+from rooftop.reports.json_report import render_json
+from rooftop.reports.markdown import MD_SECTIONS_BY_KIND, MdSection, md_table, render_markdown
+from rooftop.reports.outputs import print_summary, write_outputs
 from tests.regen_golden import GOLDEN, HOSTILE_NAMES, big_document, sample_document
 
 FIG_RE = re.compile(r'<script type="application/json" id="rooftop-figures">(.*?)</script>', re.S)
@@ -146,10 +146,10 @@ def test_section_api_for_fleet_and_diff(monkeypatch: pytest.MonkeyPatch) -> None
         calls.append("md")
         return [MdSection("Fleet groups", md_table([{"g": "a|b"}], [("g", "group")]))]
 
-    mod = types.ModuleType("reports.fleet_sections")
+    mod = types.ModuleType("rooftop.reports.fleet_sections")
     mod.sections = sections  # type: ignore[attr-defined]
     mod.markdown_sections = markdown_sections  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "reports.fleet_sections", mod)
+    monkeypatch.setitem(sys.modules, "rooftop.reports.fleet_sections", mod)
     doc = sample_document()
     doc["kind"] = "fleet"
     page = render_html(doc)
@@ -203,14 +203,14 @@ def test_write_outputs_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_write_outputs_missing_folder_raises_output_error(tmp_path: Path) -> None:
-    from reports.atomic import OutputError
+    from rooftop.reports.atomic import OutputError
 
     with pytest.raises(OutputError):
         write_outputs(sample_document(), html=None, md=str(tmp_path / "nope" / "r.md"), json_path=None)
 
 
 def test_ceilings_of_contract_and_nested_shapes() -> None:
-    from reports.plots import ceilings_of
+    from rooftop.reports.plots import ceilings_of
 
     dev = {"name": "X", "source": "builtin",
            "ceilings": {"fp64": 1e13, "fp32": 2e13, "tensor_fp16acc": 4e14, "dram": 2e12, "l2": 5e12, "l1": 1e13},
@@ -252,9 +252,9 @@ def test_a_failing_section_does_not_cost_the_report(monkeypatch: pytest.MonkeyPa
     def broken(doc: dict[str, Any]) -> list[Section]:
         raise KeyError("<boom>")
 
-    mod = types.ModuleType("reports.diff_sections")
+    mod = types.ModuleType("rooftop.reports.diff_sections")
     mod.sections = broken  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "reports.diff_sections", mod)
+    monkeypatch.setitem(sys.modules, "rooftop.reports.diff_sections", mod)
     monkeypatch.delenv("ROOFTOP_DEBUG", raising=False)
     doc = sample_document()
     doc["kind"] = "diff"
@@ -266,7 +266,7 @@ def test_a_failing_section_does_not_cost_the_report(monkeypatch: pytest.MonkeyPa
 
 
 def test_large_documents_are_compact_but_equal() -> None:
-    from reports.json_report import COMPACT_ABOVE
+    from rooftop.reports.json_report import COMPACT_ABOVE
 
     kernels = [{"index": i, "name": f"k{i}", "duration_s": 1e-6} for i in range(COMPACT_ABOVE + 1)]
     big = {"schema_version": 1, "kernels": kernels}

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.kernels import analyze_kernels, facts_for
-from analyzer.roofline import compute
+from rooftop.analyzer.kernels import analyze_kernels, facts_for
+from rooftop.analyzer.roofline import compute
 
 NAN = np.nan
 
@@ -163,7 +163,7 @@ def test_device_option_overrides_export(tmp_path) -> None:
 
 
 def test_result_columns_match_the_document_fields() -> None:
-    from analyzer.document import KERNEL_FIELDS
+    from rooftop.analyzer.document import KERNEL_FIELDS
 
     ka = analyze_kernels(_kernel(**H100_EXPORT), pd.DataFrame())
     assert set(KERNEL_FIELDS) - {"family"} <= set(ka.results.columns)

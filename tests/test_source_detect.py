@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from parsers import InputError, parse_path
-from parsers.detect import detect_format
-from parsers.source import Source
+from rooftop.parsers import InputError, parse_path
+from rooftop.parsers.detect import detect_format
+from rooftop.parsers.source import Source
 
 RAW_HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream"\n'
 DETAILS_HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'

@@ -16,15 +16,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-import parsers
-import parsers.nvsmi as nvsmi
-import parsers.prom_text as pt
-from analyzer.fleet import dataset as dsmod
-from analyzer.fleet import ingest as ingest_mod
-from analyzer.fleet.dataset import Manifest
-from analyzer.fleet.ingest import IngestSummary, ingest_files
-from parsers import InputError, ParseOptions, parse_path, stream_path
-from parsers.model import SAMPLE_SCHEMA
+import rooftop.parsers.nvsmi as nvsmi
+import rooftop.parsers.prom_text as pt
+from rooftop import parsers
+from rooftop.analyzer.fleet import dataset as dsmod
+from rooftop.analyzer.fleet import ingest as ingest_mod
+from rooftop.analyzer.fleet.dataset import Manifest
+from rooftop.analyzer.fleet.ingest import IngestSummary, ingest_files
+from rooftop.parsers import InputError, ParseOptions, parse_path, stream_path
+from rooftop.parsers.model import SAMPLE_SCHEMA
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_inputs import write_dmon, write_prom_text
@@ -146,7 +146,7 @@ def test_fallback_for_parsers_without_batches(tmp_path: Path, monkeypatch: pytes
     # a parser without <function>_batches (nvidia-smi's parse_csv under another name): parsed whole,
     # handed on in zero-copy slices
     monkeypatch.setattr(nvsmi, "parse_whole", nvsmi.parse_csv, raising=False)
-    monkeypatch.setitem(parsers.PARSERS, "nvidia-smi-csv", "parsers.nvsmi:parse_whole")
+    monkeypatch.setitem(parsers.PARSERS, "nvidia-smi-csv", "rooftop.parsers.nvsmi:parse_whole")
     monkeypatch.setattr(parsers, "STREAM_BATCH_ROWS", 7)
     path = tmp_path / "smi.csv"
     path.write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n" + "".join(
@@ -681,7 +681,7 @@ def test_file_growing_while_ingested_stores_only_the_hashed_bytes(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # the writer appends between hashing and parsing: the entry covers the hashed extent only, and
     # the next ingest appends the rest (nothing stored twice, nothing lost)
-    from analyzer.fleet import ingest as ingmod
+    from rooftop.analyzer.fleet import ingest as ingmod
 
     live = tmp_path / "live.prom"
     live.write_bytes(PROM_HEAD)
@@ -720,7 +720,7 @@ def _drain_limited(path: Path, limit: int) -> tuple[list[pa.Table], parsers.Pars
 def test_cli_ingest_finished(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from analyzer.cli import main
+    from rooftop.analyzer.cli import main
 
     live = tmp_path / "live.prom"
     live.write_bytes(PROM_HEAD + PROM_CUT)

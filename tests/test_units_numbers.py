@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from parsers.numbers import looks_decimal_comma, parse_number, parse_series
-from parsers.units import base_unit, si_factor
+from rooftop.parsers.numbers import looks_decimal_comma, parse_number, parse_series
+from rooftop.parsers.units import base_unit, si_factor
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import analyzer.windows as W
-from analyzer.devices import DeviceSpec
-from parsers import ParseOptions, parse_path
-from parsers.model import SAMPLE_SCHEMA
+import rooftop.analyzer.windows as W
+from rooftop.analyzer.devices import DeviceSpec
+from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers.model import SAMPLE_SCHEMA
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -46,7 +46,7 @@ def as_table(df: pd.DataFrame) -> pa.Table:
 
 @pytest.fixture
 def stub_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    import analyzer.devices as D
+    import rooftop.analyzer.devices as D
 
     monkeypatch.setattr(D, "lookup", lambda name, cc=None, sm_count=None: STUB if name == "Stub GPU" else None)
     monkeypatch.setattr(D, "load_device_option", lambda opt: STUB if opt else None)

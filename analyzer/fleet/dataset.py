@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parsers.model import SAMPLE_SCHEMA, InputError
+from rooftop.parsers.model import SAMPLE_SCHEMA, InputError
 
 MANIFEST = "_manifest.json"
 LOCK = "_ingest.lock"

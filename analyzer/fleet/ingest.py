@@ -46,7 +46,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from analyzer.fleet.dataset import (
+from rooftop.analyzer.fleet.dataset import (
     Digest,
     Manifest,
     PartitionWriter,
@@ -56,8 +56,8 @@ from analyzer.fleet.dataset import (
     parse_iso,
     remove_orphans,
 )
-from parsers import InputError, ParseOptions, ParseResult, detect_format, stream_path
-from parsers.source import Source
+from rooftop.parsers import InputError, ParseOptions, ParseResult, detect_format, stream_path
+from rooftop.parsers.source import Source
 
 BATCH_ROWS = 1_000_000
 COMMIT_EVERY = 64

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from parsers.model import InputError
+from rooftop.parsers.model import InputError
 
 ABS_TOL = 0.05
 REL_TOL = 0.25
@@ -75,7 +75,7 @@ def _ceilings(results: pd.DataFrame, ceilings: Mapping[str, float] | Any | None)
     """Flat ceilings ``{tensor, fp64, fp32, fp16, dram, sm_count}`` from a mapping, a
     ``DeviceSpec``, or the built-in device named by the results' ``device`` column."""
     if ceilings is None and "device" in results.columns and results["device"].notna().any():
-        from analyzer.devices import lookup
+        from rooftop.analyzer.devices import lookup
 
         ceilings = lookup(str(results["device"].dropna().mode().iloc[0]))
     if ceilings is None:

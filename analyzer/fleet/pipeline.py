@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.document import build_document, jsonable
-from analyzer.fleet import engines
-from analyzer.fleet.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
-from analyzer.fleet.join import JoinRequest, fleet_join
-from analyzer.fleet.rollup import (
+from rooftop.analyzer.document import build_document, jsonable
+from rooftop.analyzer.fleet import engines
+from rooftop.analyzer.fleet.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
+from rooftop.analyzer.fleet.join import JoinRequest, fleet_join
+from rooftop.analyzer.fleet.rollup import (
     GROUPABLE,
     fleet_findings,
     group_columns,
@@ -25,7 +25,7 @@ from analyzer.fleet.rollup import (
     rollup,
     trend,
 )
-from parsers.model import InputError
+from rooftop.parsers.model import InputError
 
 DEFAULT_PERIOD = timedelta(hours=24)
 MAX_WINDOWS = 2000  # windows listed in the document; the roll-ups use all of them
@@ -74,7 +74,7 @@ def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
 def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, engine: str,
                     scheduler: str | None, workers: int) -> tuple[pd.DataFrame | None, ...]:
     """Map-reduce the window partials of every file on ``engine``; finished windows per slice."""
-    from analyzer.windows import finish_windows
+    from rooftop.analyzer.windows import finish_windows
 
     paths = [str(dataset / f) for f in files]
     if engine == "dask":
@@ -95,7 +95,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
               join: JoinRequest | None = None) -> dict[str, Any]:
     """The whole ``fleet`` job; returns the contract document (kind ``fleet``); with ``join``,
     its ``kernel_join`` compares the profiled kernels with the selected windows."""
-    from analyzer.windows import KEY_COLUMNS, window_devices
+    from rooftop.analyzer.windows import KEY_COLUMNS, window_devices
 
     if window_s <= 0:
         raise InputError("--window", f"must be positive, got {window_s}", "e.g. --window 60")
@@ -164,7 +164,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
 
 def _classify(wide: pd.DataFrame | None, device: str | None, evidence: bool = True) -> pd.DataFrame:
     """Classified windows sorted by host, gpu, mig, start (an empty frame when none)."""
-    from analyzer.windows import classify_windows
+    from rooftop.analyzer.windows import classify_windows
 
     if wide is None or not len(wide):
         return pd.DataFrame({"host": [], "gpu": [], "mig": [], "model": [], "label": [], "start": []})
@@ -175,7 +175,7 @@ def window_records(windows: pd.DataFrame) -> list[dict[str, Any]]:
     """Contract ``windows`` entries (the DCGM helper's record shape), ordered by host, gpu, start."""
     if not len(windows):
         return []
-    from analyzer.windows import WindowAnalysis
+    from rooftop.analyzer.windows import WindowAnalysis
 
     return WindowAnalysis(windows=windows).records()
 
