@@ -1,17 +1,17 @@
 """Per-kernel ceilings (peak FLOP/s per class, bandwidth per level) with their provenance.
 
-Order of precedence per ceiling (formulas.md §4.3 [synthesis]: prefer ncu's own peaks):
+Order of precedence per ceiling (docs/research/formulas.md §4.3 [synthesis]: prefer ncu's own peaks):
 
 1. ``--device`` (a built-in name or a user file) where it gives that ceiling;
 2. the export: ``<metric>.peak_sustained`` x the unit's measured ``*__cycles_elapsed.avg.per_second``,
-   per kernel, exactly as ncu's roofline sections draw the roofs (formulas.md §1.1-1.6);
+   per kernel, exactly as ncu's roofline sections draw the roofs (docs/research/formulas.md §1.1-1.6);
 3. the built-in table matched by device name, else CC + SM count (:func:`analyzer.devices.lookup`),
-   compute peaks rescaled to the measured SM clock when both are known (formulas.md §7 item 6).
+   compute peaks rescaled to the measured SM clock when both are known (docs/research/formulas.md §7 item 6).
 
 Columns (``CEILING_COLUMNS``): ``peak_fp64 peak_fp32 peak_fp16 peak_tensor bw_l1 bw_l2 bw_dram``.
 For each, ``source`` holds ``"export" | "builtin" | "user" | None`` and ``detail`` a short text.
 The L1/L2 ceilings follow the byte convention of that kernel's achieved bytes (ncu's
-``lsu_writeback``/``lts2xbar`` vs NERSC's ``*_t_bytes``), as formulas.md §7 item 1 requires.
+``lsu_writeback``/``lts2xbar`` vs NERSC's ``*_t_bytes``), as docs/research/formulas.md §7 item 1 requires.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from rooftop.analyzer.devices import DeviceSpec, lookup
 PEAK_CLASSES = ("fp64", "fp32", "fp16", "tensor")
 CEILING_COLUMNS = tuple(f"peak_{c}" for c in PEAK_CLASSES) + tuple(f"bw_{lvl}" for lvl in M.LEVELS)
 
-# (FMA op, FLOPs per FMA) for the FP peaks (formulas.md §1.2-1.4: _x2 / _x4 derived metrics)
+# (FMA op, FLOPs per FMA) for the FP peaks (docs/research/formulas.md §1.2-1.4: _x2 / _x4 derived metrics)
 _FMA = {"fp64": ("dfma", 2.0), "fp32": ("ffma", 2.0), "fp16": ("hfma", 4.0)}
 
 
@@ -45,7 +45,7 @@ class Ceilings:
 
 
 def tensor_peak_key(variant: str) -> tuple[str | None, float]:
-    """Device-table key and sparsity factor for an ``sm__ops_path_tensor_<variant>`` (formulas.md §1.6, §7 item 9)."""
+    """Device-table key and sparsity factor for an ``sm__ops_path_tensor_<variant>`` (docs/research/formulas.md §1.6, §7 item 9)."""
     factor = 2.0 if "sparsity_on" in variant else 1.0
     v = variant.replace("_sparsity_on", "").replace("_sparsity_off", "")
     if "fp64" in v:
@@ -228,7 +228,7 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
         if col in b_vals:
             fill(col, b_vals[col], b_src, b_detail[col])
 
-    # tensor: serial-mix peak over the variants that did work (formulas.md §1.6: per-variant peaks)
+    # tensor: serial-mix peak over the variants that did work (docs/research/formulas.md §1.6: per-variant peaks)
     t_val, t_src, t_det, t_missing = _tensor_peak(df, sm_hz, tensor_ops, (o_vals, o_detail, o_src) if option else None,
                                                   (b_vals, b_detail, b_src))
     fill("peak_tensor", t_val, t_src, t_det)

@@ -15,7 +15,7 @@ unit_<lvl>          SOL breakdown memory-unit throughput % (l1tex/lts/dram)
 pipe_<class>        compute pipe utilization % (tensor, fp64, fp32, fp16, alu)
 ==================  ==================================================================
 
-Rules (formulas.md §3.1, §3.3, §5.2-5.3, §8):
+Rules (docs/research/formulas.md §3.1, §3.3, §5.2-5.3, §8):
 
 1. With both SOL % (NVIDIA's ``SOLBottleneck``, thresholds 80/60/10, waves < 1; the verdict stored in
    the export's rule results, column ``ncu_stored_verdict``, wins over our replica of the rule):
@@ -44,7 +44,7 @@ HIGH = 80.0  # SOLBottleneck no_bound_threshold
 LATENCY = 60.0  # latency_bound_threshold
 BALANCED = 10.0  # balanced_threshold
 WAVES = 1.0  # waves_threshold
-LAUNCH_S = 5e-6  # formulas.md §5.3: kernels below ~5 µs are comparable to launch cost
+LAUNCH_S = 5e-6  # docs/research/formulas.md §5.3: kernels below ~5 µs are comparable to launch cost
 TAIL_SPEEDUP = 20.0  # LaunchStatistics speedup_threshold (percent)
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "unknown")
@@ -63,7 +63,7 @@ def _argmax(frame: pd.DataFrame) -> pd.Series:
 
 
 def sol_verdict(sol_c: pd.Series, sol_m: pd.Series, waves: pd.Series) -> pd.Series:
-    """NVIDIA's SOLBottleneck rule result title (formulas.md §3.1), ``None`` without both SOL %."""
+    """NVIDIA's SOLBottleneck rule result title (docs/research/formulas.md §3.1), ``None`` without both SOL %."""
     has = sol_c.notna() & sol_m.notna()
     high = has & ((sol_c >= HIGH) | (sol_m >= HIGH))
     low = has & ~high & (sol_c < LATENCY) & (sol_m < LATENCY)
@@ -78,7 +78,7 @@ def sol_verdict(sol_c: pd.Series, sol_m: pd.Series, waves: pd.Series) -> pd.Seri
 
 
 def tail_effect(waves: pd.Series) -> pd.Series:
-    """ncu's Tail Effect condition (formulas.md §3.3): partial wave, >= 1 whole, speedup >= 20 %."""
+    """ncu's Tail Effect condition (docs/research/formulas.md §3.3): partial wave, >= 1 whole, speedup >= 20 %."""
     whole = np.floor(waves)
     partial = waves - whole
     return (partial > 0) & (whole >= 1) & (100.0 / (1.0 + whole) >= TAIL_SPEEDUP)

@@ -3,11 +3,11 @@
 Ceilings are SI: peaks in FLOP/s (OP/s for int8), bandwidth in bytes/s. Peak keys:
 
 ``fp64``, ``fp32``
-    non-tensor (FMA pipe) peaks, FMA = 2 FLOPs (formulas.md §1.2-1.3).
+    non-tensor (FMA pipe) peaks, FMA = 2 FLOPs (docs/research/formulas.md §1.2-1.3).
 ``fp16``
-    non-tensor half2 peak (HFMA2 = 4 FLOPs, formulas.md §1.4).
+    non-tensor half2 peak (HFMA2 = 4 FLOPs, docs/research/formulas.md §1.4).
 ``tensor``
-    dense FP16/BF16 tensor-core peak with FP32 accumulate (formulas.md §4.1, §7 item 10).
+    dense FP16/BF16 tensor-core peak with FP32 accumulate (docs/research/formulas.md §4.1, §7 item 10).
 ``tf32``, ``bf16``, ``fp8``, ``int8``, ``fp64_tensor``, ``tensor_fp16acc``
     dense tensor-core peaks of that input type (no 2:4 sparsity).
 
@@ -122,7 +122,7 @@ def _builtin() -> tuple[DeviceSpec, ...]:
 
 
 def builtin() -> list[DeviceSpec]:
-    """Every built-in device (formulas.md §4.1 datasheet peaks, §4.3 cache bandwidths)."""
+    """Every built-in device (docs/research/formulas.md §4.1 datasheet peaks, §4.3 cache bandwidths)."""
     return list(_builtin())
 
 

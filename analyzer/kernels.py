@@ -287,7 +287,7 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     add(c["sol_verdict"].notna(),
         _cat("NCU Speed Of Light: compute (SM) ", _num(f["sol_compute_pct"], "%.1f"), "%, memory ",
              _num(f["sol_memory_pct"], "%.1f"), "% -> SOLBottleneck \"", _obj(c["sol_verdict"]),
-             "\" (thresholds 80/60/10, waves < 1; formulas.md §3.1)", legacy))
+             "\" (thresholds 80/60/10, waves < 1; docs/research/formulas.md §3.1)", legacy))
     if "ncu_stored_verdict" in f.columns:
         add(f["ncu_stored_verdict"].notna(), _cat("NCU's own stored verdict: \"", _obj(f["ncu_stored_verdict"]), "\""))
 
@@ -295,18 +295,18 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     over = (label == "overhead-bound").to_numpy()
     add(over & (lim == "launch").to_numpy(),
         _cat("Duration ", _si(f["duration_s"], "s"),
-             f" < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost (formulas.md §5.2); "
+             f" < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost (docs/research/formulas.md §5.2); "
              "batch, fuse or graph-capture such launches"))
     add(over & (lim == "small-grid").to_numpy(),
         _cat("Grid of ", _num(f["grid"].astype("float64"), "%.0f"), " block(s) on ", _num(f["sm_count"], "%.0f"),
-             " SMs (", _num(f["waves"], "%.2f"), " waves): SMs sit idle (ncu Small Grid, formulas.md §3.3)"))
+             " SMs (", _num(f["waves"], "%.2f"), " waves): SMs sit idle (ncu Small Grid, docs/research/formulas.md §3.3)"))
     add(over & (lim == "tail").to_numpy(),
         _cat(_num(f["waves"], "%.2f"), " waves: the partial last wave can take up to ",
              _num(100.0 / (1.0 + np.floor(f["waves"])), "%.0f"),
-             "% of the runtime (ncu Tail Effect, formulas.md §3.3)"))
+             "% of the runtime (ncu Tail Effect, docs/research/formulas.md §3.3)"))
     add(over & (lim == "latency").to_numpy(),
         "Compute and memory both below 60% of peak, grid fills the SMs: latency-bound (stalls, "
-        "occupancy, dependencies), not throughput-bound (ncu Latency Issue, formulas.md §3.1, §5.3)")
+        "occupancy, dependencies), not throughput-bound (ncu Latency Issue, docs/research/formulas.md §3.1, §5.3)")
 
     # 3. work and compute roof
     tot = f["flops"]
@@ -358,7 +358,7 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
 
     # 6. provenance and gaps
     add(f["bytes_convention"].isin(["nersc", "mixed"]),
-        "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (formulas.md §1.7, §2)")
+        "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (docs/research/formulas.md §1.7, §2)")
     add(f["duration_source"].notna() & (f["duration_source"] != "gpu__time_duration.sum"),
         _cat("Duration from ", _obj(f["duration_source"])))
     gaps = _joined([(_mask(miss), what) for what, miss in (

@@ -7,12 +7,12 @@ list (not the ncu launch ``index``). Codes:
 ``missing-metrics``     a metric group absent for some kernels (duration, SOL, FLOPs, a level's bytes, a ceiling)
 ``partial-counters``    a FLOP class with some of its add/mul/fma counters missing (counted as absent)
 ``achieved-above-roof`` achieved FLOP/s or bytes/s above the ceiling: a units, counting or ceiling error
-``fp16-counters-zero``  tensor-core kernels whose FP16 SASS counters are zero (formulas.md §2.5)
+``fp16-counters-zero``  tensor-core kernels whose FP16 SASS counters are zero (docs/research/formulas.md §2.5)
 ``tensor-uncounted``    tensor pipe busy but no ``sm__ops_path_tensor_*`` ops (FLOPs undercounted, §2.3)
 ``tensor-peak-unknown`` tensor variants with work but no known peak (no tensor roof)
-``bytes-convention``    L1/L2 bytes in NERSC's ``*_t_bytes`` convention, not ncu's (formulas.md §1.7, §7)
+``bytes-convention``    L1/L2 bytes in NERSC's ``*_t_bytes`` convention, not ncu's (docs/research/formulas.md §1.7, §7)
 ``legacy-metrics``      pre-2020 metric names (``sm__sol_pct``, ``dram__read_bytes``)
-``clock-control``       SM clock below the device's max clock: ncu locked clocks (formulas.md §2.5, §7 item 6)
+``clock-control``       SM clock below the device's max clock: ncu locked clocks (docs/research/formulas.md §2.5, §7 item 6)
 ``cache-control``       caches flushed before each replay pass (ncu default ``--cache-control all``)
 ``mixed-devices``       one input holds kernels from more than one device
 """
@@ -98,10 +98,10 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
     fp16_zero = f["fp16_counters_zero"].fillna(False).astype(bool) & tensor_work
     out.append(_item("fp16-counters-zero", f"FP16 SASS counters are zero on {count(fp16_zero)} that use tensor cores: "
                      "their FP16 work is only in sm__ops_path_tensor_* (counted as tensor), so the Half-precision "
-                     "roofline shows none (formulas.md §2.5).", fp16_zero))
+                     "roofline shows none (docs/research/formulas.md §2.5).", fp16_zero))
     unc = f["tensor_uncounted"].fillna(False).astype(bool)
     out.append(_item("tensor-uncounted", f"Tensor pipe active but no sm__ops_path_tensor_* ops for {count(unc)}: tensor FLOPs "
-                     "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, formulas.md §2.3).", unc))
+                     "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, docs/research/formulas.md §2.3).", unc))
     if "tensor_peak_missing" in f.columns:
         tpm = f["tensor_peak_missing"].notna()
         out.append(_item("tensor-peak-unknown", f"No peak for tensor variant(s) with work on {count(tpm)}: no tensor roof; "
@@ -109,7 +109,7 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
     nersc = f["bytes_convention"].isin(["nersc", "mixed"])
     out.append(_item("bytes-convention", f"L1/L2 bytes for {count(nersc)} use NERSC's l1tex__t_bytes / lts__t_bytes "
                      "(all tag requests, reads and writes), not ncu's lsu_writeback x 128 / lts2xbar x 32: their "
-                     "intensities are not comparable with ncu's hierarchical roofline (formulas.md §1.7).", nersc))
+                     "intensities are not comparable with ncu's hierarchical roofline (docs/research/formulas.md §1.7).", nersc))
     legacy = f["legacy_metrics"].fillna(False).astype(bool)
     out.append(_item("legacy-metrics", f"Pre-2020 metric names (sm__sol_pct, dram__read_bytes ...) used for {count(legacy)}: "
                      "SOL % and DRAM bytes are read from them; L1/L2 levels are not available in that layout.", legacy))
@@ -121,7 +121,7 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
             lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
             out.append(_item("clock-control", f"SM clock ran at {lo:.0%}-{hi:.0%} of the device's max clock for {count(low)} "
                              "(ncu's default --clock-control base): absolute FLOP/s and durations are at that clock; "
-                             "percent of peak is unaffected (formulas.md §2.5).", low))
+                             "percent of peak is unaffected (docs/research/formulas.md §2.5).", low))
     out += _meta_lint(f, meta or {})
 
     # several devices inside one input
@@ -156,7 +156,7 @@ def _meta_lint(f: pd.DataFrame, meta: dict[str, dict[str, Any]]) -> list[dict[st
             locked |= rows.fillna(False)
     out.append(_item("cache-control", "Caches were flushed before every replay pass (ncu default --cache-control all) for "
                      f"{int(flushed.sum())} kernel(s): DRAM bytes include cold-cache traffic a warm run may serve from L2 "
-                     "(formulas.md §2.5).", flushed))
+                     "(docs/research/formulas.md §2.5).", flushed))
     out.append(_item("clock-control", "Clocks were locked to base (ncu default --clock-control base) for "
-                     f"{int(locked.sum())} kernel(s): durations and FLOP/s are at base clock (formulas.md §2.5).", locked))
+                     f"{int(locked.sum())} kernel(s): durations and FLOP/s are at base clock (docs/research/formulas.md §2.5).", locked))
     return out

@@ -5,7 +5,7 @@ ncu metric name, SI units) and returns per-row values aligned to its index, plus
 string saying which metric each value came from (``None`` where nothing was available: no
 value is ever invented). Vectorized: one pass per alias, never per kernel.
 
-Conventions (formulas.md):
+Conventions (docs/research/formulas.md):
 
 * FP64/FP32 FLOPs from SASS thread-instruction counts, FMA = 2 (§1.2, §1.3, §3.2);
   FP16 with ncu's half2 factors hadd x2 + hmul x2 + hfma x4 (§1.4, §7 item 5).
@@ -33,15 +33,15 @@ FP_CLASSES = ("fp64", "fp32", "fp16")
 FLOP_CLASSES = ("fp64", "fp32", "fp16", "tensor")
 LEVELS = ("l1", "l2", "dram")
 
-# class -> [(SASS op, FLOPs per thread instruction)]  (formulas.md §1.2-1.4)
+# class -> [(SASS op, FLOPs per thread instruction)]  (docs/research/formulas.md §1.2-1.4)
 FP_TERMS: dict[str, tuple[tuple[str, float], ...]] = {
     "fp64": (("dadd", 1.0), ("dmul", 1.0), ("dfma", 2.0)),
     "fp32": (("fadd", 1.0), ("fmul", 1.0), ("ffma", 2.0)),
     "fp16": (("hadd", 2.0), ("hmul", 2.0), ("hfma", 4.0)),
 }
-VOLTA_TENSOR_FLOPS_PER_INST = 512.0  # formulas.md §2.3: NERSC, V100 only
-L2_BYTES_PER_CYCLE = 32.0  # lts__lts2xbar_cycles_active x 32 (formulas.md §1.2)
-L1_BYTES_PER_CYCLE = 128.0  # l1tex__lsu_writeback_active_* x 128 (formulas.md §1.2)
+VOLTA_TENSOR_FLOPS_PER_INST = 512.0  # docs/research/formulas.md §2.3: NERSC, V100 only
+L2_BYTES_PER_CYCLE = 32.0  # lts__lts2xbar_cycles_active x 32 (docs/research/formulas.md §1.2)
+L1_BYTES_PER_CYCLE = 128.0  # l1tex__lsu_writeback_active_* x 128 (docs/research/formulas.md §1.2)
 
 _TENSOR_RE = re.compile(r"^sm__ops_path_tensor_(?P<v>(?!op_)[a-z0-9_]+?)\.sum(?P<s>\.per_cycle_elapsed|\.per_second)?$")
 
@@ -132,7 +132,7 @@ def cc_number(df: pd.DataFrame) -> pd.Series:
 
 def duration(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """Kernel duration in seconds: ``gpu__time_duration.sum`` (legacy ``gpu__time_duration``), else
-    NERSC's ``sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second`` (formulas.md §2.2)."""
+    NERSC's ``sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second`` (docs/research/formulas.md §2.2)."""
     out, src = first_of(df, ["duration_s", "gpu__time_duration.sum", "gpu__time_duration"])
     src = src.replace({"duration_s": "gpu__time_duration.sum"})
     for unit in ("sm", "smsp", "gpc"):
@@ -160,7 +160,7 @@ CLOCK_ALIASES: dict[str, tuple[str, ...]] = {
 
 
 def clock_hz(df: pd.DataFrame, unit: str) -> tuple[pd.Series, pd.Series]:
-    """Measured clock (cycles/s) of a unit over the kernel (the ceiling multiplier, formulas.md §1.1)."""
+    """Measured clock (cycles/s) of a unit over the kernel (the ceiling multiplier, docs/research/formulas.md §1.1)."""
     return first_of(df, CLOCK_ALIASES[unit])
 
 
@@ -181,7 +181,7 @@ def unit_cycles(df: pd.DataFrame, unit: str, dur: pd.Series) -> pd.Series:
 def counter(df: pd.DataFrame, base: str, dur: pd.Series, prefixes: Sequence[str] = ("sm", "smsp")
             ) -> tuple[pd.Series, pd.Series]:
     """Total count of an ``sm__``/``smsp__`` counter from ``.sum``, ``.sum.per_cycle_elapsed`` or
-    ``.sum.per_second`` (formulas.md §1.1: per-cycle-elapsed x cycles elapsed = count)."""
+    ``.sum.per_second`` (docs/research/formulas.md §1.1: per-cycle-elapsed x cycles elapsed = count)."""
     out, src = first_of(df, [f"{p}__{base}.sum" for p in prefixes])
     for p in prefixes:
         for suffix, mult in ((".sum.per_cycle_elapsed", None), (".sum.per_second", dur)):
@@ -198,7 +198,7 @@ def counter(df: pd.DataFrame, base: str, dur: pd.Series, prefixes: Sequence[str]
 
 
 def fp_flops(df: pd.DataFrame, dur: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """FP64/FP32/FP16 FLOPs per kernel (formulas.md §1.2-1.4, ncu factors).
+    """FP64/FP32/FP16 FLOPs per kernel (docs/research/formulas.md §1.2-1.4, ncu factors).
 
     Returns (flops, missing): ``flops[cls]`` is NaN when none of the class's counters was
     collected; ``missing[cls]`` names the terms of a partially collected class (counted as
@@ -228,7 +228,7 @@ def tensor_variant_columns(columns: Sequence[str]) -> dict[str, dict[str, str]]:
     """Aggregate tensor variants in the export: variant -> {suffix: column}.
 
     ``op_*`` per-instruction variants are excluded (they break the aggregate down; adding them
-    would count every op twice, formulas.md §1.6). A variant without a sparsity suffix is dropped
+    would count every op twice, docs/research/formulas.md §1.6). A variant without a sparsity suffix is dropped
     when its ``_sparsity_on/off`` split is also present.
     """
     found: dict[str, dict[str, str]] = {}
@@ -258,7 +258,7 @@ def tensor_ops(df: pd.DataFrame, dur: pd.Series) -> pd.DataFrame:
 
 
 def tensor_flops(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> tuple[pd.Series, pd.Series, pd.DataFrame]:
-    """Tensor FLOPs: Σ aggregate ``sm__ops_path_tensor_*`` variants (formulas.md §1.6), else on
+    """Tensor FLOPs: Σ aggregate ``sm__ops_path_tensor_*`` variants (docs/research/formulas.md §1.6), else on
     Volta (CC 7.0) ``sm__inst_executed_pipe_tensor`` x 512 (§2.3). Returns (flops, source, ops by variant)."""
     ops = tensor_ops(df, dur)
     src = _none(df)
@@ -323,7 +323,7 @@ def _l1_recipes(kind: str) -> tuple[Recipe, ...]:
 
 
 def l1_order(cc: pd.Series) -> dict[str, pd.Series]:
-    """Which L1 writeback counter ncu's sections use at each CC (formulas.md §1.2, §7 item 2)."""
+    """Which L1 writeback counter ncu's sections use at each CC (docs/research/formulas.md §1.2, §7 item 2)."""
     return {"lgds": cc >= 9.0, "lg": (cc >= 7.5) & (cc < 9.0), "all": cc < 7.5}
 
 
@@ -377,14 +377,14 @@ def bytes_convention(conv: pd.DataFrame) -> pd.Series:
 
 SOL_COMPUTE = ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__sol_pct")
 SOL_MEMORY = ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "gpu__compute_memory_sol_pct")
-# Memory units of the SOL breakdown, by level (SOLBottleneck get_max_pipe prefixes, formulas.md §3.1)
+# Memory units of the SOL breakdown, by level (SOLBottleneck get_max_pipe prefixes, docs/research/formulas.md §3.1)
 UNIT_THROUGHPUT: dict[str, tuple[str, ...]] = {
     "l1": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
     "l2": ("lts__throughput.avg.pct_of_peak_sustained_elapsed", "ltc__sol_pct"),
     "dram": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
              "fbpa__sol_pct"),
 }
-# Compute pipes (HighPipeUtilization, formulas.md §3.4) by FLOP class
+# Compute pipes (HighPipeUtilization, docs/research/formulas.md §3.4) by FLOP class
 PIPE_UTIL: dict[str, tuple[str, ...]] = {
     "tensor": ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
                "sm__pipe_tensor_cycles_active_v2.avg.pct_of_peak_sustained_elapsed",
@@ -402,7 +402,7 @@ PIPE_UTIL: dict[str, tuple[str, ...]] = {
 
 
 def sol(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
-    """NCU's SpeedOfLight % exactly as exported (formulas.md §1.8): (compute, memory, source)."""
+    """NCU's SpeedOfLight % exactly as exported (docs/research/formulas.md §1.8): (compute, memory, source)."""
     c, cs = first_of(df, SOL_COMPUTE)
     m, ms = first_of(df, SOL_MEMORY)
     legacy = (cs == "sm__sol_pct") | (ms == "gpu__compute_memory_sol_pct")

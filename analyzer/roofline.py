@@ -1,6 +1,6 @@
 """Hierarchical (L1 / L2 / DRAM) roofline arithmetic, vectorized over the kernel table.
 
-formulas.md §0 and §8:
+docs/research/formulas.md §0 and §8:
 
 * ``AI_L = FLOPs / bytes_L`` (FLOP per byte at level L);
 * ``ridge_L = P / BW_L``;

@@ -17,8 +17,8 @@ Partials columns: ``KEY_COLUMNS``; for every metric in ``PROFILE_METRICS`` ``<m>
 takes one value per window in each partition (the normal case), a close heuristic otherwise.
 
 Classification (first match; thresholds are NVIDIA's published guidance where one exists, else
-kempnerpulse's device-state rules, both collected in the shared anchors.md §3 rows 15-18 and
-formulas.md §5.4/§6):
+kempnerpulse's device-state rules, both collected in the shared docs/research/anchors.md §3 rows 15-18 and
+docs/research/formulas.md §5.4/§6):
 
 =============== =====================================================================================
 idle            every activity signal (GR, SM, pipes, DRAM; NVML GPU_UTIL when GR is absent) < 0.05
@@ -31,7 +31,7 @@ mixed           the rest; limiter = the busiest normalised signal when >= 0.2, e
 =============== =====================================================================================
 
 Estimates: achieved FLOP/s = Σ pipe activity x the device's peak for that pipe (tensor -> dense
-FP16/BF16 tensor peak); DRAM bytes/s = DRAM active x peak DRAM bandwidth (formulas.md §6.3; NVIDIA
+FP16/BF16 tensor peak); DRAM bytes/s = DRAM active x peak DRAM bandwidth (docs/research/formulas.md §6.3; NVIDIA
 says activity does not convert exactly to FLOPs: these are estimates). MIG instance values are
 relative to the instance, so peaks are scaled by the instance's share ``g/7`` (``g/4`` on A30)
 read from the ``Ng.XXgb`` profile.
@@ -77,13 +77,13 @@ PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active"
 RATIO_METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
                  "fp32_active", "fp16_active", "imma_active", "hmma_active", "dfma_active")
 
-IDLE_MAX = 0.05  # kempnerpulse "idle": GR < 5 %, DRAM < 5 % (anchors.md §3 row 18)
+IDLE_MAX = 0.05  # kempnerpulse "idle": GR < 5 %, DRAM < 5 % (docs/research/anchors.md §3 row 18)
 GR_BUSY = 0.40  # kempnerpulse "busy-low-SM": GR >= 40 % ...
 SM_LOW = 0.25  # ... and SM < 25 % -> "overhead, sync, or small kernels"
 PIPE_HIGH = 0.50  # kempnerpulse "tensor-heavy" Tensor >= 50 %
 DRAM_HIGH = 0.50  # kempnerpulse "memory-bound" DRAM >= 50 %
 DRAM_PRACTICAL_PEAK = 0.80  # DCGM guide: "in practice a peak of ~0.8 (80%) is the maximum achievable"
-SM_EFFECTIVE, SM_INEFFECTIVE = 0.80, 0.50  # DCGM guide, SM activity (anchors.md §3 row 15)
+SM_EFFECTIVE, SM_INEFFECTIVE = 0.80, 0.50  # DCGM guide, SM activity (docs/research/anchors.md §3 row 15)
 DOMINANT_MIN = 0.20
 _KEY_KEEP = [c for c in KEY_COLUMNS if c != "window_start"]
 _MIG_G = re.compile(r"^(\d+)g\.")

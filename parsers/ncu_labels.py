@@ -4,7 +4,7 @@ Section rows name metrics by label (``Duration``, ``Memory Throughput``); the ke
 metrics by ID, so a label from any layout lands in the same column as the ID from a raw page.
 Keys are ``(section, label)``; a ``None`` section matches any section. Labels not listed here are
 kept as ``"<section>: <label>"`` columns. Sources: ncu's ``sections/*.section`` files
-(formulas.md §1.8) and the corpus exports.
+(docs/research/formulas.md §1.8) and the corpus exports.
 """
 
 from __future__ import annotations

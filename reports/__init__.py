@@ -1,6 +1,6 @@
 """Renderers: HTML (plotly, inlined, offline), Markdown and JSON, from the analysis document.
 
 Reports draw; they never analyse. Every renderer takes the JSON-ready document dict that
-``analyzer`` builds (``../shared/docs/contract.md``) and imports nothing from ``analyzer``
+``analyzer`` builds (``docs/contract.md``) and imports nothing from ``analyzer``
 or ``parsers``.
 """

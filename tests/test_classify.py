@@ -1,5 +1,5 @@
 """Labels and limiters: one hand-computed case per label and limiter, NVIDIA's SOLBottleneck
-replica (formulas.md §3.1, §3.3, §5.3), and the demo fixtures classify as intended."""
+replica (docs/research/formulas.md §3.1, §3.3, §5.3), and the demo fixtures classify as intended."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_memory_bound_dram_l2_l1() -> None:
 
 
 def test_overhead_launch_small_grid_tail_latency() -> None:
-    # 2 µs < 5 µs, SOL both < 60: launch (formulas.md §5.2)
+    # 2 µs < 5 µs, SOL both < 60: launch (docs/research/formulas.md §5.2)
     assert _one(duration_s=2e-6, sol_compute_pct=1.0, sol_memory_pct=2.0, waves=0.01, grid=16.0) == \
         ("overhead-bound", "launch", "Small Grid")
     # 300 µs, 64 blocks on 80 SMs, 0.8 waves: ncu Small Grid

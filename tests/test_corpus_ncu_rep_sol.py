@@ -3,7 +3,7 @@ label agrees with NCU's stored SOLBottleneck verdict on every decisive case.
 
 Ground truth is read independently with NVIDIA's ``ncu_report`` module (stored metric values and
 rule results), not through our parser. Decisive verdicts: "High Throughput" -> compute- or
-memory-bound; "Latency Issue" and "Small Grid" -> overhead-bound (formulas.md §3.1).
+memory-bound; "Latency Issue" and "Small Grid" -> overhead-bound (docs/research/formulas.md §3.1).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_builtin_table_is_complete_and_sourced() -> None:
             assert s.sources.get(key), f"{s.name}.{key} has no source"
         for key, text in s.sources.items():
             if key in s.peaks or key in s.bandwidth:
-                assert "formulas.md" in text or "approximate" in text, f"{s.name}.{key}: {text}"
+                assert "docs/research/formulas.md" in text or "approximate" in text, f"{s.name}.{key}: {text}"
     b200 = lookup("NVIDIA B200")
     assert b200 is not None and all("approximate" in b200.sources[k] for k in b200.peaks)
 
@@ -84,7 +84,7 @@ def test_builtin_table_is_complete_and_sourced() -> None:
 def test_datasheet_numbers_and_ridges_match_formulas_md() -> None:
     h100 = lookup("NVIDIA H100 80GB HBM3")
     assert h100 is not None
-    # formulas.md §4.1: 67 TF FP32, 989.4 TF dense FP16/BF16, 3,350 GB/s; §4.2 ridges 20.0 and 295.3
+    # docs/research/formulas.md §4.1: 67 TF FP32, 989.4 TF dense FP16/BF16, 3,350 GB/s; §4.2 ridges 20.0 and 295.3
     assert h100.peaks["fp32"] == 67e12 and h100.peaks["tensor"] == 989.4e12 and h100.bandwidth["dram"] == 3350e9
     assert round(h100.peaks["fp32"] / h100.bandwidth["dram"], 1) == 20.0
     assert round(h100.peaks["tensor"] / h100.bandwidth["dram"], 1) == 295.3
@@ -152,6 +152,6 @@ def test_render_table_lists_every_device_and_source() -> None:
     text = render_table()
     for s in builtin():
         assert s.name[:30] in text
-    assert "Sources:" in text and "formulas.md §4.1" in text
+    assert "Sources:" in text and "docs/research/formulas.md §4.1" in text
     data = json.loads(render_table(as_json=True))
     assert len(data) == len(builtin()) and {"name", "source", "ceilings", "sources", "sm_count", "cc"} <= set(data[0])

@@ -1,4 +1,4 @@
-"""Achieved work and bytes from every metric spelling (hand-computed cases, formulas.md §1-2)."""
+"""Achieved work and bytes from every metric spelling (hand-computed cases, docs/research/formulas.md §1-2)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_volta_tensor_instructions_times_512_only_on_cc70() -> None:
     cc = M.cc_number(df)
     flops, src, _ = M.tensor_flops(df, pd.Series([1.0, 1.0]), cc)
     assert flops[0] == 10 * 512 and "512" in src[0]
-    assert math.isnan(flops[1])  # no single factor on Ampere (formulas.md §2.3)
+    assert math.isnan(flops[1])  # no single factor on Ampere (docs/research/formulas.md §2.3)
     assert M.tensor_inst_unscaled(df, pd.Series([1.0, 1.0]), cc).tolist()[1] == 10.0
 
 

@@ -1,4 +1,4 @@
-"""Roofline arithmetic and ceilings with provenance (hand-computed cases, formulas.md §0, §1, §8)."""
+"""Roofline arithmetic and ceilings with provenance (hand-computed cases, docs/research/formulas.md §0, §1, §8)."""
 
 from __future__ import annotations
 

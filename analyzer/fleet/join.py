@@ -6,7 +6,7 @@ columns: ``duration_s``, ``flops_tensor``/``fp32``/``fp64``/``fp16``, ``bytes_dr
 kernels run*:
 
 * ``tensor_active_k = flops_tensor_k / duration_k / peak_tensor`` (DCGM 1004 at 1.0 ≈ dense tensor
-  peak; formulas.md §6.3), likewise ``fp32/fp64/fp16_active`` against the non-tensor peaks;
+  peak; docs/research/formulas.md §6.3), likewise ``fp32/fp64/fp16_active`` against the non-tensor peaks;
 * ``dram_active_k = bytes_dram_k / duration_k / peak_dram_bw`` (1005; without a DRAM peak the
   kernel's SOL memory % is used as an upper bound);
 * ``sm_active_k = min(1, grid_k / sm_count)`` (1002: "a kernel using N/5 blocks ... 0.2"), 1 when
