@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rooftop.reports.formatting import fmt_num, fmt_time
-from rooftop.reports.html import Column, Section, esc, figure, table
-from rooftop.reports.markdown import MdSection, md_esc, md_table
-from rooftop.reports.plots import ceilings_of, ptext
+from rooftop.reports.md_widgets import MdSection, md_esc, md_table
+from rooftop.reports.roofline import ceilings_of
+from rooftop.reports.widgets import Column, Section, esc, figure, ptext, table
 
 MAX_ARROWS = 60        # families drawn on the roofline (largest by time)
 MAX_ROWS = 200         # rows per HTML table (everything is in the JSON output)

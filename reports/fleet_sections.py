@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rooftop.reports.formatting import fmt_num, fmt_pct
-from rooftop.reports.html import Column, Section, esc, table
-from rooftop.reports.markdown import MdSection, md_esc, md_table
-from rooftop.reports.plots import label_share_figure
+from rooftop.reports.md_widgets import MdSection, md_esc, md_table
+from rooftop.reports.timelines import label_share_figure
+from rooftop.reports.widgets import Column, Section, esc, table
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle")
 MAX_ROWS = 200  # groups per HTML table (all of them are in the JSON output)

@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 DASH = "—"
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -66,3 +68,30 @@ def kernel_label_shares(kernels: Sequence[Mapping[str, Any]]) -> tuple[dict[str,
         totals[lab] = totals.get(lab, 0.0) + (num(k.get("duration_s")) or 0.0)
     total = sum(totals.values())
     return ({lab: v / total for lab, v in totals.items()} if total > 0 else {}), total
+
+
+def get_each(objs: Sequence[Any], key: str) -> list[Any]:
+    """``o.get(key)`` for every mapping in ``objs`` (None for anything else)."""
+    return [o.get(key) if isinstance(o, (dict, Mapping)) else None for o in objs]
+
+
+_PLAIN_NUMBERS = frozenset({float, int, np.float64, type(None)})
+
+
+def num_column(kernels: Sequence[Mapping[str, Any]], *path: str) -> np.ndarray:
+    """The number at ``path`` in every record (NaN where missing, not a number, or a bool)."""
+    vals: list[Any] = list(kernels)
+    for p in path:
+        vals = get_each(vals, p)
+    if set(map(type, vals)) <= _PLAIN_NUMBERS:
+        return np.array([np.nan if v is None else v for v in vals], dtype=float)
+    out = np.empty(len(vals), dtype=float)
+    for i, v in enumerate(vals):
+        out[i] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
+    return out
+
+
+def finite_pos(a: Any) -> np.ndarray:
+    """True where ``a`` is a finite number above zero."""
+    x = np.asarray(a, dtype=float)
+    return np.isfinite(x) & (x > 0)

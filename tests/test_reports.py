@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -146,10 +144,14 @@ def test_section_api_for_fleet_and_diff(monkeypatch: pytest.MonkeyPatch) -> None
         calls.append("md")
         return [MdSection("Fleet groups", md_table([{"g": "a|b"}], [("g", "group")]))]
 
-    mod = types.ModuleType("rooftop.reports.fleet_sections")
-    mod.sections = sections  # type: ignore[attr-defined]
-    mod.markdown_sections = markdown_sections  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rooftop.reports.fleet_sections", mod)
+    from rooftop.reports import fleet_sections
+
+    # the fleet page lists its sections module's builders directly (no lazy import strings)
+    html_fleet = [sections if b is fleet_sections.sections else b for b in SECTIONS_BY_KIND["fleet"]]
+    md_fleet = [markdown_sections if b is fleet_sections.markdown_sections else b for b in MD_SECTIONS_BY_KIND["fleet"]]
+    assert html_fleet != SECTIONS_BY_KIND["fleet"] and md_fleet != MD_SECTIONS_BY_KIND["fleet"]
+    monkeypatch.setitem(SECTIONS_BY_KIND, "fleet", html_fleet)
+    monkeypatch.setitem(MD_SECTIONS_BY_KIND, "fleet", md_fleet)
     doc = sample_document()
     doc["kind"] = "fleet"
     page = render_html(doc)
@@ -210,7 +212,7 @@ def test_write_outputs_missing_folder_raises_output_error(tmp_path: Path) -> Non
 
 
 def test_ceilings_of_contract_and_nested_shapes() -> None:
-    from rooftop.reports.plots import ceilings_of
+    from rooftop.reports.roofline import ceilings_of
 
     dev = {"name": "X", "source": "builtin",
            "ceilings": {"fp64": 1e13, "fp32": 2e13, "tensor_fp16acc": 4e14, "dram": 2e12, "l2": 5e12, "l1": 1e13},
@@ -252,9 +254,10 @@ def test_a_failing_section_does_not_cost_the_report(monkeypatch: pytest.MonkeyPa
     def broken(doc: dict[str, Any]) -> list[Section]:
         raise KeyError("<boom>")
 
-    mod = types.ModuleType("rooftop.reports.diff_sections")
-    mod.sections = broken  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rooftop.reports.diff_sections", mod)
+    from rooftop.reports import diff_sections
+
+    monkeypatch.setitem(SECTIONS_BY_KIND, "diff",
+                        [broken if b is diff_sections.sections else b for b in SECTIONS_BY_KIND["diff"]])
     monkeypatch.delenv("ROOFTOP_DEBUG", raising=False)
     doc = sample_document()
     doc["kind"] = "diff"

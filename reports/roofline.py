@@ -1,13 +1,10 @@
-"""Plotly figure specs (plain dicts) built from the document: roofline, GPU timelines, label shares.
+"""The roofline as a plotly figure dict built from the document (kernel families and DCGM windows).
 
-Only the document dict is read. Text shown by plotly (hover, legend) goes through :func:`ptext`,
-which escapes ``<``, ``>`` and ``&``: plotly interprets a small HTML subset in text, so an escaped
-kernel name is displayed literally and never becomes markup.
+Only the document dict is read; plot text goes through :func:`ptext`.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,34 +13,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.reports.formatting import fmt_num, fmt_pct
+from rooftop.reports.formatting import finite_pos, fmt_num, fmt_pct, get_each, num_column
+from rooftop.reports.timelines import window_frame
+from rooftop.reports.widgets import LABEL_COLORS, figure, ptext
 
-LABEL_COLORS = {
-    "memory-bound": "#d9480f",
-    "compute-bound": "#1971c2",
-    "overhead-bound": "#7048e8",
-    "unknown": "#868e96",
-    "mixed": "#2b8a3e",
-    "idle": "#adb5bd",
-}
 LEVELS = (("dram", "DRAM", "circle"), ("l2", "L2", "square"), ("l1", "L1", "diamond"))
+
+
 MAX_FAMILY_POINTS = 3000    # families drawn on the roofline (largest by time); the rest are noted
+
+
 MAX_WINDOW_POINTS = 3000    # DCGM windows drawn individually; above this they are aggregated
-MAX_TIMELINES = 16          # GPUs with a timeline figure
-MAX_SERIES_POINTS = 1000    # samples per timeline series (stride-decimated above this)
-MAX_BANDS = 400             # label bands per timeline
+
+
 HOVER_NAME = 160            # characters of a family name in hover text
 
-
-def ptext(value: Any, limit: int | None = None) -> str:
-    """Text for plotly (hover, legend, annotations): escaped so it displays literally."""
-    s = "" if value is None else str(value)
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return html.escape(s, quote=False)
-
-
-# ----------------------------------------------------------------------------- ceilings
 
 @dataclass(frozen=True)
 class Ceiling:
@@ -55,6 +39,8 @@ class Ceiling:
 
 
 _BW_LEVELS = (("dram", ("dram", "hbm", "fb")), ("l2", ("l2", "lts")), ("l1", ("l1", "shared", "smem")))
+
+
 _PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "tensor", "half",
                "single", "double")
 
@@ -111,29 +97,6 @@ def ceilings_of(device: Mapping[str, Any]) -> tuple[list[Ceiling], list[Ceiling]
     return (sorted(compute.values(), key=lambda c: -c.value), [c for _, c in bw])
 
 
-# ----------------------------------------------------------------------------- roofline
-
-def _get(objs: Sequence[Any], key: str) -> list[Any]:
-    """``o.get(key)`` for every mapping in ``objs`` (None for anything else)."""
-    return [o.get(key) if isinstance(o, (dict, Mapping)) else None for o in objs]
-
-
-_PLAIN_NUMBERS = frozenset({float, int, np.float64, type(None)})
-
-
-def _col(kernels: Sequence[Mapping[str, Any]], *path: str) -> np.ndarray:
-    """The number at ``path`` in every record (NaN where missing, not a number, or a bool)."""
-    vals: list[Any] = list(kernels)
-    for p in path:
-        vals = _get(vals, p)
-    if set(map(type, vals)) <= _PLAIN_NUMBERS:
-        return np.array([np.nan if v is None else v for v in vals], dtype=float)
-    out = np.empty(len(vals), dtype=float)
-    for i, v in enumerate(vals):
-        out[i] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
-    return out
-
-
 def family_points(kernels: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per family: time, launches, FLOPs, bytes and intensity per level, majority label.
 
@@ -141,9 +104,9 @@ def family_points(kernels: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     and its FLOP/s is total FLOPs / total time (time-weighted, not a mean of ratios).
     """
     n = len(kernels)
-    dur = _col(kernels, "duration_s")
-    flops = _col(kernels, "flops")
-    ach = _col(kernels, "achieved_flops_s")
+    dur = num_column(kernels, "duration_s")
+    flops = num_column(kernels, "flops")
+    ach = num_column(kernels, "achieved_flops_s")
     flops = np.where(np.isnan(flops), ach * dur, flops)
     df = pd.DataFrame({
         "family": [str(k.get("family") or k.get("name") or "?") for k in kernels],
@@ -151,10 +114,10 @@ def family_points(kernels: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         "limiter": [str(k.get("limiter") or "unknown") for k in kernels],
         "duration": dur, "flops": flops, "pos": np.arange(n),
     })
-    by_level, ai_level = _get(kernels, "bytes"), _get(kernels, "intensity")
+    by_level, ai_level = get_each(kernels, "bytes"), get_each(kernels, "intensity")
     for lvl, _, _ in LEVELS:
-        b = _col(by_level, lvl)
-        ai = _col(ai_level, lvl)
+        b = num_column(by_level, lvl)
+        ai = num_column(ai_level, lvl)
         with np.errstate(divide="ignore", invalid="ignore"):
             b = np.where(np.isnan(b) & (ai > 0), flops / ai, b)
         df[f"b_{lvl}"] = b
@@ -185,11 +148,6 @@ def family_points(kernels: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return agg.reset_index().sort_values("duration", ascending=False, na_position="last")
 
 
-def _finite_pos(a: Any) -> np.ndarray:
-    x = np.asarray(a, dtype=float)
-    return np.isfinite(x) & (x > 0)
-
-
 def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     """The hierarchical roofline as a plotly figure dict, and a note on what was left out."""
     kernels = list(doc.get("kernels") or [])
@@ -208,7 +166,7 @@ def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
             break
         ai = fam[f"ai_{lvl}"].to_numpy(dtype=float)
         perf = fam["flops_s"].to_numpy(dtype=float)
-        ok = _finite_pos(ai) & _finite_pos(perf)
+        ok = finite_pos(ai) & finite_pos(perf)
         sub = fam[ok]
         for label in LABEL_COLORS:
             part = sub[sub["label"] == label]
@@ -304,8 +262,6 @@ def roofline_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         "legend": {"groupclick": "togglegroup", "orientation": "v"},
         "height": 560,
     }
-    from rooftop.reports.html import figure
-
     return figure(traces, layout), " ".join(notes)
 
 
@@ -317,45 +273,13 @@ def _evidence(kernels: Sequence[Mapping[str, Any]], pos: Any) -> str:
     return "".join(f"<br>{ptext(e, 120)}" for e in list(ev)[:3])
 
 
-_FRAME_CACHE: list[tuple[Sequence[Mapping[str, Any]], int, pd.DataFrame]] = []
-
-
-def _window_frame(windows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Windows as columns (host, gpu, gpu_key, namespace, pod, label, start, end, seconds,
-    flops_s, dram_s, m = metrics dict). Built once per windows list and render (cached)."""
-    for cached, n, frame in _FRAME_CACHE:
-        if cached is windows and n == len(windows):
-            return frame
-    hosts = [w.get("host") for w in windows]
-    gpus = [w.get("gpu") for w in windows]
-    keys = [f"{h}:{g}" if h not in (None, "") else str(g) for h, g in zip(hosts, gpus, strict=True)]
-    df = pd.DataFrame({
-        "host": pd.Series(hosts, dtype=object), "gpu": pd.Series(gpus, dtype=object),
-        "gpu_key": pd.Series(keys, dtype=object),
-        "namespace": pd.Series([w.get("namespace") for w in windows], dtype=object),
-        "pod": pd.Series([w.get("pod") for w in windows], dtype=object),
-        "label": pd.Series([str(w.get("label") or "mixed") for w in windows], dtype=object),
-        "start": pd.to_datetime(pd.Series([w.get("start") for w in windows], dtype=object), utc=True,
-                                errors="coerce", format="ISO8601"),
-        "end": pd.to_datetime(pd.Series([w.get("end") for w in windows], dtype=object), utc=True,
-                              errors="coerce", format="ISO8601"),
-        "flops_s": _col(windows, "est_flops_s"),
-        "dram_s": _col(windows, "est_dram_bytes_s"),
-        "m": pd.Series([w.get("metrics") or {} for w in windows], dtype=object),
-    })
-    secs = (df["end"] - df["start"]).dt.total_seconds()
-    df["seconds"] = secs.where(secs > 0, 0.0).fillna(0.0)
-    _FRAME_CACHE[:] = [(windows, len(windows), df)]
-    return df
-
-
 def _window_traces(windows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     if not windows:
         return [], ""
-    df = _window_frame(windows)
+    df = window_frame(windows)
     with np.errstate(divide="ignore", invalid="ignore"):
         df["ai"] = df["flops_s"] / df["dram_s"]
-    df = df[_finite_pos(df["ai"]) & _finite_pos(df["flops_s"])]
+    df = df[finite_pos(df["ai"]) & finite_pos(df["flops_s"])]
     if not len(df):
         return [], "No DCGM window has both estimated FLOP/s and DRAM bytes/s."
     note = ""
@@ -388,136 +312,3 @@ def _window_traces(windows: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str,
         "meta": {"role": "windows"},
     }
     return [trace], note
-
-
-# ----------------------------------------------------------------------------- DCGM views
-
-def windows_share_rows(windows: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Label shares of window time per GPU, host, namespace and pod (rows sorted by GPU-hours)."""
-    df = _window_frame(windows)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for key, col in (("gpu", "gpu_key"), ("host", "host"), ("namespace", "namespace"), ("pod", "pod")):
-        sub = df[df[col].notna() & (df[col].astype(str) != "")]
-        if not len(sub) or (key == "host" and sub[col].nunique() < 1):
-            continue
-        piv = sub.pivot_table(index=col, columns="label", values="seconds", aggfunc="sum", fill_value=0.0)
-        total = piv.sum(axis=1)
-        shares = piv.div(total.where(total > 0, 1.0), axis=0)
-        rows = []
-        for grp in total.sort_values(ascending=False).index:
-            row: dict[str, Any] = {"group": str(grp), "hours": float(total[grp]) / 3600.0}
-            row.update({str(lab): float(shares.loc[grp, lab]) for lab in shares.columns})
-            rows.append(row)
-        out[key] = rows
-    return out
-
-
-def label_share_figure(rows: Sequence[Mapping[str, Any]], key: str, labels: Sequence[str]) -> dict[str, Any]:
-    """Stacked horizontal bars: label share of GPU time per group."""
-    from rooftop.reports.html import figure
-
-    groups = [ptext(r["group"], 60) for r in rows]
-    traces = [{"type": "bar", "orientation": "h", "name": lab, "y": groups,
-               "x": [float(r.get(lab, 0.0)) for r in rows], "marker": {"color": LABEL_COLORS.get(lab, "#555")},
-               "hovertemplate": "%{y}: %{x:.1%}<extra>" + ptext(lab) + "</extra>"}
-              for lab in labels if any(r.get(lab) for r in rows)]
-    return figure(traces, {"barmode": "stack", "xaxis": {"tickformat": ".0%", "range": [0, 1]},
-                           "yaxis": {"automargin": True, "autorange": "reversed"}},
-                  title=f"label share by {key}", height=min(120 + 22 * len(rows), 1400))
-
-
-_RATIOS = (("gr_active", "#495057"), ("sm_active", "#1971c2"), ("tensor_active", "#2b8a3e"),
-           ("dram_active", "#d9480f"))
-
-
-def _decimate(n: int) -> slice:
-    return slice(None, None, max(1, math.ceil(n / MAX_SERIES_POINTS)))
-
-
-def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """Per-GPU timelines: label bands (one per run of equal labels) plus the key activity ratios.
-
-    Uses ``doc["timelines"]`` when present ({gpu_key: {"t": [...], "gr_active": [...], ...}}),
-    otherwise the window metrics themselves.
-    """
-    from rooftop.reports.html import figure
-
-    windows = doc.get("windows") or []
-    df = _window_frame(windows)
-    timelines = doc.get("timelines") if isinstance(doc.get("timelines"), Mapping) else None
-    by_key = {k: g.sort_values("start") for k, g in df.groupby("gpu_key", sort=False)}
-    alias: dict[str, str] = {}
-    for k, g in by_key.items():
-        h, gp = g["host"].iloc[0], g["gpu"].iloc[0]
-        for a in (k, f"{h}/{gp}", f"{h}|{gp}", f"{h}:{gp}", str(gp)):
-            alias.setdefault(a, k)
-    keys = list(timelines.keys()) if timelines else sorted(by_key, key=lambda k: -by_key[k]["seconds"].sum())
-    notes = []
-    if len(keys) > MAX_TIMELINES:
-        notes.append(f"Timelines for {MAX_TIMELINES} of {len(keys)} GPUs; label shares below cover all.")
-        keys = keys[:MAX_TIMELINES]
-    figs = []
-    for key in keys:
-        g = by_key.get(alias.get(str(key), str(key)))
-        traces: list[dict[str, Any]] = []
-        if timelines:
-            series = timelines[key] or {}
-            t_raw = list(series.get("t") or [])
-            sl = _decimate(len(t_raw))
-            t = _epoch_ms(t_raw[sl])
-            for name, color in _RATIOS:
-                vals = series.get(name)
-                if vals is None or len(vals) != len(t_raw):
-                    continue
-                traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t,
-                               "y": _ratios(list(vals)[sl]),
-                               "line": {"color": color, "width": 1.2, "shape": "hv"}})
-        elif g is not None:
-            sl = _decimate(len(g))
-            t = _epoch_ms(g["start"].iloc[sl])
-            for name, color in _RATIOS:
-                vals = _ratios([m.get(name) for m in g["m"].iloc[sl]])
-                if any(v is not None for v in vals):
-                    traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t, "y": vals,
-                                   "line": {"color": color, "width": 1.2, "shape": "hv"}})
-        shapes = _bands(g) if g is not None else []
-        for lab in dict.fromkeys(g["label"]) if g is not None else []:
-            traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
-                           "name": f"window: {ptext(lab)}", "hoverinfo": "skip",
-                           "marker": {"symbol": "square", "size": 10, "color": LABEL_COLORS.get(lab, "#555")}})
-        figs.append(figure(traces, {"shapes": shapes, "yaxis": {"range": [0, 1.12], "title": {"text": "ratio"}},
-                                    "xaxis": {"type": "date"}},
-                           title=f"GPU {ptext(key, 80)}", height=300))
-    if not windows:
-        notes.append("No DCGM windows.")
-    return figs, " ".join(notes) or "Label bands (top strip) and activity ratios per GPU."
-
-
-def _ms(ts: pd.Timestamp) -> int:
-    return int((ts - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1))
-
-
-def _epoch_ms(values: Any) -> list[int | None]:
-    """Times as epoch milliseconds (plotly date axes take them; far smaller than ISO strings)."""
-    ts = pd.to_datetime(pd.Series(list(values), dtype=object), utc=True, errors="coerce", format="ISO8601")
-    ms = (ts - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
-    return [None if pd.isna(v) else int(v) for v in ms]
-
-
-def _ratios(values: Sequence[Any]) -> list[float | None]:
-    return [round(float(v), 4) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            else None for v in values]
-
-
-def _bands(g: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rectangles along the top strip, one per run of consecutive windows with the same label."""
-    g = g[g["start"].notna() & g["end"].notna()]
-    if not len(g):
-        return []
-    run_id = (g["label"] != g["label"].shift()).cumsum()
-    runs = g.groupby(run_id, sort=False).agg(label=("label", "first"), start=("start", "min"), end=("end", "max"))
-    if len(runs) > MAX_BANDS:
-        runs = runs.iloc[:: math.ceil(len(runs) / MAX_BANDS)]
-    return [{"type": "rect", "xref": "x", "yref": "paper", "x0": _ms(r.start), "x1": _ms(r.end),
-             "y0": 0.93, "y1": 1.0, "line": {"width": 0}, "fillcolor": LABEL_COLORS.get(r.label, "#555"),
-             "opacity": 0.85, "layer": "below"} for r in runs.itertuples()]

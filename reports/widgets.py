@@ -1,0 +1,178 @@
+"""HTML widgets every report section uses: sections, escaped tables, plotly figure dicts, plot text.
+
+Section API (how the sections modules plug into :func:`rooftop.reports.html.render_html`)
+-------------------------------------------------------------------------------------------
+A page is a list of :class:`Section` objects, built from the document by *section builders*::
+
+    Section(title: str, html_body: str, plots: list[dict] = [], anchor: str | None = None, note: str = "")
+
+- ``html_body`` is an HTML fragment that the builder has ALREADY ESCAPED: wrap every input-derived
+  string in :func:`esc` (or build tables with :func:`table`, which escapes cells).
+- ``plots`` are plotly figure dicts ``{"data": [...], "layout": {...}}`` (build them with
+  :func:`figure`); each is drawn after ``html_body`` in its own ``<div>``. Figures are embedded as
+  escaped JSON and drawn by one script: never put functions or HTML handlers in them.
+- No ``<script>`` and no ``on*=`` attributes in ``html_body`` (the page has a single script).
+
+A builder is ``Callable[[dict], Section | list[Section] | None]`` (``None``: nothing to show).
+Text shown by plotly (hover, legend) goes through :func:`ptext`, which escapes ``<``, ``>`` and
+``&``: plotly interprets a small HTML subset in text, so an escaped kernel name is displayed
+literally and never becomes markup.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rooftop.reports.escape import esc
+from rooftop.reports.formatting import fmt_pct, fmt_time
+
+__all__ = ["LABEL_COLORS", "Column", "Section", "SectionBuilder", "esc", "figure", "finding_html", "kpi", "ptext",
+           "share_bar", "table"]
+
+LABEL_COLORS = {
+    "memory-bound": "#d9480f",
+    "compute-bound": "#1971c2",
+    "overhead-bound": "#7048e8",
+    "unknown": "#868e96",
+    "mixed": "#2b8a3e",
+    "idle": "#adb5bd",
+}
+
+
+def ptext(value: Any, limit: int | None = None) -> str:
+    """Text for plotly (hover, legend, annotations): escaped so it displays literally."""
+    s = "" if value is None else str(value)
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return html.escape(s, quote=False)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One titled block of the page. ``html_body`` is pre-escaped HTML; ``plots`` figure dicts."""
+
+    title: str
+    html_body: str
+    plots: list[dict[str, Any]] = field(default_factory=list)
+    anchor: str | None = None
+    note: str = ""
+
+
+SectionBuilder = Callable[[dict[str, Any]], "Section | list[Section] | None"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: ``key`` into each row, header text, optional cell formatter, and an
+    optional CSS class for its cells (``"name"``: monospace, wraps long kernel names)."""
+
+    key: str
+    header: str
+    fmt: Callable[[Any], str] | None = None
+    numeric: bool = False
+    css: str = ""
+
+
+
+
+def _as_column(spec: str | tuple[str, str] | Column) -> Column:
+    if isinstance(spec, Column):
+        return spec
+    if isinstance(spec, tuple):
+        return Column(spec[0], spec[1])
+    return Column(spec, spec)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str | tuple[str, str] | Column],
+          *, sortable: bool = True, css_class: str = "") -> str:
+    """An HTML table; every header and cell is escaped. Numeric cells carry ``data-v`` (the raw
+    number) so the page script sorts them numerically; click a header to sort when ``sortable``."""
+    cols = [_as_column(c) for c in columns]
+    classes = " ".join(c for c in ("sortable" if sortable else "", css_class) if c)
+    out = [f'<table class="{esc(classes)}"><thead><tr>']
+    out += [f'<th{" class=num" if c.numeric else ""}>{esc(c.header)}</th>' for c in cols]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>")
+        for c in cols:
+            value = row.get(c.key)
+            text = c.fmt(value) if c.fmt else ("—" if value is None else str(value))
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append(f'<td class="num" data-v="{float(value)!r}">{esc(text)}</td>')
+            elif c.css:
+                out.append(f'<td class="{esc(c.css)}"><div>{esc(text)}</div></td>')
+            else:
+                out.append(f"<td>{esc(text)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+_BASE_LAYOUT: dict[str, Any] = {
+    "template": None,
+    "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 12},
+    "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+    "paper_bgcolor": "#ffffff",
+    "plot_bgcolor": "#fbfbfd",
+    "hovermode": "closest",
+    "legend": {"orientation": "v"},
+}
+
+
+def figure(data: list[dict[str, Any]], layout: Mapping[str, Any] | None = None, *,
+           title: str | None = None, height: int = 420) -> dict[str, Any]:
+    """A plotly figure dict with the house layout. ``data`` are plotly trace dicts (plain lists;
+    numpy arrays are converted when embedded). Text in traces is shown as text, never as HTML
+    markup: the page escapes it (see ``_plot_safe``)."""
+    lay: dict[str, Any] = {**_BASE_LAYOUT, "height": height}
+    if title:
+        lay["title"] = {"text": title}
+    if layout:
+        lay.update(layout)
+    return {"data": list(data), "layout": lay}
+
+
+def share_bar(shares: Mapping[str, float], labels: Sequence[str]) -> str:
+    """A stacked bar and legend for label shares (fractions of a total)."""
+    parts = [f'<i class="lab-{esc(lab)}" style="width:{100 * shares.get(lab, 0.0):.3f}%" '
+             f'title="{esc(lab)} {fmt_pct(shares.get(lab, 0.0))}"></i>' for lab in labels]
+    legend = "".join(f'<i class="lab-{esc(lab)}"></i>{esc(lab)} {fmt_pct(shares.get(lab, 0.0))}'
+                     for lab in labels if shares.get(lab, 0.0) > 0)
+    return f'<div class="bar">{"".join(parts)}</div><div class="legend note">{legend}</div>'
+
+
+def kpi(value: str, caption: str) -> str:
+    """One key number with its caption."""
+    return f'<div class="kpi"><b>{esc(value)}</b><span>{esc(caption)}</span></div>'
+
+
+def finding_html(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) -> str:
+    sev = str(f.get("severity") or "info")
+    ks = f.get("kernels") or []
+    meta = [f"rule {esc(f.get('rule'))}", f"{fmt_pct(f.get('time_share'))} of GPU time"]
+    if f.get("est_saving_s") is not None:
+        meta.append(f"est. saving {esc(fmt_time(f.get('est_saving_s')))}")
+    if ks:
+        meta.append(f"{len(ks)} launch{'es' if len(ks) != 1 else ''}")
+    if f.get("label"):
+        lim = f.get("limiter")
+        meta.append(esc(f.get("label")) + (f" / {esc(lim)}" if lim else ""))
+    names = ""
+    if ks:
+        first = ks[0]
+        if isinstance(first, int) and 0 <= first < len(kernels):
+            name = str(kernels[first].get("name") or "")
+            name = name if len(name) <= 400 else name[:399] + "…"
+            names = f'<div class="meta">e.g. <span class="kname">{esc(name)}</span></div>'
+    ev = f.get("evidence") or []
+    ev_html = ("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in ev[:8]) + "</ul>") if ev else ""
+    return (f'<li class="finding"><div class="t"><span class="sev sev-{esc(sev)}">{esc(sev)}</span>'
+            f'{esc(f.get("title"))}</div><div class="meta">{" · ".join(meta)}</div>{names}'
+            f'<div class="rec">{esc(f.get("recommendation"))}</div>{ev_html}</li>')
