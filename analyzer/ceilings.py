@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer import metrics as M
+from rooftop.analyzer.device_match import DeviceMatch, device_lint, match_device
 from rooftop.analyzer.devices import DeviceSpec, lookup
 
 PEAK_CLASSES = ("fp64", "fp32", "fp16", "tensor")
@@ -42,6 +43,9 @@ class Ceilings:
     device_name: pd.Series
     devices: list[dict[str, Any]] = field(default_factory=list)
     tensor_missing_peak: pd.Series | None = None  # variants with work but no known peak
+    builtin_name: pd.Series | None = None  # per kernel, the table device behind its ``builtin`` ceilings
+    lint: list[dict[str, Any]] = field(default_factory=list)  # device-assumed/-ambiguous/-unknown/-contradiction
+    assumed: pd.Series | None = None  # per kernel, the evidence sentence on the device assumed
 
 
 def tensor_peak_key(variant: str) -> tuple[str | None, float]:
@@ -86,7 +90,7 @@ def _export_bw(df: pd.DataFrame, cc: pd.Series) -> dict[str, dict[str, tuple[pd.
             hz = hz.fillna(M.clock_hz(df, "sm")[0])
         return per_cycle * hz, src.where(src.isna(), src + f" x {unit}__cycles_elapsed.avg.per_second")
 
-    dram = per((M.Recipe(("dram__bytes.sum.peak_sustained",)),), "dram")
+    dram = _dram_peak(df, per((M.Recipe(("dram__bytes.sum.peak_sustained",)),), "dram"))
     l2 = per((M.Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), M.L2_BYTES_PER_CYCLE),
               M.Recipe(("derived__lts__lts2xbar_bytes.sum.peak_sustained",))), "lts")
     l2n = per((M.Recipe(("lts__t_bytes.sum.peak_sustained",)),), "lts")
@@ -107,36 +111,77 @@ def _export_bw(df: pd.DataFrame, cc: pd.Series) -> dict[str, dict[str, tuple[pd.
     return {"dram": {"ncu": dram}, "l2": {"ncu": l2, "nersc": l2n}, "l1": {"ncu": (l1v, l1s), "nersc": l1n}}
 
 
-def _device_keys(df: pd.DataFrame, launch: pd.DataFrame) -> pd.DataFrame:
+def _dram_peak(df: pd.DataFrame, ncu: tuple[pd.Series, pd.Series]) -> tuple[pd.Series, pd.Series]:
+    """DRAM ceiling: ncu's ``dram__bytes.sum.peak_sustained`` x DRAM cycles/s; else from the bus width.
+
+    * legacy ncu (2019-2020: ``dram__frequency``): bus width / 8 bytes x ``dram__frequency``, the peak
+      behind its ``fbpa__sol_pct`` / ``dram__read_pct + dram__write_pct``;
+    * otherwise bus width / 4 bytes per DRAM cycle (two transfers per cycle; equal to
+      ``dram__bytes.sum.peak_sustained`` on every corpus report that has both) x the measured
+      ``dram__cycles_elapsed.avg.per_second``. docs/formulas.md#ceilings.
+    """
+    v, s = ncu
+    bus = M.column(df, "device__attribute_global_memory_bus_width")
+    legacy_hz = M.column(df, "dram__frequency")
+    legacy = bus / 8.0 * legacy_hz
+    take = v.isna() & legacy.notna() & (legacy > 0)
+    v = v.mask(take, legacy)
+    s = s.mask(take, "device__attribute_global_memory_bus_width / 8 B x dram__frequency (legacy ncu's DRAM peak)")
+    modern = bus / 4.0 * M.column(df, "dram__cycles_elapsed.avg.per_second")
+    take = v.isna() & modern.notna() & (modern > 0)
+    v = v.mask(take, modern)
+    s = s.mask(take, "device__attribute_global_memory_bus_width / 4 B x dram__cycles_elapsed.avg.per_second")
+    return v, s
+
+
+def _device_keys(df: pd.DataFrame, launch: pd.DataFrame, hints: dict[str, dict[str, Any]] | None = None
+                 ) -> pd.DataFrame:
+    """Per row: device name, what named it, CC and SM count (export first, then application-line hints)."""
     name = df["device"].astype("string") if "device" in df.columns else pd.Series(pd.NA, index=df.index, dtype="string")
     cc = df["cc"].astype("string") if "cc" in df.columns else pd.Series(pd.NA, index=df.index, dtype="string")
     sms = launch["sm_count"].round().astype("Int64")
-    return pd.DataFrame({"name": name, "cc": cc, "sms": sms}, index=df.index)
+    basis = pd.Series("device name in the export", index=df.index, dtype="string").where(name.notna())
+    if hints and "input" in df.columns:
+        inp = df["input"].astype("string")
+        for path, h in hints.items():
+            rows = inp == path
+            rows = rows.fillna(False).astype(bool)
+            if h.get("name"):
+                take = rows & name.isna()
+                name = name.mask(take, str(h["name"]))
+                basis = basis.mask(take, f"application line {h.get('line')} \"{h.get('text', '')}\"")
+            if h.get("cc"):
+                cc = cc.mask(rows & cc.isna(), str(h["cc"]))
+            if h.get("sm_count"):
+                sms = sms.mask(rows & sms.isna(), int(h["sm_count"]))
+    return pd.DataFrame({"name": name, "basis": basis, "cc": cc, "sms": sms}, index=df.index)
 
 
-def _spec_per_row(keys: pd.DataFrame, option: DeviceSpec | None) -> tuple[pd.Series, dict[int, DeviceSpec]]:
-    """Row -> id of the device spec for it (``-1`` none). One lookup per distinct (name, cc, SMs)."""
+def _spec_per_row(keys: pd.DataFrame, option: DeviceSpec | None
+                  ) -> tuple[pd.Series, dict[int, DeviceSpec], list[tuple[DeviceMatch, str | None, list[int]]]]:
+    """Row -> id of the device spec for it (``-1`` none), the specs, and each distinct match with its
+    row positions (for the lint). One match per distinct (name, basis, CC, SMs)."""
     ids = pd.Series(-1, index=keys.index, dtype="int64")
     specs: dict[int, DeviceSpec] = {}
     if option is not None:
         specs[0] = option
-        return pd.Series(0, index=keys.index, dtype="int64"), specs
-    uniq = keys.drop_duplicates()
+        return pd.Series(0, index=keys.index, dtype="int64"), specs, []
+    k = keys.astype("object").where(keys.notna(), None)
+    codes, uniq = pd.factorize(pd.Series(list(zip(k["name"], k["basis"], k["cc"], k["sms"], strict=True)),
+                                         index=keys.index, dtype="object"))
     by_name: dict[str, int] = {}
-    for row in uniq.itertuples(index=False):  # distinct devices, not kernels
-        nm = None if pd.isna(row.name) else str(row.name)
-        cc = None if pd.isna(row.cc) else str(row.cc)
-        sms = None if pd.isna(row.sms) else int(row.sms)
-        spec = lookup(nm, cc, sms)
-        if spec is None:
+    matches: list[tuple[DeviceMatch, str | None, list[int]]] = []
+    for j, (nm, basis, cc, sms) in enumerate(uniq):  # distinct devices, not kernels
+        m = match_device(None if nm is None else str(nm), str(basis or ""), None if cc is None else str(cc),
+                         None if sms is None else int(sms))
+        rows = codes == j
+        matches.append((m, None if nm is None else str(nm), [int(i) for i in np.flatnonzero(rows)]))
+        if m.spec is None:
             continue
-        sid = by_name.setdefault(spec.name, len(by_name))
-        specs[sid] = spec
-        mask = ((keys["name"] == row.name) if not pd.isna(row.name) else keys["name"].isna()) & \
-               ((keys["cc"] == row.cc) if not pd.isna(row.cc) else keys["cc"].isna()) & \
-               ((keys["sms"] == row.sms) if not pd.isna(row.sms) else keys["sms"].isna())
-        ids = ids.mask(mask.fillna(False).astype(bool), sid)
-    return ids, specs
+        sid = by_name.setdefault(m.spec.name, len(by_name))
+        specs[sid] = m.spec
+        ids = ids.mask(pd.Series(rows, index=keys.index), sid)
+    return ids, specs, matches
 
 
 def _spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series, ops: pd.DataFrame
@@ -161,8 +206,8 @@ def _spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series,
 
         def put(col: str, value: float | None, key: str, r: pd.Series, scaled: bool, factor: float = 1.0,
                 rows: pd.Series = rows, spec: DeviceSpec = spec, note: str = note) -> None:
-            if value is None:
-                return
+            if value is None or (spec.source == "user" and spec.base and key not in spec.user_keys):
+                return  # a key the user file took from its base: filled from the base, labelled builtin
             v = pd.Series(value * factor, index=idx[rows])
             if scaled:
                 v = v * r.fillna(1.0)
@@ -185,8 +230,8 @@ def _spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series,
 
 
 def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch: pd.DataFrame,
-                     tensor_ops: pd.DataFrame, bytes_conv: pd.DataFrame, option: DeviceSpec | None = None
-                     ) -> Ceilings:
+                     tensor_ops: pd.DataFrame, bytes_conv: pd.DataFrame, option: DeviceSpec | None = None,
+                     hints: dict[str, dict[str, Any]] | None = None) -> Ceilings:
     """Every kernel's ceilings, each with its source (see the module docstring for the order)."""
     idx = df.index
     sm_hz, _ = M.clock_hz(df, "sm")
@@ -202,7 +247,8 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
             detail.loc[take, col] = text[take]
 
     # 1. --device override
-    opt_ids, opt_specs = _spec_per_row(_device_keys(df, launch), option) if option else (None, {})
+    keys = _device_keys(df, launch, hints)
+    opt_ids, opt_specs, _ = _spec_per_row(keys, option) if option else (None, {}, [])
     if option is not None and opt_ids is not None:
         o_vals, o_detail, o_src = _spec_values(opt_ids, opt_specs, sm_hz, tensor_ops)
         for col in CEILING_COLUMNS:
@@ -220,9 +266,13 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
             match = (conv == cname) | (conv.isna() & (cname == "ncu"))
             fill(f"bw_{lvl}", v.where(match), "export", s)
 
-    # 3. built-in table
-    keys = _device_keys(df, launch)
-    ids, specs = _spec_per_row(keys, None)
+    # 3. built-in table: the user file's base device, else the device the export's hints name
+    base = lookup(option.base) if option is not None and option.base else None
+    matches: list[tuple[DeviceMatch, str | None, list[int]]] = []
+    if base is not None:
+        ids, specs = pd.Series(0, index=idx, dtype="int64"), {0: base}
+    else:
+        ids, specs, matches = _spec_per_row(keys, None)
     b_vals, b_detail, b_src = _spec_values(ids, specs, sm_hz, tensor_ops)
     for col in CEILING_COLUMNS:
         if col in b_vals:
@@ -243,7 +293,10 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
             exported = df["device"].astype("object").where(df["device"].notna(), None)
             dev_name = dev_name.where(dev_name.notna(), exported)
     devices = _used_devices(df, values, source, detail, specs, ids, option)
-    return Ceilings(values, source, detail, dev_name.where(dev_name.notna(), None), devices, t_missing)
+    builtin_name = ids.map({sid: s.name for sid, s in specs.items()}).astype("object")
+    lint, assumed = device_lint(keys, matches, option)
+    return Ceilings(values, source, detail, dev_name.where(dev_name.notna(), None), devices, t_missing,
+                    builtin_name.where(builtin_name.notna(), None), lint, assumed)
 
 
 def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
@@ -345,7 +398,8 @@ REF_COLUMNS = (*CEILING_COLUMNS, "sm_count", "ceiling_device")
 
 
 def ceiling_refs(values: pd.DataFrame, source: pd.DataFrame, ceiling_device: pd.Series, export_device: pd.Series,
-                 sm_count: pd.Series, devices: list[dict[str, Any]]) -> pd.DataFrame:
+                 sm_count: pd.Series, devices: list[dict[str, Any]], builtin_device: pd.Series | None = None
+                 ) -> pd.DataFrame:
     """Per kernel, the ceilings as a reference into ``devices[]`` plus only what it does not imply.
 
     Column ``ceilings``: ``"<name>|<source>"`` of the entry most ceilings came from, then
@@ -364,6 +418,9 @@ def ceiling_refs(values: pd.DataFrame, source: pd.DataFrame, ceiling_device: pd.
     for col in CEILING_COLUMNS:
         s = source[col].astype("object")
         name = export_device.astype("object").where(s == "export", ceiling_device.astype("object"))
+        if builtin_device is not None:  # --device given: its builtin fallbacks come from another entry
+            bd = builtin_device.astype("object")
+            name = name.mask((s == "builtin") & bd.notna(), bd)
         cs, us = pd.factorize(s)
         cn, un = pd.factorize(name)
         pair_codes, pairs = pd.factorize((cs.astype(np.int64) + 1) * (len(un) + 1) + (cn + 1))

@@ -48,6 +48,9 @@ class DeviceSpec:
     sources: dict[str, str]
     clock_mhz: dict[str, float] = field(default_factory=dict)  # "sm" (boost), "tensor" (if different)
     match: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # normalized export spellings that name exactly this device
+    base: str | None = None  # user file: the built-in device it starts from
+    user_keys: tuple[str, ...] = ()  # user file with a base: the ceilings the file itself gives
 
     def as_contract(self) -> dict[str, Any]:
         """The contract's ``devices[]`` entry (ceilings in SI units)."""
@@ -111,12 +114,15 @@ def _spec_from_dict(d: dict[str, Any], source: str, where: str) -> DeviceSpec:
         sources={str(k): str(v) for k, v in (d.get("sources") or {}).items()},
         clock_mhz={str(k): float(v) for k, v in clock.items()},
         match=tuple(d.get("match") or ()),
+        aliases=tuple(normalize_name(str(a)) for a in d.get("aliases") or ()),
+        base=str(d["base"]) if d.get("base") and source == "user" else None,
+        user_keys=tuple(sorted(d.get("user_keys") or ())) if source == "user" else (),
     )
 
 
 @lru_cache(maxsize=1)
 def _builtin() -> tuple[DeviceSpec, ...]:
-    text = resources.files("analyzer").joinpath("data/devices.json").read_text(encoding="utf-8")
+    text = resources.files("rooftop.analyzer").joinpath("data/devices.json").read_text(encoding="utf-8")
     data = json.loads(text)
     return tuple(_spec_from_dict(d, "builtin", "analyzer/data/devices.json") for d in data["devices"])
 
@@ -198,6 +204,7 @@ def _load_file(path: Path) -> DeviceSpec:
         raise InputError(where, "must hold one device object", "see `rooftop devices --json`")
     base_name = data.get("base")
     merged: dict[str, Any] = {}
+    base: DeviceSpec | None = None
     if base_name is not None:
         base = lookup(str(base_name))
         if base is None:
@@ -209,7 +216,7 @@ def _load_file(path: Path) -> DeviceSpec:
     for key, value in data.items():
         if key in ("peaks", "bandwidth", "sources", "clock_mhz") and isinstance(value, dict):
             merged.setdefault(key, {}).update(value)
-        elif key != "base":
+        elif key not in ("base", "user_keys"):
             merged[key] = value
     if "name" not in merged:
         merged["name"] = path.stem
@@ -218,6 +225,10 @@ def _load_file(path: Path) -> DeviceSpec:
     for k in user_keys:
         sources[k] = f"user file {path.name}"
     merged.pop("match", None)
+    merged.pop("aliases", None)
+    if base_name is not None:
+        merged["base"] = base.name if base is not None else None
+        merged["user_keys"] = sorted(set(data.get("peaks") or {}) | set(data.get("bandwidth") or {}))
     return _spec_from_dict(merged, "user", where)
 
 

@@ -124,9 +124,16 @@ def _ncu_rules(kernels: pd.DataFrame, rules: pd.DataFrame) -> list[list[dict[str
         return [grouped.get(k, []) for k in kk]
 
 
-def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """Every number behind the label, per kernel (index 0..n-1), and the devices used."""
+def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, dict[str, Any]] | None = None
+              ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Every number behind the label, per kernel (index 0..n-1), and the devices used.
+
+    ``meta``: parser meta per input path; its ``device_hints`` (application lines naming the GPU,
+    :mod:`parsers.ncu_hints`) name the device where the export does not (docs/formulas.md#ceilings).
+    Device lint is returned in ``f.attrs["device_lint"]``."""
     df = kernels.reset_index(drop=True)
+    hints = {p: m["device_hints"][0] for p, m in (meta or {}).items()
+             if isinstance(m, dict) and m.get("device_hints") and len(m["device_hints"]) == 1}
     option = load_device_option(device)
     cc = M.cc_number(df)
     dur, dur_src = M.duration(df)
@@ -135,7 +142,8 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.Data
     t_flops, t_src, t_ops = M.tensor_flops(df, dur, cc)
     flops = fp.assign(tensor=t_flops)
     bytes_, b_src, b_conv = M.bytes_by_level(df, dur, cc)
-    ceil = resolve_ceilings(df, dur=dur, cc=cc, launch=launch, tensor_ops=t_ops, bytes_conv=b_conv, option=option)
+    ceil = resolve_ceilings(df, dur=dur, cc=cc, launch=launch, tensor_ops=t_ops, bytes_conv=b_conv, option=option,
+                            hints=hints)
     if launch["sm_count"].isna().any() and option is not None and option.sm_count:
         launch["sm_count"] = launch["sm_count"].fillna(float(option.sm_count))
     roof = roofline(flops, bytes_, dur, ceil.values).table
@@ -148,6 +156,8 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.Data
         else pd.Series(None, index=df.index, dtype="object")
     f["device"] = exported.where(exported.notna(), ceil.device_name)
     f["ceiling_device"] = ceil.device_name
+    f["builtin_device"] = ceil.builtin_name
+    f["device_assumed"] = ceil.assumed
     f["export_device"] = exported.where(exported.notna(), "unnamed device")  # name of its ``export`` entry
     f["cc"] = df["cc"] if "cc" in df.columns else None
     f["duration_s"] = dur
@@ -187,6 +197,7 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None) -> tuple[pd.Data
     max_clock_khz = M.column(df, "device__attribute_clock_rate")
     sm_hz, _ = M.clock_hz(df, "sm")
     f["clock_ratio"] = sm_hz / (max_clock_khz * 1e3)
+    f.attrs["device_lint"] = ceil.lint
     return f, ceil.devices
 
 
@@ -357,6 +368,8 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
              "% of peak -> ", _obj(label), " (", _obj(lim), ")"))
 
     # 6. provenance and gaps
+    if "device_assumed" in f.columns:
+        add(f["device_assumed"].notna(), _cat(_obj(f["device_assumed"]), " (docs/formulas.md#ceilings)"))
     add(f["bytes_convention"].isin(["nersc", "mixed"]),
         "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (docs/research/formulas.md §1.7, §2)")
     add(f["duration_source"].notna() & (f["duration_source"] != "gpu__time_duration.sum"),
@@ -378,7 +391,7 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     (ncu command line for the cache/clock-control lint), optional."""
     if kernels is None or not len(kernels):
         return KernelAnalysis(pd.DataFrame(columns=["index", "input", "name", "label", "limiter"]))
-    f, devices = facts_for(kernels, device)
+    f, devices = facts_for(kernels, device, meta)
     stored = stored_sol_verdicts(rules)
     if len(stored):
         key = pd.MultiIndex.from_arrays([f["input"].astype("string"), f["index"].astype("Int64")])
@@ -404,10 +417,11 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         res[col] = f[col]
     res["sol_verdict"] = c["sol_verdict"]
     refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
-        list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices)
+        list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices,
+        builtin_device=f["builtin_device"])
     for col in refs.columns:
         res[col] = refs[col]
     full = [*CEILING_COLUMNS, *(f"src_{col}" for col in CEILING_COLUMNS), *(f"detail_{col}" for col in CEILING_COLUMNS),
             "ceiling_device", "sm_count"]
-    lint = lint_kernels(f, meta=meta)
+    lint = lint_kernels(f, meta=meta) + list(f.attrs.get("device_lint", []))
     return KernelAnalysis(res, devices, lint, f[full].copy())

@@ -53,6 +53,7 @@ from rooftop.parsers.model import (
     empty_rules,
     normalize_kernels,
 )
+from rooftop.parsers.ncu_hints import scan as scan_hints
 from rooftop.parsers.ncu_labels import metric_for_label
 from rooftop.parsers.numbers import is_missing_token, parse_number
 from rooftop.parsers.source import ParseOptions, Source
@@ -134,14 +135,21 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     st = _State(path=src.path)
     decimal_comma = bool(opts.decimal_comma)
     last_line = 0
+    app_lines: list[tuple[int, str]] = []  # unindented lines naming a GPU: device hints
     for n, raw in src.lines():
         last_line = n
+        if raw[:1] not in (" ", "=", "\t", "") and ("gpu" in raw.lower() or "device" in raw.lower()):
+            app_lines.append((n, raw.rstrip("\r")))
         _feed(st, n, raw.rstrip("\r").replace("\t", "    "), decimal_comma)
     _close_rule(st)
     cut = st.table is not None or (bool(st.launches) and st.launches[-1].sections == 0)
     if not st.launches:
         raise _no_kernel_error(st)
-    return _result(st, cut, last_line)
+    result = _result(st, cut, last_line)
+    hints = scan_hints(app_lines)
+    if hints:
+        result.meta["device_hints"] = hints
+    return result
 
 
 # --- line dispatch ----------------------------------------------------------------------------

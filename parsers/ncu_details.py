@@ -65,6 +65,7 @@ from rooftop.parsers.ncu_csv import (
     sample_values,
     sanitize_values,
 )
+from rooftop.parsers.ncu_hints import scan_text as scan_hints
 from rooftop.parsers.ncu_labels import lookup_label
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.units import si_factor
@@ -120,6 +121,9 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         "errors": error_lines(text),
         **meta_m,
     }
+    hints = scan_hints(text)
+    if hints:
+        meta["device_hints"] = hints
 
     ident = identity_frame(df.iloc[first].reset_index(drop=True), src.path, line_nos[first])
     kern = pd.concat([ident, wide], axis=1)

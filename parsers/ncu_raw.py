@@ -48,6 +48,7 @@ from rooftop.parsers.ncu_csv import (
     sample_values,
     sanitize_values,
 )
+from rooftop.parsers.ncu_hints import scan_text as scan_hints
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.units import si_factor
 
@@ -122,6 +123,9 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         nums[insane] = np.nan
         badm = badm | insane
     meta["text_columns"] = text_cols
+    hints = scan_hints(text)
+    if hints:
+        meta["device_hints"] = hints
     if unknown_units:
         meta["unknown_units"] = unknown_units
 
