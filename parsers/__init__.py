@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
+import shutil
+import tempfile
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
 
 from rooftop.parsers.detect import detect_format
+from rooftop.parsers.formats import FORMATS, Format, detect, known_formats, register
 from rooftop.parsers.model import (
     IDENTITY_COLUMNS,
     SAMPLE_SCHEMA,
@@ -25,8 +27,11 @@ from rooftop.parsers.model import (
 from rooftop.parsers.source import ParseOptions, Source
 
 __all__ = [
+    "FORMATS",
     "IDENTITY_COLUMNS",
     "SAMPLE_SCHEMA",
+    "Format",
+    "Input",
     "InputAccounting",
     "InputError",
     "ParseOptions",
@@ -37,46 +42,35 @@ __all__ = [
     "detect_format",
     "expand_inputs",
     "normalize_kernels",
+    "open_input",
+    "parse_input",
     "parse_path",
+    "register",
+    "stream_input",
     "stream_path",
     "validate_kernels",
     "validate_samples",
 ]
 
-# format name -> "module:function"; each function is ``parse(src: Source, opts: ParseOptions)``.
-PARSERS: dict[str, str] = {
-    "ncu-rep": "rooftop.parsers.ncu_rep:parse",
-    "ncu-raw-csv": "rooftop.parsers.ncu_raw:parse",
-    "ncu-details-csv": "rooftop.parsers.ncu_details:parse",
-    "ncu-console": "rooftop.parsers.ncu_console:parse",
-    "dcgm-dmon": "rooftop.parsers.dcgm_dmon:parse",
-    "prometheus-text": "rooftop.parsers.prom_text:parse",
-    "prometheus-json": "rooftop.parsers.prom_json:parse",
-    "nvidia-smi-csv": "rooftop.parsers.nvsmi:parse_csv",
-    "nvidia-smi-dmon": "rooftop.parsers.nvsmi:parse_dmon",
-}
-
-KNOWN = (
-    "ncu raw/details CSV, ncu console log, .ncu-rep, dcgmi dmon, Prometheus text or query JSON, "
-    "nvidia-smi CSV/dmon"
-)
+KNOWN = known_formats()  # for "expected one of" messages (formats registered later: known_formats())
 
 
-def _parser_for(fmt: str) -> Callable[[Source, ParseOptions], ParseResult]:
-    module, func = PARSERS[fmt].split(":")
-    parser: Callable[[Source, ParseOptions], ParseResult] = getattr(importlib.import_module(module), func)
-    return parser
+@dataclass(frozen=True)
+class Input:
+    """One input opened and detected once (:func:`open_input`): its source and its format."""
+
+    source: Source
+    format: Format
+
+    @property
+    def path(self) -> str:
+        return self.source.path
 
 
-def parse_path(path: str | Path, options: ParseOptions | None = None) -> ParseResult:
-    """Parse one file, format detected from content. Raises :class:`InputError` for unusable input."""
-    src, fmt = _open(path)
-    return _parser_for(fmt)(src, options or ParseOptions())
-
-
-def _open(path: str | Path, limit: int | None = None) -> tuple[Source, str]:
-    """The input (its first ``limit`` bytes: see :class:`Source`) and its detected format;
-    :class:`InputError` when it cannot be read or is unknown."""
+def open_input(path: str | Path, limit: int | None = None) -> Input:
+    """The one open-and-detect entry point (``analyze``, ``ingest``, ``diff``): the input's
+    :class:`Source` (its first ``limit`` bytes) and its registered :class:`Format`.
+    :class:`InputError` when it is missing, not a regular file, empty, or of no known format."""
     p = Path(path)
     if not p.exists():
         raise InputError(str(path), "no such file", "check the path")
@@ -86,12 +80,50 @@ def _open(path: str | Path, limit: int | None = None) -> tuple[Source, str]:
         src = Source(p, limit=limit)
     except OSError as exc:
         raise InputError(str(path), f"cannot be read: {exc.strerror or exc}", "check permissions") from exc
-    if src.size == 0:
+    if not src.head_bytes:
         raise InputError(str(path), "is empty", "re-run the export; the file has no bytes")
-    fmt = detect_format(src)
+    try:
+        fmt = detect(src)
+    except RecursionError as exc:  # a sniffer must never recurse; one hostile file must not sink a run
+        raise InputError(str(path), "could not be told apart (nesting too deep)", "check the file") from exc
     if fmt is None:
-        raise InputError(str(path), "is not a format rooftop reads", f"expected one of: {KNOWN}")
-    return src, fmt
+        raise InputError(str(path), "is not a format rooftop reads", f"expected one of: {known_formats()}")
+    if fmt.line_based:
+        src.max_line_bytes = fmt.max_line_bytes
+    return Input(src, fmt)
+
+
+def parse_input(inp: Input, options: ParseOptions | None = None) -> ParseResult:
+    """Parse an opened input with its format's parser."""
+    opts = options or ParseOptions()
+    if inp.format.reads_file and inp.source.compression is not None:
+        return _parse_decompressed(inp, opts)
+    try:
+        return inp.format.load()(inp.source, opts)
+    except RecursionError as exc:
+        raise _too_deep(inp) from exc
+
+
+def _too_deep(inp: Input) -> InputError:
+    return InputError(inp.path, f"is nested too deeply to read as {inp.format.label}",
+                      "check that the file is what it claims to be")
+
+
+def _parse_decompressed(inp: Input, opts: ParseOptions) -> ParseResult:
+    """A compressed input whose parser reads the file by path (``.ncu-repz``: a zstd-compressed
+    report): decompressed (streamed) into a temporary file that is removed afterwards."""
+    suffix = ".ncu-rep" if inp.format.name == "ncu-rep" else ""
+    with tempfile.TemporaryDirectory(prefix="rooftop-") as tmp:
+        plain = Path(tmp) / f"input{suffix}"
+        with inp.source.open_bytes() as fh, plain.open("wb") as out:
+            shutil.copyfileobj(fh, out, 1 << 20)
+        src = Source(inp.path, file=plain)
+        return inp.format.load()(src, opts)
+
+
+def parse_path(path: str | Path, options: ParseOptions | None = None) -> ParseResult:
+    """Parse one file, format detected from content. Raises :class:`InputError` for unusable input."""
+    return parse_input(open_input(path), options)
 
 
 STREAM_BATCH_ROWS = 1 << 20  # rows per batch when a parser without parse_batches returns one table
@@ -106,14 +138,14 @@ class SampleStream:
 
     def __init__(self, path: str, fmt: str, batches: Generator[pa.Table, None, ParseResult]) -> None:
         self.path = path
-        self.format = fmt
+        self.format = fmt  # the format's name (FORMATS[name] for its traits)
         self.result: ParseResult | None = None
         self._gen = batches
 
     @property
     def kind(self) -> str:
         """``"dcgm"`` for GPU sample streams, ``"ncu"`` for kernel profiles (see ``ParseResult.kind``)."""
-        return "dcgm" if self.format.startswith(("dcgm", "prometheus", "nvidia-smi")) else "ncu"
+        return FORMATS[self.format].legacy_kind
 
     def __iter__(self) -> Iterator[pa.Table]:
         try:
@@ -142,17 +174,21 @@ def _whole(parser: Callable[[Source, ParseOptions], ParseResult], src: Source, o
 
 
 def stream_path(path: str | Path, options: ParseOptions | None = None, limit: int | None = None) -> SampleStream:
-    """Like :func:`parse_path`, but the samples come as bounded batches: the module's
-    ``<function>_batches(src, opts)`` when it has one (``parse_batches`` next to ``parse``), else the
-    registered function sliced.
-    ``limit``: parse only the first ``limit`` bytes (detection may read the head beyond it).
-    Detection errors raise :class:`InputError` here; parse errors while iterating."""
-    src, fmt = _open(path, limit)
+    """Like :func:`parse_path`, but the samples come as bounded batches (see :func:`stream_input`)."""
+    return stream_input(open_input(path), options, limit)
+
+
+def stream_input(inp: Input, options: ParseOptions | None = None, limit: int | None = None) -> SampleStream:
+    """The samples of an opened input as bounded batches: the module's ``<function>_batches(src, opts)``
+    when its format is ``streamable``, else the parsed table sliced.
+    ``limit``: parse only the first ``limit`` bytes of the file (detection read the head beyond it).
+    Parse errors raise while iterating."""
+    src = inp.source if limit is None else inp.source.with_limit(limit)
     opts = options or ParseOptions()
-    module, func = PARSERS[fmt].split(":")
-    batches = getattr(importlib.import_module(module), f"{func}_batches", None)  # parse -> parse_batches
-    gen = batches(src, opts) if batches is not None else _whole(_parser_for(fmt), src, opts)
-    return SampleStream(str(path), fmt, gen)
+    batches = inp.format.load_batches()
+    gen = batches(src, opts) if batches is not None else _whole(lambda s, o: parse_input(Input(s, inp.format), o),
+                                                                 src, opts)
+    return SampleStream(inp.path, inp.format.name, gen)
 
 
 def expand_inputs(paths: list[str] | tuple[str, ...]) -> list[Path]:

@@ -1,8 +1,8 @@
-"""Tell the input formats apart from their content, never from the file name."""
+"""Tell the input formats apart from their content, never from the file name: one sniffer per rule,
+tried in the order of :mod:`parsers.formats`."""
 
 from __future__ import annotations
 
-import json
 import re
 
 from rooftop.parsers.source import Source
@@ -33,43 +33,83 @@ _PROM_JSON_NOISY = re.compile(r'^\s*\{\s*"status"\s*:|"resultType"\s*:\s*"(vecto
 _SMI_CSV_LOGGER = re.compile(r"^\s*timestamp\s*,.*\b(memory\.used|utilization\.gpu|power\.draw|temperature\.gpu)\b",
                              re.M | re.I)
 _SMI_DMON_DT = re.compile(r"^#\s*(Date\s+)?Time\s+gpu\s", re.M | re.I)  # nvidia-smi dmon -o DT / -o T
+_RESULT_TYPE = re.compile(r'"resultType"\s*:\s*"(vector|matrix|scalar|string)"')
 _DMON_ROWS = re.compile(r"^\s*(GPU|GPU-I|GPU-CI)\s+\d+\s+(N/A|-?\d+(\.\d+)?)(\s+(N/A|-?\d+(\.\d+)?))*\s*$", re.M)
 
 
 def detect_format(src: Source) -> str | None:
-    """The format name of ``src``, or ``None`` when nothing rooftop reads is recognised."""
-    if src.head_bytes.startswith(b"NVR\x00"):
-        return NCU_REP
-    if src.is_binary:
-        return NCU_REP if _looks_like_report_block(src.head_bytes) else None
+    """The format name of ``src``, or ``None`` when nothing rooftop reads is recognised
+    (the registry's :func:`parsers.formats.detect`)."""
+    from rooftop.parsers.formats import detect
+
+    fmt = detect(src)
+    return None if fmt is None else fmt.name
+
+
+# Sniffers: each tells from the bounded head (and, for JSON, tail) of the input whether it is one
+# format; parsers.formats tries them in its registered order.
+
+def is_ncu_report(src: Source) -> bool:
+    """``NVR\0`` magic, or a headless report block (binary heads only)."""
+    head = src.head_bytes
+    return head.startswith(b"NVR\x00") or (src.is_binary and _looks_like_report_block(head))
+
+
+def is_prom_json(src: Source) -> bool:
+    """A Prometheus query answer: a JSON object with ``"data"`` and ``"resultType"``, found in the
+    first and last :data:`~parsers.source.SNIFF_BYTES` (a key-sorted dump puts ``resultType`` after
+    the result), or query JSON behind a pasted command line. Never parses the document."""
     text = src.head_text()
-    stripped = text.lstrip("\ufeff \t\n")
-    if stripped.startswith(("{", "[")):
-        try:
-            doc = json.loads(src.text()) if src.size < 256 * 1024 * 1024 else None
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("data"), dict) and "resultType" in doc["data"]:
-            return PROM_JSON
     if "resultType" in text and _PROM_JSON_NOISY.search(text) and '"data"' in text:
-        return PROM_JSON
+        return True
+    if not text.lstrip("\ufeff \t\n").startswith("{") or ('"data"' not in text and '"status"' not in text):
+        return False
+    both = text + src.tail_text()
+    return '"data"' in both and _RESULT_TYPE.search(both) is not None
+
+
+def _csv_header(src: Source) -> str | None:
+    text = src.head_text()
     m = _CSV_HEADER.search(text)
-    if m:
-        header = text[m.start() : text.find("\n", m.start())]
-        return NCU_DETAILS if '"Metric Name"' in header else NCU_RAW
-    if _DMON.search(text):
-        return DCGM_DMON
-    if _SMI_DMON.search(text) or _SMI_DMON_DT.search(text):
-        return SMI_DMON
-    if _SMI_CSV.search(text) or _SMI_CSV_LOGGER.search(text):
-        return SMI_CSV
-    if _PROM_META.search(text) or (len(_PROM_LINE.findall(text)) >= 1 and "DCGM_FI_" in text):
-        return PROM_TEXT
-    if _DMON_ROWS.search(text):
-        return DCGM_DMON
-    if _CONSOLE.search(text) or _PROF.search(text):
-        return NCU_CONSOLE
-    return None
+    return text[m.start() : text.find("\n", m.start())] if m else None
+
+
+def is_ncu_raw(src: Source) -> bool:
+    header = _csv_header(src)
+    return header is not None and '"Metric Name"' not in header
+
+
+def is_ncu_details(src: Source) -> bool:
+    header = _csv_header(src)
+    return header is not None and '"Metric Name"' in header
+
+
+def is_dcgm_dmon(src: Source) -> bool:
+    return _DMON.search(src.head_text()) is not None
+
+
+def is_smi_dmon(src: Source) -> bool:
+    text = src.head_text()
+    return bool(_SMI_DMON.search(text) or _SMI_DMON_DT.search(text))
+
+
+def is_smi_csv(src: Source) -> bool:
+    text = src.head_text()
+    return bool(_SMI_CSV.search(text) or _SMI_CSV_LOGGER.search(text))
+
+
+def is_prom_text(src: Source) -> bool:
+    text = src.head_text()
+    return bool(_PROM_META.search(text) or ("DCGM_FI_" in text and _PROM_LINE.search(text)))
+
+
+def is_dmon_rows(src: Source) -> bool:
+    return _DMON_ROWS.search(src.head_text()) is not None
+
+
+def is_ncu_console(src: Source) -> bool:
+    text = src.head_text()
+    return bool(_CONSOLE.search(text) or _PROF.search(text))
 
 
 def _looks_like_report_block(head: bytes) -> bool:

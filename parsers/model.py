@@ -177,9 +177,10 @@ class ParseResult:
     @property
     def kind(self) -> str:
         """``"ncu"`` for kernel profiles, ``"dcgm"`` for GPU sample streams."""
-        return "dcgm" if self.samples.num_rows or self.accounting.format.startswith(
-            ("dcgm", "prometheus", "nvidia-smi")
-        ) else "ncu"
+        from rooftop.parsers.formats import FORMATS  # the registry's kind, not the name (no cycle)
+
+        fmt = FORMATS.get(self.accounting.format)
+        return "dcgm" if self.samples.num_rows or (fmt is not None and fmt.kind == "samples") else "ncu"
 
 
 def drain_batches(batches: Generator[pa.Table, None, ParseResult]) -> ParseResult:

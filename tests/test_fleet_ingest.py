@@ -38,12 +38,13 @@ def _fake_stream(path, fmt: str, result: ParseResult, batch_rows: int = 1 << 20)
 
 
 def _fake_parser(tables: dict[str, pa.Table], monkeypatch: pytest.MonkeyPatch, fmt: str = "prometheus-text"):
-    def stream(path, options=None, limit=None):
+    def stream(inp, options=None, limit=None):
+        path = inp.path
         t = tables[str(path)]
         acc = InputAccounting(str(path), fmt, records=t.num_rows, missing=3, rejected=0)
         return _fake_stream(path, fmt, ParseResult(accounting=acc, samples=t))
 
-    monkeypatch.setattr(ingmod, "stream_path", stream)
+    monkeypatch.setattr(ingmod, "stream_input", stream)
 
 
 def _inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hosts: list[str | None],
@@ -209,9 +210,9 @@ def test_partition_value_is_injective_enough_and_safe():
 
 def test_ncu_input_is_unusable_and_all_unusable_raises(tmp_path, monkeypatch):
     p = tmp_path / "k.csv"
-    p.write_text("ID,Kernel Name\n")
-    monkeypatch.setattr(ingmod, "stream_path", lambda path, options=None, limit=None: _fake_stream(
-        path, "ncu-raw-csv", ParseResult(accounting=InputAccounting(str(path), "ncu-raw-csv", records=1))))
+    p.write_text('"ID","Process ID","Kernel Name"\n')
+    monkeypatch.setattr(ingmod, "stream_input", lambda inp, options=None, limit=None: _fake_stream(
+        inp.path, "ncu-raw-csv", ParseResult(accounting=InputAccounting(inp.path, "ncu-raw-csv", records=1))))
     with pytest.raises(InputError, match="not a DCGM metric stream"):
         ingest_files([p], tmp_path / "ds", ParseOptions())
     missing = tmp_path / "nope.prom"

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooftop.parsers import PARSERS, InputError, parse_path
+from rooftop.parsers import FORMATS, InputError, parse_path
 from tests.conftest import CORPUS, FIXTURES
 from tests.fuzzing import CHEAP, MUTATIONS, budget, check_parse, mutate_file, seed
 
@@ -48,7 +48,7 @@ FUZZ = settings.get_profile(f"rooftop-fuzz-{B.name}")
 
 def require(fmt: str) -> None:
     """Skip while the parser for ``fmt`` has not landed yet (its module does not exist)."""
-    module = PARSERS[fmt].split(":")[0]
+    module = FORMATS[fmt].parser.split(":")[0]
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -321,7 +321,7 @@ def _parsable(path: Path) -> bool:
         return False
     if fmt is None:
         return True  # unknown files are fuzzed too: they must stay a clean InputError
-    module = PARSERS[fmt].split(":")[0]
+    module = FORMATS[fmt].parser.split(":")[0]
     try:
         importlib.import_module(module)
     except ModuleNotFoundError:

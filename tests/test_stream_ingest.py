@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -146,7 +147,8 @@ def test_fallback_for_parsers_without_batches(tmp_path: Path, monkeypatch: pytes
     # a parser without <function>_batches (nvidia-smi's parse_csv under another name): parsed whole,
     # handed on in zero-copy slices
     monkeypatch.setattr(nvsmi, "parse_whole", nvsmi.parse_csv, raising=False)
-    monkeypatch.setitem(parsers.PARSERS, "nvidia-smi-csv", "rooftop.parsers.nvsmi:parse_whole")
+    monkeypatch.setitem(parsers.FORMATS, "nvidia-smi-csv", replace(
+        parsers.FORMATS["nvidia-smi-csv"], parser="rooftop.parsers.nvsmi:parse_whole", streamable=False))
     monkeypatch.setattr(parsers, "STREAM_BATCH_ROWS", 7)
     path = tmp_path / "smi.csv"
     path.write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n" + "".join(

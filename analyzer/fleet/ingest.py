@@ -56,16 +56,23 @@ from rooftop.analyzer.fleet.dataset import (
     parse_iso,
     remove_orphans,
 )
-from rooftop.parsers import InputError, ParseOptions, ParseResult, detect_format, stream_path
-from rooftop.parsers.source import Source
+from rooftop.parsers import (
+    FORMATS,
+    Input,
+    InputError,
+    ParseOptions,
+    ParseResult,
+    open_input,
+    stream_input,
+)
 
 BATCH_ROWS = 1_000_000
 COMMIT_EVERY = 64
 MAX_REJECTED_KEPT = 50
 # formats whose samples come out in line order, so a longer file's first samples are the shorter one's
-APPENDABLE = frozenset({"prometheus-text", "dcgm-dmon", "nvidia-smi-csv", "nvidia-smi-dmon"})
+APPENDABLE = frozenset(f.name for f in FORMATS.values() if f.appendable)
 # formats read line by line, whose unterminated last line is held back (a query JSON is one document)
-LINE_FORMATS = frozenset({"prometheus-text", "dcgm-dmon", "nvidia-smi-csv", "nvidia-smi-dmon"})
+LINE_FORMATS = frozenset(f.name for f in FORMATS.values() if f.line_based and f.kind == "samples")
 
 
 @dataclass
@@ -79,6 +86,7 @@ class IngestSummary:
     rewritten: list[str] = field(default_factory=list)  # earlier bytes changed: ingested as new files
     regrown: list[str] = field(default_factory=list)  # grew, format not appendable: ingested whole again
     recut: list[str] = field(default_factory=list)  # grew after an unterminated stored line: ingested as new
+    recompressed: list[str] = field(default_factory=list)  # a compressed file grew: ingested whole as new
     held_back: list[str] = field(default_factory=list)  # an unterminated last line was not ingested
     waiting: list[str] = field(default_factory=list)  # skipped: no complete line beyond the stored ones
     orphans_removed: int = 0
@@ -119,6 +127,10 @@ class IngestSummary:
             lines.append(f"{len(self.regrown)} input(s) grew since their last ingest but their format is not "
                          "read in line order: ingested whole again, so their earlier samples are stored twice: "
                          + _first(self.regrown))
+        if self.recompressed:
+            lines.append(f"{len(self.recompressed)} compressed input(s) grew since their last ingest: a compressed "
+                         "file is not appended to, so each was ingested whole as a new file and its earlier samples "
+                         "are stored twice: " + _first(self.recompressed))
         same = len(self.skipped) - len(self.waiting)
         if same:
             lines.append(f"skipped {same} input(s) already in the dataset (same SHA-256)")
@@ -203,15 +215,19 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
     try:
         prev = manifest.latest_for(path)
         size = path.stat().st_size
-        src = Source(path)
-        encoding = src.encoding
-        hold = not finished and encoding == "utf-8" and detect_format(src) in LINE_FORMATS
+        inp = open_input(path)  # opened and detected once; refuses FIFOs and devices
+        encoding = inp.source.encoding
+        compressed = inp.source.compression is not None  # no line ends in compressed bytes: read whole
+        hold = not finished and encoding == "utf-8" and not compressed and inp.format.name in LINE_FORMATS
         prev_size = int(prev["size"]) if prev is not None else None
         digest = file_digest(path, prev_size if prev_size is not None and prev_size <= size else None,
                              hold_back=hold)
     except OSError as exc:
         summary.unusable.append(InputError(str(path), f"cannot be read ({exc.strerror or exc})",
                                            "check the path and permissions"))
+        return None
+    except InputError as exc:
+        summary.unusable.append(exc)
         return None
     name = str(path)
     same_prefix = prev is not None and digest.prefix_sha256 == prev["sha256"]
@@ -227,6 +243,8 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
     if prev is not None:
         if not same_prefix:
             summary.rewritten.append(name)
+        elif compressed:
+            summary.recompressed.append(name)  # a grown compressed file: ingested whole as a new file
         elif not _ends_line(digest.prefix_tail, encoding):
             summary.recut.append(name)  # its last stored line may be stored cut: no append after it
         elif prev.get("format") in APPENDABLE:
@@ -234,10 +252,10 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
         else:
             summary.regrown.append(name)
     try:
-        entry = _write_input(path, dataset, options, digest, prefix, summary, finished)
+        entry = _write_input(inp, dataset, options, digest, prefix, summary, finished)
     except _NotAppend:  # fewer samples (or counts) than stored: not prefix-stable; ingest it whole
         summary.rewritten.append(name)
-        entry = _write_input(path, dataset, options, digest, None, summary, finished)
+        entry = _write_input(inp, dataset, options, digest, None, summary, finished)
     if entry is not None:
         summary.ingested.append(entry)
         if digest.held_back:
@@ -270,16 +288,17 @@ def _prefix_of(manifest: Manifest, prev: dict[str, Any], digest: Digest) -> _Pre
     )
 
 
-def _write_input(path: Path, dataset: Path, options: ParseOptions, digest: Digest, prefix: _Prefix | None,
+def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Digest, prefix: _Prefix | None,
                  summary: IngestSummary, finished: bool = False) -> dict[str, Any] | None:
     """Stream the extent of one input (its first ``digest.size`` bytes: what was hashed, even if the
     file grows meanwhile) into the dataset; its manifest entry, or None (unusable: in ``summary``).
     With ``prefix``, the first ``prefix.records`` samples are already stored and are skipped."""
+    path = Path(inp.path)
     opts = options
     if prefix is not None and options.start is None and prefix.origin:
         opts = replace(options, start=parse_iso(prefix.origin))
     try:
-        stream = stream_path(path, opts, limit=digest.size)
+        stream = stream_input(inp, opts, limit=digest.size)
     except InputError as exc:
         summary.unusable.append(exc)
         return None
