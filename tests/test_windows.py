@@ -14,6 +14,7 @@ import pytest
 
 import rooftop.analyzer.windows as W
 from rooftop.analyzer.devices import DeviceSpec
+from rooftop.analyzer.windows import scan
 from rooftop.parsers import ParseOptions, parse_path
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
@@ -314,7 +315,7 @@ def test_partials_same_through_hash_fallbacks(monkeypatch: pytest.MonkeyPatch) -
     t0 = T0.value // 10**6
     cut = ((t0, t0 + 300_000), (t0 + 300_000, t0 + 600_000))
     want = W.window_partials_arrow(as_table(s), 60.0, cut)
-    monkeypatch.setattr(W, "_DENSE_MAX", 1)
+    monkeypatch.setattr(scan, "_DENSE_MAX", 1)
     got = W.window_partials_arrow(as_table(s), 60.0, cut)
     for a, b in zip(want, got, strict=True):
         assert a is not None and b is not None

@@ -1,0 +1,111 @@
+"""The whole comparison of two flat kernel-result frames, and the side totals."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rooftop.analyzer import stats
+from rooftop.analyzer.diff.deltas import group_deltas, pair_deltas
+from rooftop.analyzer.diff.match import LEVELS, REPORT_PCT, Matched, identify, match_kernels
+from rooftop.analyzer.diff.verdict import series_table, verdict
+from rooftop.parsers import InputError
+
+
+@dataclass
+class DiffResult:
+    """Everything :func:`compare` finds, as frames (rendered into the document by :func:`diff_payload`)."""
+
+    baseline: pd.DataFrame
+    candidate: pd.DataFrame
+    pairs: pd.DataFrame
+    new: pd.DataFrame
+    vanished: pd.DataFrame
+    families: pd.DataFrame
+    series: pd.DataFrame
+    totals: dict[str, Any]
+    verdict: dict[str, Any]
+
+
+def compare(baseline: pd.DataFrame, candidate: pd.DataFrame, *, fail_on: float | None,
+            alpha: float = stats.ALPHA) -> DiffResult:
+    """Pure core: two flat kernel-result frames in, the whole comparison out."""
+    if fail_on is not None and (not math.isfinite(fail_on) or fail_on < 0):
+        raise InputError("--fail-on", f"{fail_on!r} is not a percentage ≥ 0", "e.g. --fail-on 5")
+    threshold = (fail_on if fail_on is not None else REPORT_PCT) / 100.0
+    m = match_kernels(identify(baseline), identify(candidate))
+    b, c = m.baseline, m.candidate
+    pairs = pair_deltas(m.pairs)
+    families = group_deltas(pairs, by="family")
+    series = series_table(b, c, m.pairs, threshold, alpha)
+    fam_status = _family_status(series)
+    families["status"] = families["family"].map(fam_status).fillna("within threshold")
+    return DiffResult(
+        baseline=b, candidate=c, pairs=pairs, new=m.new, vanished=m.vanished, families=families,
+        series=series, totals=totals(b, c, m), verdict=verdict(series, fail_on, alpha),
+    )
+
+
+_STATUS_ORDER = ["regressed", "improved", "not significant", "within threshold", "no duration", "unmatched"]
+
+
+def _family_status(series: pd.DataFrame) -> pd.Series:
+    """Worst series status per family (regressed before improved before the rest)."""
+    if not len(series):
+        return pd.Series(dtype=object)
+    rank = series["status"].map({s: i for i, s in enumerate(_STATUS_ORDER)})
+    best = series.assign(_r=rank).sort_values("_r", kind="stable").drop_duplicates("family")
+    return best.set_index("family")["status"]
+
+
+def _side_totals(frame: pd.DataFrame) -> dict[str, Any]:
+    def total(col: str) -> float | None:
+        if col not in frame.columns:
+            return None
+        v = pd.to_numeric(frame[col], errors="coerce")
+        return float(v.sum()) if v.notna().any() else None
+
+    dur, flops = total("duration_s"), total("flops")
+    out: dict[str, Any] = {"kernels": len(frame), "duration_s": dur, "flops": flops,
+                           "bytes": {lv: total(f"bytes_{lv}") for lv in LEVELS}}
+    out["achieved_flops_s"] = flops / dur if flops is not None and dur else None
+    out["intensity"] = {lv: (flops / b if flops is not None and b else None)
+                        for lv, b in out["bytes"].items()}
+    return out
+
+
+def _one_side(pairs: pd.DataFrame, suffix: str) -> pd.DataFrame:
+    """The ``<col><suffix>`` columns of a pairs frame, renamed ``<col>``."""
+    cols = [c for c in pairs.columns if c.endswith(suffix)]
+    return pairs[cols].rename(columns=lambda c: c[: -len(suffix)])
+
+
+def totals(baseline: pd.DataFrame, candidate: pd.DataFrame, m: Matched) -> dict[str, Any]:
+    """Time-weighted totals of both runs, of the matched launches, and of new/vanished launches."""
+    tb, tc = _side_totals(baseline), _side_totals(candidate)
+
+    def ch(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None or a == 0 else b / a - 1.0
+
+    mb, mc = _side_totals(_one_side(m.pairs, "_base")), _side_totals(_one_side(m.pairs, "_cand"))
+    return {
+        "baseline": tb,
+        "candidate": tc,
+        "change": {
+            "duration": ch(tb["duration_s"], tc["duration_s"]),
+            "achieved_flops_s": ch(tb["achieved_flops_s"], tc["achieved_flops_s"]),
+            "flops": ch(tb["flops"], tc["flops"]),
+            "bytes": {lv: ch(tb["bytes"][lv], tc["bytes"][lv]) for lv in LEVELS},
+        },
+        "matched": {
+            "launches": len(m.pairs),
+            "baseline_s": mb["duration_s"],
+            "candidate_s": mc["duration_s"],
+            "change": ch(mb["duration_s"], mc["duration_s"]),
+        },
+        "new": {"launches": len(m.new), "duration_s": _side_totals(m.new)["duration_s"]},
+        "vanished": {"launches": len(m.vanished), "duration_s": _side_totals(m.vanished)["duration_s"]},
+    }

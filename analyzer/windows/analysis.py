@@ -1,0 +1,93 @@
+"""The window analysis object and the one-call entry point ``analyze_windows``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from rooftop.analyzer.windows.fields import (
+    _KEY_KEEP,
+    LABEL_COLUMNS,
+    METRICS,
+)
+from rooftop.analyzer.windows.findings import _findings
+from rooftop.analyzer.windows.lint import _lint, _txt
+from rooftop.analyzer.windows.reduce import finish_windows
+from rooftop.analyzer.windows.rules import classify_windows, window_devices
+from rooftop.analyzer.windows.scan import window_partials
+
+
+@dataclass
+class WindowAnalysis:
+    windows: pd.DataFrame
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    lint: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Contract ``windows`` entries (plus extras: uuid, mig, labels, device, evidence, n_samples)."""
+        w = self.windows
+        if w is None or not len(w):
+            return []
+        recs: list[dict[str, Any]] = []
+        for r in w.to_dict("records"):
+            metrics = {m: r[m] for m in METRICS if r.get(m) is not None and np.isfinite(r[m])}
+            r = {k: (None if isinstance(v, float) and not np.isfinite(v) and k in _STR_FIELDS else v)
+                 for k, v in r.items()}
+            rec: dict[str, Any] = {
+                "host": r["host"], "gpu": r["gpu"], "model": r["model"],
+                "start": _iso(r["start"]), "end": _iso(r["end"]),
+                "label": r["label"], "limiter": r["limiter"], "metrics": metrics,
+                "est_flops_s": _num(r.get("est_flops_s")), "est_dram_bytes_s": _num(r.get("est_dram_bytes_s")),
+                "est_intensity": _num(r.get("est_intensity")),
+                "uuid": r.get("uuid"), "mig": r.get("mig"), "mig_profile": r.get("mig_profile"),
+                "namespace": r.get("namespace"), "pod": r.get("pod"), "container": r.get("container"),
+                "job": r.get("job"), "device": r.get("device"), "n_samples": int(r["n_samples"]),
+                "evidence": list(r.get("evidence") or []),
+            }
+            recs.append(rec)
+        return recs
+
+    def timelines(self) -> dict[str, dict[str, list[Any]]]:
+        """``{"<host>/<gpu>[/mig <id>]": {"t": [iso...], "<metric>": [...], "label": [...]}}``."""
+        w = self.windows
+        out: dict[str, dict[str, list[Any]]] = {}
+        if w is None or not len(w):
+            return out
+        for r in w.to_dict("records"):
+            key = f"{_txt(r['host'])}/{_txt(r['gpu'])}" + (f"/mig {r['mig']}" if isinstance(r.get("mig"), str) else "")
+            tl = out.setdefault(key, {"t": [], "gr_active": [], "sm_active": [], "tensor_active": [],
+                                      "dram_active": [], "label": []})
+            tl["t"].append(_iso(r["start"]))
+            for m in ("gr_active", "sm_active", "tensor_active", "dram_active"):
+                tl[m].append(_num(r.get(m)))
+            tl["label"].append(r["label"])
+        return out
+
+
+_STR_FIELDS = frozenset({*_KEY_KEEP, *LABEL_COLUMNS, "device", "label", "limiter"})
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _iso(ts: Any) -> str:
+    return pd.Timestamp(ts).tz_convert("UTC").isoformat().replace("+00:00", "Z")
+
+
+def analyze_windows(samples: pa.Table, window_s: float = 60.0, device: str | None = None) -> WindowAnalysis:
+    """Window, classify and lint one sample table (``SAMPLE_SCHEMA``); empty table -> empty analysis."""
+    if samples is None or samples.num_rows == 0:
+        return WindowAnalysis(windows=pd.DataFrame())
+    df = samples.to_pandas()
+    wide = finish_windows(window_partials(df, window_s))
+    if not len(wide):
+        return WindowAnalysis(windows=pd.DataFrame())
+    windows = classify_windows(wide, device)
+    return WindowAnalysis(windows=windows, devices=window_devices(windows, device),
+                          lint=_lint(df, windows, device), findings=_findings(windows))

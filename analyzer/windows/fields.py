@@ -1,0 +1,41 @@
+"""The DCGM fields a window averages, the window key and label columns (docs/formulas.md#windows)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+PROFILE_METRICS: dict[int, str] = {
+    1001: "gr_active",
+    1002: "sm_active",
+    1003: "sm_occupancy",
+    1004: "tensor_active",
+    1005: "dram_active",
+    1006: "fp64_active",
+    1007: "fp32_active",
+    1008: "fp16_active",
+    1009: "pcie_tx_bytes",
+    1010: "pcie_rx_bytes",
+    1011: "nvlink_tx_bytes",
+    1012: "nvlink_rx_bytes",
+    1013: "imma_active",
+    1014: "hmma_active",
+    1015: "dfma_active",
+    203: "gpu_util",
+    204: "mem_copy_util",
+    155: "power_w",
+    252: "fb_used_mib",
+}
+METRICS: tuple[str, ...] = tuple(PROFILE_METRICS.values())
+KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
+LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")
+PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active", "fp16": "fp16_active"}
+RATIO_METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
+                 "fp32_active", "fp16_active", "imma_active", "hmma_active", "dfma_active")
+
+_KEY_KEEP = [c for c in KEY_COLUMNS if c != "window_start"]
+
+Codes = tuple[np.ndarray, np.ndarray]  # (int64 codes sorted like the values, missing = len(uniques); uniques)
+Slices = tuple[tuple[int, int], ...]
+_FID_MAX = max(PROFILE_METRICS) + 1
+_FID_LUT = np.full(_FID_MAX + 1, -1, dtype="int8")  # field id -> metric column; -1 at both ends: "other"
+_FID_LUT[list(PROFILE_METRICS)] = np.arange(len(PROFILE_METRICS))

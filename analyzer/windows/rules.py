@@ -1,0 +1,224 @@
+"""Classification of finished windows: label, limiter, evidence, estimates (docs/formulas.md#windows)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.windows.fields import METRICS, PIPES
+
+IDLE_MAX = 0.05  # kempnerpulse "idle": GR < 5 %, DRAM < 5 % (docs/research/anchors.md §3 row 18)
+GR_BUSY = 0.40  # kempnerpulse "busy-low-SM": GR >= 40 % ...
+SM_LOW = 0.25  # ... and SM < 25 % -> "overhead, sync, or small kernels"
+PIPE_HIGH = 0.50  # kempnerpulse "tensor-heavy" Tensor >= 50 %
+DRAM_HIGH = 0.50  # kempnerpulse "memory-bound" DRAM >= 50 %
+DRAM_PRACTICAL_PEAK = 0.80  # DCGM guide: "in practice a peak of ~0.8 (80%) is the maximum achievable"
+SM_EFFECTIVE, SM_INEFFECTIVE = 0.80, 0.50  # DCGM guide, SM activity (docs/research/anchors.md §3 row 15)
+DOMINANT_MIN = 0.20
+_MIG_G = re.compile(r"^(\d+)g\.")
+
+
+def _devices_module() -> Any:
+    try:
+        from rooftop.analyzer import devices
+    except ImportError:  # pragma: no cover - devices is part of the package
+        return None
+    return devices
+
+
+def resolve_devices(models: list[Any], device: str | None) -> dict[Any, Any]:
+    """model name -> DeviceSpec (or None); ``device`` (a name or file) overrides every model."""
+    d = _devices_module()
+    if d is None:
+        return {m: None for m in models}
+    if device:
+        spec = d.load_device_option(device)
+        return {m: spec for m in models}
+    out: dict[Any, Any] = {}
+    for m in models:
+        try:
+            out[m] = d.lookup(m) if isinstance(m, str) and m else None
+        except Exception:  # an odd model string must never stop the analysis
+            out[m] = None
+    return out
+
+
+def mig_share(profile: Any, model: Any) -> float:
+    """Share of the whole GPU a MIG instance owns: ``g/7`` (``g/4`` on A30); 1.0 when not MIG."""
+    if not isinstance(profile, str):
+        return 1.0
+    m = _MIG_G.match(profile.strip())
+    if not m:
+        return 1.0
+    slices = 4.0 if isinstance(model, str) and "A30" in model.upper() else 7.0
+    return min(1.0, int(m.group(1)) / slices)
+
+
+def _strs(template: str, vals: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``template % v`` for the rows in ``mask`` (None elsewhere), one column at a time."""
+    out = np.full(len(mask), None, dtype=object)
+    if mask.any():
+        out[mask] = np.char.mod(template, vals[mask]).astype(object)
+    return out
+
+
+def _const(text: str, mask: np.ndarray) -> np.ndarray:
+    out = np.full(len(mask), None, dtype=object)
+    out[mask] = text
+    return out
+
+
+def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Label, limiter and evidence columns (object arrays, None = no line) for every window."""
+    v = {m: out[m].to_numpy(dtype="float64") for m in ("gr_active", "sm_active", "dram_active", "gpu_util",
+                                                      *PIPES.values())}
+    ok = {m: np.isfinite(x) for m, x in v.items()}
+    gr, sm, dram, util = v["gr_active"], v["sm_active"], v["dram_active"], v["gpu_util"]
+    p_gr, p_sm, p_dram, p_util = ok["gr_active"], ok["sm_active"], ok["dram_active"], ok["gpu_util"]
+    pipe_cols = list(PIPES.values())
+    pipe_v = np.stack([np.where(ok[c], v[c], -np.inf) for c in pipe_cols], axis=1)
+    has_pipe = np.isfinite(pipe_v).any(axis=1)
+    ninf = -np.inf
+    signals = np.stack([np.where(p_gr, gr, ninf), np.where(p_sm, sm, ninf), np.where(p_dram, dram, ninf),
+                        np.where(~p_gr & p_util, util, ninf)], axis=1)
+    activity = np.maximum(signals.max(axis=1), pipe_v.max(axis=1))
+    only_util = ~p_gr & ~p_sm & ~p_dram & ~has_pipe
+    no_sig = only_util & ~p_util
+    idle = ~no_sig & (activity < IDLE_MAX)
+    ou_mixed = ~no_sig & ~idle & only_util
+    rest = ~no_sig & ~idle & ~only_util
+    top_i = pipe_v.argmax(axis=1)
+    top_val = np.where(has_pipe, pipe_v.max(axis=1), 0.0)
+    top_pipe = np.array(list(PIPES), dtype=object)[top_i]
+    with np.errstate(invalid="ignore"):
+        mem = rest & p_dram & (dram >= DRAM_HIGH) & (dram / DRAM_PRACTICAL_PEAK >= top_val)
+        comp = rest & ~mem & has_pipe & (top_val >= PIPE_HIGH)
+        busy = np.where(p_gr, gr, util)
+        launch = rest & ~mem & ~comp & (p_gr | p_util) & (busy >= GR_BUSY) & p_sm & (sm < SM_LOW)
+        host = rest & ~mem & ~comp & ~launch & p_gr & (gr < GR_BUSY)
+        norm = np.concatenate([pipe_v, np.where(p_dram, dram / DRAM_PRACTICAL_PEAK, ninf)[:, None]], axis=1)
+    mixed_rest = rest & ~(mem | comp | launch | host)
+    lim_name = np.array([*PIPES, "dram"], dtype=object)[norm.argmax(axis=1)]
+    dom = mixed_rest & (norm.max(axis=1) >= DOMINANT_MIN)
+    latency = mixed_rest & ~dom
+    label = np.select([no_sig, idle, ou_mixed, mem, comp, launch, host],
+                      ["mixed", "idle", "mixed", "memory-bound", "compute-bound", "overhead-bound",
+                       "overhead-bound"], "mixed").astype(object)
+    limiter = np.select([no_sig, idle, ou_mixed, mem, comp, launch, host, dom],
+                        ["unknown", "none", "unknown", "dram", top_pipe, "launch", "host", lim_name],
+                        "latency").astype(object)
+    if not evidence:
+        return label, limiter, []
+    sm_note = np.where(sm >= SM_EFFECTIVE, " (>= 0.8: SMs well used)",
+                       np.where(sm < SM_INEFFECTIVE, " (< 0.5: likely ineffective use, NVIDIA)", ""))
+    sm_ev = _strs("SM active %.2f", sm, rest & p_sm)
+    sm_ev[rest & p_sm] = sm_ev[rest & p_sm] + sm_note[rest & p_sm].astype(object)
+    gr_ev = _strs("GR active %.2f", gr, rest & p_gr)
+    util_ev = _strs("GPU_UTIL %.2f", util, rest & ~p_gr & p_util)
+    ev = [
+        _const("no activity fields in this window", no_sig),
+        _const("only NVML GPU_UTIL (no DCGM profiling fields): coarse 'any kernel resident' signal",
+               only_util & ~no_sig),
+        _strs(f"all activity < {IDLE_MAX} (max %.3f)", activity, idle),
+        _strs("GPU_UTIL %.2f: busy, but what limits it is unknown", activity, ou_mixed),
+        np.where(gr_ev == None, util_ev, gr_ev),  # noqa: E711 - elementwise on an object array
+        sm_ev,
+        *[_strs(f"{p} pipe active %.2f", v[c], rest & ok[c]) for p, c in PIPES.items()],
+        _dram_ev(dram, rest & p_dram),
+        _const("engine busy but few SMs occupied: tiny grids / launch-bound", launch),
+        _strs("GPU engine idle %.0f%% of the window: host-side wait (input pipeline, synchronisation, "
+              "launch gaps)", (1 - np.clip(gr, 0, 1)) * 100, host),  # corrupt ratios are linted, not computed with
+        _const("pipes and DRAM lightly used while kernels run: latency/stall-bound", latency),
+    ]
+    return label, limiter, ev
+
+
+def _dram_ev(dram: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    out = np.full(len(mask), None, dtype=object)
+    if mask.any():
+        d = dram[mask]
+        out[mask] = np.char.add(np.char.mod("DRAM active %.2f (~", d),
+                                np.char.mod("%.0f%% of the practical 0.8 peak)", (d / DRAM_PRACTICAL_PEAK) * 100)
+                                ).astype(object)
+    return out
+
+
+def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bool = True) -> pd.DataFrame:
+    """Add ``label``, ``limiter``, ``est_flops_s``, ``est_dram_bytes_s``, ``est_intensity``,
+    ``evidence`` (list of str; None for every window when ``evidence`` is False, which skips
+    formatting text for windows no report lists) and ``device`` (the spec's name) to finished windows."""
+    out = wide.copy(deep=False)  # columns are added, never changed in place (copy-on-write)
+    n = len(out)
+    if not n:
+        for c in ("label", "limiter", "device", "evidence"):
+            out[c] = pd.Series([], dtype=object)
+        for c in ("est_flops_s", "est_dram_bytes_s", "est_intensity"):
+            out[c] = pd.Series([], dtype="float64")
+        return out
+    for m in METRICS:
+        if m not in out.columns:
+            out[m] = np.nan
+    label, limiter, ev = _classify(out, evidence)
+    out["label"] = label.tolist()
+    out["limiter"] = limiter.tolist()
+    models = out["model"].to_numpy(dtype=object) if "model" in out.columns else np.full(n, None, dtype=object)
+    mcode, muniq = pd.factorize(models, use_na_sentinel=True)
+    mcode = np.where(mcode < 0, len(muniq), mcode)
+    mkeys: list[Any] = [*muniq, None]
+    specs = resolve_devices(list(dict.fromkeys(mkeys)), device)
+    mspecs = [specs.get(m) for m in mkeys]
+    profiles = out["mig_profile"].to_numpy(dtype=object) if "mig_profile" in out.columns \
+        else np.full(n, None, dtype=object)
+    pcode, puniq = pd.factorize(profiles, use_na_sentinel=True)
+    pcode = np.where(pcode < 0, len(puniq), pcode)
+    pair, inv = np.unique(pcode * (len(mkeys) + 1) + mcode, return_inverse=True)
+    rep = np.zeros(len(pair), dtype="int64")
+    rep[inv] = np.arange(n)
+    share = np.array([mig_share(profiles[i], models[i]) for i in rep], dtype="float64")[inv]
+    names = np.array([s.name if s is not None else None for s in mspecs], dtype=object)[mcode]
+    flops = np.zeros(n)
+    have = np.zeros(n, dtype=bool)
+    for pipe, col in PIPES.items():
+        peak = np.array([(s.peaks.get(pipe) or 0.0) if s is not None else 0.0 for s in mspecs])[mcode]
+        v = out[col].to_numpy(dtype="float64")
+        use = (peak != 0) & np.isfinite(v)
+        flops = flops + np.where(use, np.nan_to_num(v) * peak * share, 0.0)
+        have |= use
+    bw = np.array([(s.bandwidth.get("dram") or 0.0) if s is not None else 0.0 for s in mspecs])[mcode]
+    dram = out["dram_active"].to_numpy(dtype="float64")
+    dram_bw = np.where((bw != 0) & np.isfinite(dram), dram * bw * share, np.nan)
+    out["est_flops_s"] = np.where(have, flops, np.nan)
+    out["est_dram_bytes_s"] = dram_bw
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["est_intensity"] = np.where(dram_bw > 0, out["est_flops_s"] / dram_bw, np.nan)
+    if not evidence:  # labels and estimates only (the fleet roll-ups); evidence is text per window
+        out["evidence"] = None
+        out["device"] = names.tolist()
+        return out
+    ev.append(_strs("MIG instance: values relative to the instance; peaks scaled by %.3f of the GPU",
+                    share, share < 1.0))
+    est = names.astype(bool) & have
+    tflops = _strs("est. %.1f TFLOP/s (activity x ", out["est_flops_s"].to_numpy() / 1e12, est)
+    tflops[est] = tflops[est] + names[est] + " peaks; an estimate, not a count)"
+    ev.append(tflops)
+    out["evidence"] = [[x for x in row if x is not None] for row in zip(*ev, strict=True)]
+    out["device"] = names.tolist()
+    return out
+
+
+def window_devices(windows: pd.DataFrame, device: str | None = None) -> list[dict[str, Any]]:
+    """Contract ``devices`` entries for the device specs the windows used."""
+    models = windows["model"].tolist() if len(windows) and "model" in windows.columns else []
+    specs = resolve_devices(list(dict.fromkeys(models)), device) if models or device else {}
+    if device and not specs:
+        specs = resolve_devices([None], device)
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for spec in specs.values():
+        if spec is not None and spec.name not in seen:
+            seen.add(spec.name)
+            out.append(spec.as_contract())
+    return out
