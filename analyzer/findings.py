@@ -134,10 +134,13 @@ def _severity(score: float, estimated: bool) -> str:
 
 
 def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dict[str, Any]]:
-    """Findings, one per family, best first (at most ``limit``), each with a ``_score``.
-
-    Scores and order are computed for all families at once; dicts are built only for the kept ones.
+    """Findings, one per family of :func:`analyzer.families.family_table`, best first (at most
+    ``limit``), each with a ``_score``. Per-launch savings are weighted by the launches a row
+    stands for (``invocations``). Scores and order are computed for all families at once; dicts
+    are built only for the kept ones.
     """
+    from rooftop.analyzer.families import family_table, launch_weights
+
     n = len(results)
     if n == 0:
         return []
@@ -147,7 +150,8 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
             return np.full(n, np.nan)
         return pd.to_numeric(results[col], errors="coerce").to_numpy(dtype=float)
 
-    dur = num("duration_s")
+    w = launch_weights(results).to_numpy()
+    dur = num("duration_s") * w
     ach = num("achieved_flops_s")
     att = num("attainable_flops_s")
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -158,31 +162,19 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     sp = np.array([b[0] if b[0] is not None else np.nan for b in best], dtype=float)
     nv = np.where(np.isfinite(sp) & np.isfinite(dur), dur * sp / 100.0, np.nan)
 
-    def col(name: str, default: str) -> pd.Series:
-        if name not in results:
-            return pd.Series(default, index=results.index)
-        return results[name].astype(object).where(results[name].notna(), default).astype(str)
-
-    fam_col = col("family", "") if "family" in results else col("name", "?")
-    frame = pd.DataFrame({
-        "family": fam_col.to_numpy(), "label": col("label", "unknown").to_numpy(),
-        "limiter": col("limiter", "unknown").to_numpy(), "dur": dur, "gap": gap, "nv": nv,
-        "w": np.nan_to_num(dur, nan=0.0), "pos": np.arange(n),
-    })
+    fams = family_table(results)
     total = float(np.nansum(dur))
+    pos_family = np.empty(n, dtype=object)
+    for fam, ks in zip(fams["family"], fams["kernels"], strict=True):
+        pos_family[ks] = fam
+    frame = pd.DataFrame({"family": pos_family, "gap": gap, "nv": nv})
     groups = frame.groupby("family", sort=False)
-    agg = pd.DataFrame({
-        "time_s": groups["dur"].sum(min_count=1), "gap_s": groups["gap"].sum(min_count=1),
-        "nv_s": groups["nv"].sum(min_count=1), "n_gap": groups["gap"].count(),
-        "n_nv": groups["nv"].count(), "launches": groups["pos"].size(),
-    })
-    positions = groups.indices
-    lab = frame.groupby(["family", "label"], sort=False)["w"].sum().reset_index()
-    lab = lab.sort_values("w", ascending=False, kind="stable").drop_duplicates("family").set_index("family")["label"]
-    lim = frame[frame["label"] == frame["family"].map(lab)]
-    lim = lim.groupby(["family", "limiter"], sort=False)["w"].sum().reset_index()
-    lim = lim.sort_values("w", ascending=False, kind="stable").drop_duplicates("family").set_index("family")["limiter"]
-    longest = frame.sort_values("w", ascending=False, kind="stable").drop_duplicates("family").set_index("family")["pos"]
+    agg = fams.set_index("family")[["time_s", "launches", "label", "limiter", "kernels", "representative"]].copy()
+    agg["gap_s"] = groups["gap"].sum(min_count=1).reindex(agg.index)
+    agg["nv_s"] = groups["nv"].sum(min_count=1).reindex(agg.index)
+    agg["n_gap"] = groups["gap"].count().reindex(agg.index).fillna(0)
+    agg["n_nv"] = groups["nv"].count().reindex(agg.index).fillna(0)
+    agg["rows"] = agg["kernels"].map(len)
 
     agg["est"] = np.where(agg["n_nv"] > 0, agg["nv_s"], np.where(agg["n_gap"] > 0, agg["gap_s"], np.nan))
     agg["share"] = agg["time_s"].fillna(0.0) / total if total > 0 else 0.0
@@ -195,16 +187,16 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
 
     # NVIDIA rules of the chosen families: summed estimated saving per rule (names the main rule)
     chosen = set(agg.index)
-    rule_rows = [(frame["family"].iat[i], b[1] or "", b[2] or "", nv[i]) for i, b in enumerate(best)
-                 if b[0] is not None and frame["family"].iat[i] in chosen]
+    rule_rows = [(pos_family[i], b[1] or "", b[2] or "", nv[i]) for i, b in enumerate(best)
+                 if b[0] is not None and pos_family[i] in chosen]
     rule_df = pd.DataFrame(rule_rows, columns=["family", "rule", "title", "saving"])
     rules_by_family = {f: g for f, g in rule_df.groupby("family", sort=False)}
 
     evidence_col = results["evidence"].tolist() if "evidence" in results else [None] * n
     findings: list[dict[str, Any]] = []
     for fam, row in agg.iterrows():
-        label = str(lab.get(fam, "unknown"))
-        limiter = str(lim.get(fam, "unknown"))
+        label = str(row["label"] or "unknown")
+        limiter = str(row["limiter"] or "unknown")
         time_s = float(row["time_s"]) if pd.notna(row["time_s"]) else 0.0
         share = time_s / total if total > 0 else 0.0
         ev: list[str] = []
@@ -232,8 +224,8 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
         elif gap_s is not None:
             est = float(gap_s)
             basis = "the roofline gap, duration × (1 − achieved/attainable), an upper bound"
-            if row["n_gap"] < row["launches"]:
-                ev.append(f"{int(row['launches'] - row['n_gap'])} of {int(row['launches'])} launches lack "
+            if row["n_gap"] < row["rows"]:
+                ev.append(f"{int(row['rows'] - row['n_gap'])} of {int(row['rows'])} launch records lack "
                           "achieved or attainable FLOP/s and add no saving")
         else:
             est = None
@@ -242,16 +234,17 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
                       "estimate: ranked by share of GPU time only")
         if est is not None:
             ev.insert(0, f"estimated saving {_fmt_s(est)} from {basis}")
-        k_ev = evidence_col[int(longest.get(fam, 0))]
+        k_ev = evidence_col[int(row["representative"])]
         if isinstance(k_ev, (list, tuple, np.ndarray)):
             ev += [str(e) for e in list(k_ev)[:4]]
         score = float(row["score"])
         short = _short(str(fam))
+        launches = round(float(row["launches"]))
         what = "unclassified (metrics missing)" if label == "unknown" else f"{label} ({limiter})"
-        title = f"{short}: {what}, {share * 100:.1f}% of kernel time in {int(row['launches'])} launch(es)"
+        title = f"{short}: {what}, {share * 100:.1f}% of kernel time in {launches} launch(es)"
         findings.append({
             "rank": 0, "rule": rule, "severity": _severity(score, est is not None), "title": title,
-            "kernels": [int(p) for p in positions[fam]], "time_share": share,
+            "kernels": list(row["kernels"]), "time_share": share,
             "est_saving_s": est, "recommendation": rec,
             "family": str(fam), "label": label, "limiter": limiter, "evidence": ev, "source": "ncu",
             "_score": score,

@@ -150,7 +150,7 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     sol_c, sol_m, sol_src = M.sol(df)
 
     f = pd.DataFrame(index=df.index)
-    for col in ("index", "input", "id", "name"):
+    for col in ("index", "input", "id", "name", "nvtx", "invocations"):
         f[col] = df[col] if col in df.columns else None
     exported = df["device"].astype("object").where(df["device"].notna(), None) if "device" in df.columns \
         else pd.Series(None, index=df.index, dtype="object")
@@ -410,6 +410,8 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     })
     res["evidence"] = explain(f, c)
     res["ncu_rules"] = _ncu_rules(f, rules)
+    res["invocations"] = pd.to_numeric(f["invocations"], errors="coerce").fillna(1).astype("Int64")
+    res["nvtx"] = f["nvtx"].astype("object").where(f["nvtx"].notna(), None)
     extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
               "memory_util", "bytes_convention"]
     extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in M.LEVELS]
