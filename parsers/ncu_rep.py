@@ -114,11 +114,11 @@ def _one_line(text: str, limit: int = 300) -> str:
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Parse one report file into the kernel and rules tables."""
     path = src.path
-    info = read_container(path)
+    info = read_container(src.file)  # the bytes read: a decompressed copy of a .ncu-repz (parsers.open_input)
     if not _module_available():
         raise InputError(path, "is an Nsight Compute report, and reading it needs NVIDIA's ncu_report module", INSTALL_HINT)
     timeout = _timeout_s(info.size)
-    messages, rc, stderr_tail = _run_worker(path, timeout)
+    messages, rc, stderr_tail = _run_worker(str(src.file), timeout)
     fatal = next((m for m in messages if m.get("kind") == "fatal"), None)
     if fatal and fatal.get("what") == "import":
         raise InputError(path, "is an Nsight Compute report, and reading it needs NVIDIA's ncu_report module "

@@ -289,7 +289,50 @@ def _decompressor(raw: io.BufferedReader, compression: str, name: str) -> Any:
         raw.close()
         raise InputError(name, "is zstd-compressed, and reading it needs the zstandard package",
                          "pip install zstandard") from exc
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+    return _ZstdReader(raw, zstandard.ZstdDecompressor())
+
+
+class _ZstdReader:
+    """zstd frames (one after another, as ``cat a.zst b.zst`` makes them) read forward in bounded
+    memory. ``zstandard``'s own readers end silently at a cut-short frame; this one raises
+    ``EOFError`` there, as gzip, bz2 and lzma do. Input is fed :data:`FEED` bytes at a time, which
+    bounds the output of one step (a zstd block holds at most 128 KiB)."""
+
+    FEED = 4096
+
+    def __init__(self, raw: io.BufferedReader, dctx: Any) -> None:
+        self._raw = raw
+        self._dctx = dctx
+        self._obj = dctx.decompressobj()
+        self._out = bytearray()
+        self._in_frame = False  # bytes of an unfinished frame were fed
+        self._done = False
+
+    def read(self, n: int) -> bytes:
+        while len(self._out) < n and not self._done:
+            data = self._raw.read(self.FEED)
+            if not data:
+                self._done = True
+                if self._in_frame:
+                    raise EOFError("the last zstd frame ends before its end (file cut short)")
+                break
+            self._feed(data)
+        out = bytes(self._out[:n])
+        del self._out[:n]
+        return out
+
+    def _feed(self, data: bytes) -> None:
+        while data:
+            self._out += self._obj.decompress(data)
+            self._in_frame = not self._obj.eof
+            if not self._obj.eof:
+                return
+            data = self._obj.unused_data  # the next frame begins in these bytes
+            self._obj = self._dctx.decompressobj()
+            self._in_frame = bool(data)
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 def _zstd_error() -> tuple[type[Exception], ...]:
