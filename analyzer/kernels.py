@@ -146,7 +146,9 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
                             hints=hints)
     if launch["sm_count"].isna().any() and option is not None and option.sm_count:
         launch["sm_count"] = launch["sm_count"].fillna(float(option.sm_count))
-    roof = roofline(flops, bytes_, dur, ceil.values).table
+    rate_only, flops_in, bytes_in, dur_in = _rate_inputs(df, cc, dur, flops, bytes_)
+    roof = roofline(flops_in, bytes_in, dur_in, ceil.values).table
+    roof.loc[rate_only, "flops"] = np.nan  # rates only: the totals are not known
     sol_c, sol_m, sol_src = M.sol(df)
 
     f = pd.DataFrame(index=df.index)
@@ -180,6 +182,9 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
         f[f"src_{col}"] = ceil.source[col]
         f[f"detail_{col}"] = ceil.detail[col]
     f["tensor_peak_missing"] = ceil.tensor_missing_peak
+    f["rate_only"] = rate_only
+    for lvl in M.LEVELS:
+        f[f"rate_{lvl}"] = (bytes_in[lvl] / dur_in).where(rate_only)
     f = pd.concat([f, roof], axis=1)
     units = M.unit_throughput(df)
     pipes = M.pipe_utilization(df)
@@ -199,6 +204,27 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     f["clock_ratio"] = sm_hz / (max_clock_khz * 1e3)
     f.attrs["device_lint"] = ceil.lint
     return f, ceil.devices
+
+
+def _rate_inputs(df: pd.DataFrame, cc: pd.Series, dur: pd.Series, flops: pd.DataFrame, bytes_: pd.DataFrame
+                 ) -> tuple[pd.Series, pd.DataFrame, pd.DataFrame, pd.Series]:
+    """Kernels with no duration but rate metrics (ncu section CSVs): their FLOP/s and bytes/s as the
+    roofline's inputs over a 1 s window (docs/formulas.md#work-bytes). Returns (rate-only mask, flops,
+    bytes, duration) for :func:`analyzer.roofline.compute`."""
+    no_dur = dur.isna()
+    rate_only = pd.Series(False, index=df.index)
+    if not no_dur.any():
+        return rate_only, flops, bytes_, dur
+    rf, rb, _ = M.rates(df.loc[no_dur], cc[no_dur])
+    has = (rf.notna().any(axis=1) | rb.notna().any(axis=1)).reindex(df.index, fill_value=False)
+    rate_only = no_dur & has.astype(bool)
+    if not rate_only.any():
+        return rate_only, flops, bytes_, dur
+    rows = rate_only[rate_only].index
+    flops_in, bytes_in = flops.copy(), bytes_.copy()
+    flops_in.loc[rows, list(rf.columns)] = rf.loc[rows].to_numpy()
+    bytes_in.loc[rows, list(rb.columns)] = rb.loc[rows, list(bytes_in.columns)].to_numpy()
+    return rate_only, flops_in, bytes_in, dur.mask(rate_only, 1.0)
 
 
 # Evidence text is built with Arrow string kernels over whole columns (C loops, no per-row Python):
@@ -338,6 +364,18 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
                       "; compute roof unknown")
     add(tot.notna() & f["duration_s"].notna(), _cat(head, roof_txt))
 
+    if "rate_only" in f.columns:
+        ro = f["rate_only"].fillna(False).astype(bool)
+        rate_lvls = _joined([(fin(f"rate_{lvl}") & fin(f"bw_util_{lvl}"),
+                              _cat(f"{LEVEL_NAMES[lvl]} ", _si(f[f"rate_{lvl}"], "B/s"), " = ",
+                                   _num(100.0 * f[f"bw_util_{lvl}"], "%.1f"), "% of ", _si(f[f"bw_{lvl}"], "B/s"),
+                                   " (", _obj(f[f"src_bw_{lvl}"]), "), AI ", _num(f[f"intensity_{lvl}"], "%.3g"),
+                                   " FLOP/B")) for lvl in M.LEVELS], n)
+        add(ro, _cat("No duration in the export: rates from ncu's per-cycle and per-second metrics "
+                     "(achieved work = per-cycle-elapsed FLOP terms x SM frequency, docs/formulas.md#work-bytes): "
+                     "achieved ", _si(f["achieved_flops_s"], "FLOP/s"), roof_txt,
+                     _where(pc.not_equal(rate_lvls, "").to_numpy(zero_copy_only=False), _cat("; ", rate_lvls), "")))
+
     # 4. each level
     for lvl in M.LEVELS:
         name = LEVEL_NAMES[lvl]
@@ -374,9 +412,11 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
         "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (docs/research/formulas.md §1.7, §2)")
     add(f["duration_source"].notna() & (f["duration_source"] != "gpu__time_duration.sum"),
         _cat("Duration from ", _obj(f["duration_source"])))
+    ro = f["rate_only"].fillna(False).astype(bool) if "rate_only" in f.columns else pd.Series(False, index=f.index)
     gaps = _joined([(_mask(miss), what) for what, miss in (
-        [(f"{LEVEL_NAMES[lvl]} bytes", f[f"bytes_{lvl}"].isna()) for lvl in M.LEVELS]
-        + [("FLOP counters", f["flops"].isna()),
+        [(f"{LEVEL_NAMES[lvl]} bytes", f[f"bytes_{lvl}"].isna() & ~(ro & f[f"rate_{lvl}"].notna()))
+         for lvl in M.LEVELS]
+        + [("FLOP counters", f["flops"].isna() & ~(ro & f["achieved_flops_s"].notna())),
            ("SpeedOfLight %", f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),
            ("duration", f["duration_s"].isna())])], n)
     add(pc.not_equal(gaps, "").to_numpy(zero_copy_only=False), _cat("Not in the export, so not evaluated: ", gaps))

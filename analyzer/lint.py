@@ -15,6 +15,11 @@ list (not the ncu launch ``index``). Codes:
 ``clock-control``       SM clock below the device's max clock: ncu locked clocks (docs/research/formulas.md §2.5, §7 item 6)
 ``cache-control``       caches flushed before each replay pass (ncu default ``--cache-control all``)
 ``mixed-devices``       one input holds kernels from more than one device
+``rates-only``          no duration: the roofline from ncu's rates, totals unknown (docs/formulas.md#work-bytes)
+``device-assumed``      device taken from a hint, a nearest name or CC + SM count (docs/formulas.md#ceilings)
+``device-ambiguous``    several table devices fit the hints: only shared ceilings used; pass --device NAME
+``device-unknown``      no device identified: ceilings only from the export
+``device-contradiction`` --device disagrees with the export's CC or SM count
 """
 
 from __future__ import annotations
@@ -46,18 +51,23 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
     def count(mask: pd.Series) -> str:
         return f"{int(mask.fillna(False).sum())} of {n} kernel(s)"
 
+    # rates only (ncu section CSVs, docs/formulas.md#work-bytes): evaluated from ncu's rates, totals unknown
+    ro = f["rate_only"].fillna(False).astype(bool) if "rate_only" in f.columns else pd.Series(False, index=f.index)
+    out.append(_item("rates-only", f"No duration for {count(ro)}: work and traffic totals are unknown; the roofline "
+                     "uses ncu's own rates (per-cycle-elapsed x cycles/s, per-second metrics).", ro))
     missing = {
-        "duration": (f["duration_s"].isna(), "kernel duration (gpu__time_duration.sum)",
+        "duration": (f["duration_s"].isna() & ~ro, "kernel duration (gpu__time_duration.sum)",
                      "no rates, roofline or launch-overhead check"),
         "sol": (f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna(),
                 "SpeedOfLight % (sm__throughput / gpu__compute_memory_throughput)",
                 "NVIDIA's SOLBottleneck verdict cannot be reproduced; collect --section SpeedOfLight"),
-        "flops": (f["flops"].isna(), "FLOP counters (sm__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)",
+        "flops": (f["flops"].isna() & ~(ro & f["achieved_flops_s"].notna()), "FLOP counters (sm__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)",
                   "no arithmetic intensity or compute roof; collect --set roofline"),
     }
     for lvl, metric in (("l1", "l1tex__lsu_writeback_active_mem_lg[ds].sum"), ("l2", "lts__lts2xbar_cycles_active.sum"),
                         ("dram", "dram__bytes.sum")):
-        missing[f"bytes_{lvl}"] = (f[f"bytes_{lvl}"].isna(), f"{lvl.upper()} bytes ({metric})",
+        has_rate = ro & f[f"rate_{lvl}"].notna() if f"rate_{lvl}" in f.columns else ro & False
+        missing[f"bytes_{lvl}"] = (f[f"bytes_{lvl}"].isna() & ~has_rate, f"{lvl.upper()} bytes ({metric})",
                                    f"the {lvl.upper()} roof could not be evaluated")
     for _key, (mask, what, effect) in missing.items():
         out.append(_item("missing-metrics", f"{what} missing for {count(mask)}: {effect}.", mask))

@@ -373,6 +373,28 @@ def bytes_convention(conv: pd.DataFrame) -> pd.Series:
     return out.mask(both & (l1 != l2), "mixed")
 
 
+def rate_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Only the rate metrics (``.per_cycle_elapsed``, ``.per_second``), clocks and device attributes.
+
+    For exports without a duration (ncu's section CSVs, docs/formulas.md#work-bytes): the work and
+    traffic functions run on this frame with a duration of 1 s return FLOP/s and bytes/s exactly as
+    ncu's roofline sections compute them (per-cycle-elapsed x cycles per second, docs/research/formulas.md §1.1),
+    never an absolute count mistaken for a rate."""
+    keep = [c for c in df.columns if c.endswith((".per_cycle_elapsed", ".per_second", "_per_sec"))
+            or c.startswith("device__") or c in ("cc", "input", "index")]
+    return df[keep]
+
+
+def rates(df: pd.DataFrame, cc: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(FLOP/s by class, bytes/s by level, byte-rate source by level) from :func:`rate_frame`."""
+    sub = rate_frame(df)
+    one = pd.Series(1.0, index=df.index)
+    fp, _ = fp_flops(sub, one)
+    t, _, _ = tensor_flops(sub, one, cc)
+    b, bsrc, _ = bytes_by_level(sub, one, cc)
+    return fp.assign(tensor=t), b, bsrc
+
+
 # -- SOL, launch -------------------------------------------------------------------------------
 
 SOL_COMPUTE = ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__sol_pct")

@@ -10,6 +10,7 @@ kept as ``"<section>: <label>"`` columns. Sources: ncu's ``sections/*.section`` 
 from __future__ import annotations
 
 _ANY = None
+_RC = "GPU Speed Of Light Roofline Chart"
 
 LABELS: dict[tuple[str | None, str], str] = {
     # SpeedOfLight ("GPU Speed Of Light Throughput")
@@ -101,6 +102,20 @@ LABELS: dict[tuple[str | None, str], str] = {
     # Roofline chart sections show the SM clock as sm__ (not gpc__) cycles per second.
     ("GPU Speed Of Light Roofline Chart", "SM Frequency"): "sm__cycles_elapsed.avg.per_second",
     ("GPU Speed Of Light Roofline Chart", "DRAM Bandwidth"): "dram__bytes.sum.per_second",
+    # SpeedOfLight_RooflineChart.section (docs/research/formulas.md §1.5): its peaks and achieved
+    # per-cycle counts by display name (ncu --csv --page details --section SpeedOfLight_RooflineChart).
+    **{(_RC, f"Theoretical Predicated-On {op.upper()} Thread Instructions Executed"):
+       f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained" for op in ("ffma", "dfma", "hfma")},
+    **{(_RC, f"Theoretical Predicated-On {op.upper()} Operations"):
+       f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{4 if op == 'hfma' else 2}"
+       for op in ("ffma", "dfma", "hfma")},
+    **{(_RC, f"Predicated-On {op.upper()} Thread Instructions Executed Per Cycle"):
+       f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"
+       for op in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul", "hfma", "hadd", "hmul")},
+    **{(_RC, f"Predicated-On {op.upper()} Operations Per Cycle"):
+       f"derived__smsp__sass_thread_inst_executed_op_{op}_pred_on_x{4 if op == 'hfma' else 2}"
+       for op in ("ffma", "dfma", "hfma")},
+    (_RC, "Theoretical DRAM Bytes Accessible"): "dram__bytes.sum.peak_sustained",
 }
 
 

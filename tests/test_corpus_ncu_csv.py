@@ -102,8 +102,12 @@ def test_details_body_item_label_d4() -> None:
     res = _one("CodeGandee__llm-perf-opt__reports__20251107-dsocr__ncu-v2__kernel_0001_67bdb7e29d1bb4e0ca0aec954ef18af3__ncu.section_SpeedOfLight")
     k = res.kernels
     sec = "GPU Speed Of Light Roofline Chart"
-    assert k.loc[0, f"{sec}: Single Precision Roofline / Theoretical Predicated-On FFMA Operations"] == 43520  # "43,520"
-    assert k.loc[0, f"{sec}: Double Precision Roofline / Theoretical Predicated-On DFMA Operations"] == 680
+    # the section's labels map to the metric IDs of SpeedOfLight_RooflineChart.section (formulas.md §1.5)
+    assert k.loc[0, "derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2"] == 43520  # "43,520", Single Precision Roofline
+    assert k.loc[0, "derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2"] == 680  # Double Precision Roofline
+    assert k.loc[0, "dram__bytes.sum.peak_sustained"] == 128  # "Theoretical DRAM Bytes Accessible", 2 body items agree
+    assert res.meta["conflicting_values"] == 0
+    assert not any(c.startswith(sec) for c in k.columns)  # every label of the section is known
     assert k.loc[0, "sm__cycles_elapsed.avg.per_second"] == pytest.approx(2.15e9)  # 2.15 Ghz, 3 body items agree
     assert list(res.rules["rule"]) == ["SOLFPRoofline"]
 

@@ -82,16 +82,17 @@ def test_body_item_label_repeats(tmp_path: Path) -> None:
     sec = "GPU Speed Of Light Roofline Chart"
     text = q(*IDENT, "Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Metric Value", *RULES)
     text += q(*ident(0), sec, "", "Theoretical Predicated-On FFMA Thread Instructions Executed", "inst/cycle", "21,760", "")
-    text += q(*ident(0), sec, "Single Precision Roofline", "Theoretical DRAM Bytes Accessible", "byte/cycle", "128", "")
-    text += q(*ident(0), sec, "Double Precision Roofline", "Theoretical DRAM Bytes Accessible", "byte/cycle", "64", "")
+    text += q(*ident(0), sec, "Single Precision Roofline", "Unmapped Bytes Label", "byte/cycle", "128", "")
+    text += q(*ident(0), sec, "Double Precision Roofline", "Unmapped Bytes Label", "byte/cycle", "64", "")
     text += q(*ident(0), sec, "Single Precision Roofline", "SM Frequency", "Ghz", "2.15", "")
     text += q(*ident(0), sec, "Double Precision Roofline", "SM Frequency", "Ghz", "2.15", "")
     text += q(*ident(0), "SpeedOfLight_RooflineChart", "", "", "", "", "SOLFPRoofline", "INF", "ratio 64:1", "", "")
     res = parse_path(write(tmp_path, text))
     k = res.kernels
-    assert k.loc[0, f"{sec}: Single Precision Roofline / Theoretical DRAM Bytes Accessible"] == 128
-    assert k.loc[0, f"{sec}: Double Precision Roofline / Theoretical DRAM Bytes Accessible"] == 64
-    assert k.loc[0, f"{sec}: Theoretical Predicated-On FFMA Thread Instructions Executed"] == 21760
+    assert k.loc[0, f"{sec}: Single Precision Roofline / Unmapped Bytes Label"] == 128
+    assert k.loc[0, f"{sec}: Double Precision Roofline / Unmapped Bytes Label"] == 64
+    # the roofline section's own labels map to ncu metric IDs (docs/research/formulas.md §1.5)
+    assert k.loc[0, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"] == 21760
     assert k.loc[0, "sm__cycles_elapsed.avg.per_second"] == pytest.approx(2.15e9)  # mapped label
     assert res.meta["conflicting_values"] == 0
     assert list(res.rules["rule"]) == ["SOLFPRoofline"]
