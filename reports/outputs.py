@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rooftop.analyzer.schema import validate_document
 from rooftop.reports.atomic import write_atomic
 
 
 def write_outputs(doc: dict[str, Any], html: str | None, md: str | None, json_path: str | None) -> None:
     """Render and write each requested output; each file appears whole or not at all."""
+    validate_document(doc)  # the reports boundary: draw only a document of the declared type
     if json_path:
         from rooftop.reports.json_report import render_json_bytes
 
