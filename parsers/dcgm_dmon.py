@@ -198,7 +198,8 @@ class _Parser:
             self.colsets.append(cols)
             # an ID that is no int32 (no DCGM field is) counts as an unknown column
             fid = np.array([-1 if f is None or not 0 <= f < 2**31 else f for f, _ in cols], dtype="int64")
-            factor = np.array([F.TO_CANONICAL.get(int(f), 1.0) for f in fid], dtype="float64")
+            factor = np.array([F.canonical_factor(t) if f >= 0 else 1.0 for f, (_, t) in zip(fid, cols, strict=True)],
+                              dtype="float64")  # by the column's name: a DCGM 4.6.1 SI field is converted
             self._cs_off = np.insert(self._cs_off, -1, len(self._col_fid))
             self._cs_off[-1] = len(self._col_fid) + len(cols)
             self._width = np.insert(self._width, -1, len(cols))

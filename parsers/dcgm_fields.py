@@ -6,9 +6,14 @@ emits, ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``), by the DCGM 4.6 canonical name
 IDs, names and short names were checked against NVIDIA/DCGM ``dcgm_fields.h``/``dcgm_fields.cpp``
 (v3.3.9 and v4.6.0) and the real ``dcgmi dmon -l`` output of DCGM 3.1.8.
 
-Canonical units in the sample table: DCGM's own units, except that the NVML utilisation
-percentages (203 GPU_UTIL, 204 MEM_COPY_UTIL, 206 ENC_UTIL, 207 DEC_UTIL) are stored as ratios
-0..1 (:data:`TO_CANONICAL`), so nvidia-smi and DCGM streams agree.
+DCGM 4.6.1 adds fields in SI units under new IDs (1600-1612: clocks in Hz, energy in J, fan speed
+as a ratio, BAR1 in bytes) and deprecates the fields they replace (:data:`SI_SUCCESSORS`, from
+NVIDIA go-dcgm's DCGM 4.6.1 ``dcgm_fields.h``). They are stored as the replaced field, converted.
+
+Canonical units in the sample table: DCGM's own units of the classic fields (MHz, mJ, %, MiB),
+except that the NVML utilisation percentages (203 GPU_UTIL, 204 MEM_COPY_UTIL, 206 ENC_UTIL,
+207 DEC_UTIL) are stored as ratios 0..1 (:data:`TO_CANONICAL`), so nvidia-smi and DCGM streams
+agree; :func:`canonical_factor` gives the factor for any name (docs/formulas.md#inputs).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ FIELDS: tuple[Field, ...] = (
     _F(1, "DCGM_FI_DRIVER_VERSION", "DRVER", "DCGM_FI_SYSTEM_DRIVER_VERSION"),
     _F(4, "DCGM_FI_DEV_COUNT", "DVCNT", "DCGM_FI_SYSTEM_GPU_QUANTITY"),
     _F(52, "DCGM_FI_DEV_NVML_INDEX", "NVIDX"),
+    _F(90, "DCGM_FI_DEV_BAR1_TOTAL", "B1TTL"),  # MiB (DcgmCacheManager: NVML bytes / 1024 / 1024)
+    _F(92, "DCGM_FI_DEV_BAR1_USED", "B1USE"),
+    _F(93, "DCGM_FI_DEV_BAR1_FREE", "B1FRE"),
     _F(67, "DCGM_FI_DEV_MIG_MODE", "MGMOD"),
     _F(69, "DCGM_FI_DEV_MIG_MAX_SLICES", "MIGMS"),
     _F(100, "DCGM_FI_DEV_SM_CLOCK", "SMCLK"),
@@ -49,12 +57,12 @@ FIELDS: tuple[Field, ...] = (
     _F(152, "DCGM_FI_DEV_GPU_MAX_OP_TEMP", "GGMOT", "DCGM_FI_DEV_GPU_MAX_OP_TEMP_CELSIUS"),
     _F(155, "DCGM_FI_DEV_POWER_USAGE", "POWER", "DCGM_FI_DEV_BOARD_POWER_WATTS"),
     _F(156, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "TOTEC"),
-    _F(157, "DCGM_FI_DEV_POWER_USAGE_INSTANT", "POWINST"),
-    _F(158, "DCGM_FI_DEV_SLOWDOWN_TEMP", "SDTMP"),
-    _F(159, "DCGM_FI_DEV_SHUTDOWN_TEMP", "SHTMP"),
-    _F(160, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "PMLMT"),
-    _F(164, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "EPLMT"),
-    _F(190, "DCGM_FI_DEV_PSTATE", "PSTAT"),
+    _F(157, "DCGM_FI_DEV_POWER_USAGE_INSTANT", "POWINST", "DCGM_FI_DEV_BOARD_POWER_RAW_WATTS"),
+    _F(158, "DCGM_FI_DEV_SLOWDOWN_TEMP", "SDTMP", "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS"),
+    _F(159, "DCGM_FI_DEV_SHUTDOWN_TEMP", "SHTMP", "DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS"),
+    _F(160, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "PMLMT", "DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS"),
+    _F(164, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "EPLMT", "DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS"),
+    _F(190, "DCGM_FI_DEV_PSTATE", "PSTAT", "DCGM_FI_DEV_GPU_PSTATE"),
     _F(191, "DCGM_FI_DEV_FAN_SPEED", "FANSP"),
     _F(200, "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "TXTPT"),
     _F(201, "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "RXTPT"),
@@ -70,7 +78,7 @@ FIELDS: tuple[Field, ...] = (
     _F(251, "DCGM_FI_DEV_FB_FREE", "FBFRE"),
     _F(252, "DCGM_FI_DEV_FB_USED", "FBUSD"),
     _F(253, "DCGM_FI_DEV_FB_RESERVED", "FBRSV"),
-    _F(254, "DCGM_FI_DEV_FB_USED_PERCENT", "FBUSP"),
+    _F(254, "DCGM_FI_DEV_FB_USED_PERCENT", "FBUSP", "DCGM_FI_DEV_FB_USED_RATIO"),  # a ratio 0..1 under both names
     _F(310, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "ESVTL"),
     _F(311, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "EDVTL"),
     _F(312, "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "ESATL"),
@@ -138,15 +146,52 @@ FIELDS: tuple[Field, ...] = (
     _F(1533, "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK", "NVLPRX"),
 )
 
+
+
+@dataclass(frozen=True)
+class Successor:
+    """A DCGM 4.6.1 field in SI units (its own ID) that replaces a deprecated field: its values are
+    stored as the replaced field, times ``factor`` (from the successor's unit to the replaced one's)."""
+
+    id: int
+    name: str
+    replaces: int
+    factor: float
+
+
+_MIB = 1.0 / (1 << 20)  # bytes -> MiB (DCGM's BAR1 "MB" is bytes / 1024 / 1024)
+# NVIDIA go-dcgm b7fa315 (DCGM 4.6.1 headers, pkg/dcgm/dcgm_fields.h): "Deprecated: Use ... instead."
+SI_SUCCESSORS: tuple[Successor, ...] = (
+    Successor(1600, "DCGM_FI_DEV_BAR1_CAPACITY_BYTES", 90, _MIB),
+    Successor(1601, "DCGM_FI_DEV_BAR1_USED_BYTES", 92, _MIB),
+    Successor(1602, "DCGM_FI_DEV_BAR1_FREE_BYTES", 93, _MIB),
+    Successor(1603, "DCGM_FI_DEV_SM_CLOCK_HERTZ", 100, 1e-6),  # Hz -> MHz
+    Successor(1604, "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ", 101, 1e-6),
+    Successor(1605, "DCGM_FI_DEV_VIDEO_CLOCK_HERTZ", 102, 1e-6),
+    Successor(1606, "DCGM_FI_DEV_SM_APP_CLOCK_HERTZ", 110, 1e-6),
+    Successor(1607, "DCGM_FI_DEV_MEMORY_APP_CLOCK_HERTZ", 111, 1e-6),
+    Successor(1608, "DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ", 113, 1e-6),
+    Successor(1609, "DCGM_FI_DEV_MEMORY_MAX_CLOCK_HERTZ", 114, 1e-6),
+    Successor(1610, "DCGM_FI_DEV_VIDEO_MAX_CLOCK_HERTZ", 115, 1e-6),
+    Successor(1611, "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", 156, 1000.0),  # J -> mJ
+    Successor(1612, "DCGM_FI_DEV_FAN_SPEED_RATIO", 191, 100.0),  # ratio -> %
+)
+SUCCESSOR_BY_ID: dict[int, Successor] = {s.id: s for s in SI_SUCCESSORS}
+SUCCESSOR_BY_NAME: dict[str, Successor] = {s.name: s for s in SI_SUCCESSORS}
+
 BY_ID: dict[int, Field] = {f.id: f for f in FIELDS}
 BY_NAME: dict[str, int] = {}
 for _f in FIELDS:
     BY_NAME[_f.name] = _f.id
     if _f.new_name:
         BY_NAME[_f.new_name] = _f.id
+for _s in SI_SUCCESSORS:
+    BY_NAME[_s.name] = _s.replaces  # stored as the field it replaces, in that field's unit
 BY_SHORT: dict[str, int] = {f.short.upper(): f.id for f in FIELDS}
 
-# Multiply a parsed value by this to get the canonical unit (NVML percentages -> ratios).
+# Multiply a parsed value by this to get the canonical unit (NVML percentages -> ratios). By field
+# ID: DCGM 4.6 renamed 203 DCGM_FI_DEV_GPU_UTIL_RATIO but still stores NVML's integer percent
+# (DcgmCacheManager.cpp, v4.6.0), so the factor holds under both names.
 TO_CANONICAL: dict[int, float] = {203: 0.01, 204: 0.01, 206: 0.01, 207: 0.01}
 
 PROFILING_IDS = frozenset(range(1001, 1097))
@@ -155,14 +200,34 @@ _FIELD_ID = re.compile(r"^(?:DCGM_FI_)?(\d+)$")
 
 
 def field_id(name: str) -> int | None:
-    """The ID of a field given by any of its names (enum, 4.6 name, dmon short name, or a number)."""
+    """The ID of a field given by any of its names (enum, 4.6 name, 4.6.1 SI name, dmon short name,
+    or a number); a 4.6.1 SI field gives the ID of the field it replaces (see :func:`canonical_factor`)."""
     n = name.strip()
     if n in BY_NAME:
         return BY_NAME[n]
     if n.upper() in BY_SHORT:
         return BY_SHORT[n.upper()]
     m = _FIELD_ID.match(n)
-    return int(m.group(1)) if m else None
+    if not m:
+        return None
+    fid = int(m.group(1))
+    succ = SUCCESSOR_BY_ID.get(fid)
+    return succ.replaces if succ else fid
+
+
+def canonical_factor(name: str) -> float:
+    """Multiply a value reported under ``name`` by this to get rooftop's canonical unit of its field
+    (docs/formulas.md#inputs): the SI successor's unit -> the replaced field's, then
+    :data:`TO_CANONICAL`. 1.0 for names rooftop does not know."""
+    n = name.strip()
+    m = _FIELD_ID.match(n)
+    succ = SUCCESSOR_BY_NAME.get(n)
+    if succ is None and m:
+        succ = SUCCESSOR_BY_ID.get(int(m.group(1)))
+    fid = field_id(n)
+    if fid is None:
+        return 1.0
+    return (succ.factor if succ else 1.0) * TO_CANONICAL.get(fid, 1.0)
 
 
 def field_name(fid: int) -> str:

@@ -95,7 +95,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             "mig": _first(metric, ("GPU_I_ID",)), "mig_profile": _first(metric, ("GPU_I_PROFILE",)),
             **_workload(metric), "job": _first(metric, ("hpc_job",)),
         }
-        factor = F.TO_CANONICAL.get(fid, 1.0)
+        factor = F.canonical_factor(name)  # the unit of this name (a DCGM 4.6.1 SI field: converted)
         for pair in pairs:
             try:
                 ts = float(pair[0])

@@ -535,9 +535,8 @@ def _parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: _State
 
     v = np.asarray((value_all.filter(keep) if not good.all() else value_all).to_numpy(zero_copy_only=False),
                    dtype="float64")
-    factor = np.ones(len(v))
-    for f_id, fac in F.TO_CANONICAL.items():
-        factor[fid_k == f_id] = fac
+    # the canonical factor of each head's field name (DCGM 4.6.1 SI names converted), per sample
+    factor = np.array([F.canonical_factor(n or "") for n in h["name"].to_pylist()], dtype="float64")[hidx_k]
     sentinel = F.sentinel_mask(v)
     state.sentinels += int(sentinel.sum())
     missing = sentinel | ~np.isfinite(v)

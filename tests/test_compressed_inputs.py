@@ -166,7 +166,8 @@ def test_ncu_repz_in_analyze_folders_and_diff(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
     assert [i["format"] for i in doc["inputs"]] == ["ncu-rep"] and doc["kernels"]
-    res = CliRunner().invoke(main, ["diff", str(rep), str(folder / "a.ncu-repz"), "--json", str(tmp_path / "d.json")])
+    res = CliRunner().invoke(main, ["diff", str(rep), str(folder / "a.ncu-repz"), "--json", str(tmp_path / "d.json"),
+                                    "--html", str(tmp_path / "d.html")])
     assert res.exit_code == 0, res.output
     d = json.loads((tmp_path / "d.json").read_text())
     assert d["pairs"] and all(p["change"]["duration"] == 0 for p in d["pairs"])
