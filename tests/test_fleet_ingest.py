@@ -224,9 +224,12 @@ def test_second_ingest_while_locked_is_refused(tmp_path, monkeypatch):
     paths = _inputs(tmp_path, monkeypatch, ["node-a"])
     root = tmp_path / "ds"
     root.mkdir()
-    (root / dsmod.LOCK).write_text(f"{dsmod.socket.gethostname()} 1")  # pid 1 is alive
-    with pytest.raises(InputError, match="another `rooftop ingest`"):
-        ingest_files(paths, root, ParseOptions())
+    with dsmod.ingest_lock(root), pytest.raises(InputError, match="another `rooftop ingest`"):
+        ingest_files(paths, root, ParseOptions())  # the lock is held (flock): refused
+    # a lock file nobody holds (empty, or naming a live pid on this host) is not a lock
+    (root / dsmod.LOCK).write_text("")
+    assert len(ingest_files(paths, root, ParseOptions()).ingested) == 1
+    assert not (root / dsmod.LOCK).exists()
 
 
 def test_corrupt_manifest_is_an_input_error(tmp_path):

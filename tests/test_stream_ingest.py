@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -233,7 +234,10 @@ def _complete(path: Path, opts: ParseOptions) -> parsers.ParseResult:
     """``path`` parsed up to its last newline (its complete extent), by ``parse_path`` on a copy."""
     data = path.read_bytes()
     copy = path.with_name(path.name + ".complete")
-    copy.write_bytes(data[: data.rfind(b"\n") + 1])
+    end = data.rfind(b"\n") + 1
+    if data.startswith(b"\xff\xfe"):  # UTF-16-LE: the newline code unit is "\n\x00"
+        end = data.rfind(b"\n\x00") + 2
+    copy.write_bytes(data[:end])
     st = path.stat()
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime: same default time origin
     try:
@@ -656,27 +660,28 @@ def test_crlf_file_cut_between_cr_and_lf(tmp_path: Path, kind: str) -> None:
     _exact(root, live, OPTS)
 
 
-@pytest.mark.parametrize("kind", ["prom", "dmon"])
-def test_utf16_file_is_read_whole(tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize(("kind", "enc", "bom"), [("prom", "utf-16-le", "\ufeff"), ("dmon", "utf-16-le", "\ufeff"),
+                                                 ("dmon", "utf-16-be", "\ufeff")])
+def test_utf16_growing_log_is_held_back_and_appended(tmp_path: Path, kind: str, enc: str, bom: str) -> None:
+    # PowerShell `>` writes UTF-16 with a BOM, flushed mid-line: the unterminated line is held back
+    # (terminators are UTF-16 code units), so each growth is an append, never the whole file again
     head, cut = CUT_INPUTS[kind]
     live = tmp_path / f"live.{kind}"
-    data = "\ufeff".encode("utf-16-le") + (head + cut + b"3").decode().encode("utf-16-le")
+    data = (bom + (head + cut).decode()).encode(enc)
     live.write_bytes(data)
     root = tmp_path / "ds"
     s = ingest_files([live], root, OPTS)
     (e,) = s.ingested
-    assert (e["size"], e["held_back_bytes"]) == (len(data), 0) and s.held_back == []
-    assert e["records"] == parse_path(live, OPTS).accounting.records and 0.53 in _gpu_values(root, "1")
-    # it grows: its stored last line was unterminated (UTF-16 is not held back), so not an append
-    more = (b"\n" + head.splitlines(keepends=True)[-1]).decode().encode("utf-16-le")
-    _grow(live, more)
+    held = len(cut.decode().encode(enc))
+    assert (e["size"], e["held_back_bytes"]) == (len(data) - held, held) and s.held_back == [str(live)]
+    assert 0.53 not in _gpu_values(root, "1")
+    _grow(live, ("3\n" + head.decode().splitlines(keepends=True)[-1]).encode(enc))
     s2 = ingest_files([live], root, OPTS)
-    assert s2.recut == [str(live)] and s2.ingested[0]["kind"] == "file"
-    # grown after a complete line: appended
-    _grow(live, more[2:])
-    s3 = ingest_files([live], root, OPTS)
-    assert s3.recut == [] and s3.ingested[0]["kind"] == "append"
-    assert s3.ingested[0]["records"] == {"prom": 1, "dmon": 2}[kind]
+    (e2,) = s2.ingested
+    assert s2.recut == [] and e2["kind"] == "append" and e2["records"] == {"prom": 2, "dmon": 4}[kind]
+    assert _gpu_values(root, "1").count(0.53) == 1
+    assert s2.held_back == [] and ingest_files([live], root, OPTS).ingested == []
+    _exact(root, live, OPTS)
 
 
 def test_file_growing_while_ingested_stores_only_the_hashed_bytes(tmp_path: Path,
@@ -689,8 +694,8 @@ def test_file_growing_while_ingested_stores_only_the_hashed_bytes(tmp_path: Path
     live.write_bytes(PROM_HEAD)
     real = ingmod.file_digest
 
-    def digest_then_grow(path: Path, prefix_size: int | None = None, *, hold_back: bool = False) -> dsmod.Digest:
-        d = real(path, prefix_size, hold_back=hold_back)
+    def digest_then_grow(path: Path, prefix_size: int | None = None, **kw: Any) -> dsmod.Digest:
+        d = real(path, prefix_size, **kw)
         _grow(path, PROM_CUT + b"3\n")
         return d
 

@@ -24,9 +24,8 @@ import contextlib
 import json
 import os
 import re
-import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from hashlib import sha1, sha256
@@ -39,11 +38,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rooftop.parsers.model import SAMPLE_SCHEMA, InputError
+# re-exported: the manifest and the lock live in their own modules
+from rooftop.analyzer.fleet.ingest_lock import LOCK as LOCK
+from rooftop.analyzer.fleet.ingest_lock import IngestLock as IngestLock
+from rooftop.analyzer.fleet.ingest_lock import ingest_lock as ingest_lock
+from rooftop.analyzer.fleet.manifest import MANIFEST as MANIFEST
+from rooftop.analyzer.fleet.manifest import MANIFEST_VERSION as MANIFEST_VERSION
+from rooftop.analyzer.fleet.manifest import Manifest as Manifest
+from rooftop.parsers.model import SAMPLE_SCHEMA
 
-MANIFEST = "_manifest.json"
-LOCK = "_ingest.lock"
-MANIFEST_VERSION = 1
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # hive convention for null
 MAX_PARTITION_CHARS = 120
 COMPRESSION = "zstd"
@@ -112,11 +115,29 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+def _umask() -> int:
+    """The process umask (read from /proc where it can be, so no thread sees a changed umask)."""
+    with contextlib.suppress(OSError, ValueError, StopIteration), open("/proc/self/status", encoding="ascii") as fh:
+        return int(next(ln for ln in fh if ln.startswith("Umask:")).split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: Path, payload: Any) -> None:
+    """Replace ``path`` atomically. The new file keeps the mode of the one it replaces, else it is
+    created as ``open()`` would (0666 less the umask), not ``mkstemp``'s 0600: Dask workers and a
+    reporting account must be able to read the dataset the umask lets them read."""
     data = json.dumps(payload, indent=1, sort_keys=True).encode("utf-8")
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -128,108 +149,14 @@ def write_json_atomic(path: Path, payload: Any) -> None:
     fsync_dir(path.parent)
 
 
-# --------------------------------------------------------------------------------------------------
-# manifest
-
-
-@dataclass
-class Manifest:
-    """``_manifest.json``: one entry per ingested input (path, size, sha256, accounting, files)."""
-
-    root: Path
-    entries: list[dict[str, Any]] = field(default_factory=list)
-
-    @classmethod
-    def load(cls, root: Path, *, must_exist: bool = False) -> Manifest:
-        path = root / MANIFEST
-        if not path.exists():
-            if must_exist:
-                raise InputError(str(root), "is not a rooftop dataset (no _manifest.json)",
-                                 "create it with `rooftop ingest INPUT... --to DATASET`")
-            return cls(root)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            entries = data["inputs"]
-            if not isinstance(entries, list):
-                raise TypeError("inputs is not a list")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(str(path), f"is not a readable manifest ({exc})",
-                             "restore it from backup or re-ingest into a new dataset") from exc
-        return cls(root, entries)
-
-    def save(self) -> None:
-        write_json_atomic(self.root / MANIFEST, {"version": MANIFEST_VERSION, "inputs": self.entries})
-
-    def sha256s(self) -> set[str]:
-        return {e["sha256"] for e in self.entries}
-
-    def latest_for(self, path: Path) -> dict[str, Any] | None:
-        """The last entry ingested from ``path`` (same absolute path), or None."""
-        key = os.path.abspath(path)
-        for e in reversed(self.entries):
-            if os.path.abspath(e["path"]) == key:
-                return e
-        return None
-
-    def chain(self, entry: dict[str, Any]) -> list[dict[str, Any]]:
-        """``entry`` and the entries it appends to (``prefix_sha256`` links), oldest first: together
-        they hold every sample of the file version ``entry`` describes."""
-        by_sha = {e["sha256"]: e for e in self.entries}
-        out = [entry]
-        while out[-1].get("kind") == "append" and out[-1].get("prefix_sha256") in by_sha and len(out) <= len(by_sha):
-            out.append(by_sha[out[-1]["prefix_sha256"]])
-        return out[::-1]
-
-    def files(self) -> list[str]:
-        """Dataset-relative partition files, in ingest order (the scan order of every engine)."""
-        return [f for e in self.entries for f in e.get("files", [])]
-
-
-@contextlib.contextmanager
-def ingest_lock(root: Path) -> Iterator[None]:
-    """One ingest at a time per dataset; a lock left by a dead process on this host is taken over."""
-    lock = root / LOCK
-    me = f"{socket.gethostname()} {os.getpid()}"
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if _stale(lock):
-                with contextlib.suppress(OSError):
-                    lock.unlink()
-                continue
-            raise InputError(str(root), "another `rooftop ingest` is writing this dataset",
-                             f"wait for it, or delete {lock} if no ingest is running") from None
-        with os.fdopen(fd, "w") as fh:
-            fh.write(me)
-        break
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            lock.unlink()
-
-
-def _stale(lock: Path) -> bool:
-    try:
-        host, pid = lock.read_text().split()
-    except (OSError, ValueError):
-        return False
-    if host != socket.gethostname():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, ValueError):
-        return False
-    return False
-
-
 def remove_orphans(root: Path, manifest: Manifest) -> int:
     """Delete temporary files and partition files no manifest entry names (left by a crash)."""
     keep = set(manifest.files())
     removed = 0
+    for p in root.glob(f".{MANIFEST}.*{TMP_SUFFIX}"):  # a manifest save killed before its rename
+        with contextlib.suppress(OSError):
+            p.unlink()
+            removed += 1
     for p in root.glob("date=*/host=*/*"):
         rel = p.relative_to(root).as_posix()
         if p.is_file() and (p.name.endswith(TMP_SUFFIX) or (p.suffix == ".parquet" and rel not in keep)):
@@ -355,12 +282,22 @@ def file_sha256(path: Path) -> str:
 
 
 @dataclass(frozen=True)
+class Prefix:
+    """SHA-256 of a file's first ``size`` bytes, the line terminators in them, their last two bytes."""
+
+    sha256: str
+    lines: int
+    tail: bytes
+
+
+@dataclass(frozen=True)
 class Digest:
-    """SHA-256 and size of a file's ingested extent, and of its first ``prefix_size`` bytes.
+    """SHA-256 and size of a file's ingested extent, and of some of its prefixes.
 
     ``size``/``sha256``: the complete extent (with ``hold_back``: up to and including the last line
     terminator) or the whole file; ``held_back``: the bytes after the extent (an unterminated last
-    line). ``prefix_lines``: newlines in the prefix; ``prefix_tail``: its last (up to) two bytes.
+    line). ``prefixes``: for each asked prefix size the file is at least as long as, its
+    :class:`Prefix`. ``prefix_sha256``/``prefix_lines``/``prefix_tail``: those of ``prefix_size``.
     """
 
     sha256: str
@@ -369,72 +306,117 @@ class Digest:
     prefix_lines: int = 0
     held_back: int = 0
     prefix_tail: bytes = b""
+    prefixes: dict[int, Prefix] = field(default_factory=dict)
 
     @property
     def file_size(self) -> int:
         return self.size + self.held_back
 
 
-def file_digest(path: Path, prefix_size: int | None = None, *, hold_back: bool = False) -> Digest:
+# line terminators (newline, carriage return) and their alignment, per encoding
+TERMINATORS: dict[str, tuple[bytes, bytes, int]] = {
+    "utf-8": (b"\n", b"\r", 1),
+    "utf-16-le": (b"\n\x00", b"\r\x00", 2),
+    "utf-16-be": (b"\x00\n", b"\x00\r", 2),
+}
+
+
+def _rfind_aligned(chunk: bytes, needle: bytes, base: int, align: int) -> int:
+    """Index just past the last ``needle`` in ``chunk`` starting at an absolute offset (``base`` +
+    index) that is a multiple of ``align`` (a UTF-16 code unit), or -1."""
+    end = len(chunk)
+    while True:
+        i = chunk.rfind(needle, 0, end)
+        if i < 0 or (base + i) % align == 0:
+            return -1 if i < 0 else i + len(needle)
+        end = i + len(needle) - 1
+
+
+def file_digest(path: Path, prefix_size: int | None = None, *, hold_back: bool = False,
+                encoding: str = "utf-8", prefix_sizes: Iterable[int] = ()) -> Digest:
     """One streamed pass (bounded memory) over ``path``.
 
-    With ``hold_back``, the extent ends after the last ``\\n`` (a file without any ``\\n``: after the
-    last ``\\r``; without either: it is empty) and the rest is held back; else it is the whole file.
-    When ``prefix_size`` is given and the file is at least that long, the SHA-256 of its first
-    ``prefix_size`` bytes too (the file's bytes, whatever the extent).
+    With ``hold_back``, the extent ends after the last line terminator (a file without any newline:
+    after the last carriage return; without either: it is empty) and the rest is held back; else it
+    is the whole file. ``encoding``: the terminators are those of ``utf-8`` or ``utf-16-le``/``-be``
+    (code units at even offsets; the BOM is 2 bytes and :data:`DIGEST_CHUNK` is even, so a unit
+    never straddles chunks). For ``prefix_size`` and each of ``prefix_sizes`` the file is at least
+    that long: the :class:`Prefix` of its first that many bytes (the file's bytes, whatever the extent).
     """
+    nl_bytes, cr_bytes, align = TERMINATORS.get(encoding, TERMINATORS["utf-8"])
+    wanted = sorted({s for s in (*prefix_sizes, *(() if prefix_size is None else (prefix_size,))) if s >= 0})
     h = sha256()
     done = 0
-    prefix: str | None = None
     lines = 0
-    tail = b""  # the last two bytes hashed before the prefix cut
-    at_nl: tuple[Any, int] | None = None  # hash state and size after the last "\n"
-    at_cr: tuple[Any, int] | None = None  # the same after the last "\r", while no "\n" was seen
-    if prefix_size is not None and prefix_size <= 0:
-        prefix, prefix_size = h.hexdigest(), None
+    tail = b""  # the last two bytes hashed
+    prefixes: dict[int, Prefix] = {}
+    at_nl: tuple[Any, int] | None = None  # hash state and size after the last newline
+    at_cr: tuple[Any, int] | None = None  # the same after the last carriage return, while no newline was seen
     with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(DIGEST_CHUNK), b""):
+        chunk = b""
+        while True:
+            while wanted and wanted[0] <= done:  # a cut at the end of what was hashed so far
+                prefixes[wanted.pop(0)] = Prefix(h.hexdigest(), lines, tail)
+            chunk = fh.read(DIGEST_CHUNK)
+            if not chunk:
+                break
             cuts: dict[int, list[str]] = {}
-            if prefix_size is not None and prefix is None and done + len(chunk) >= prefix_size:
-                cuts.setdefault(prefix_size - done, []).append("prefix")
+            for w in wanted:
+                if w >= done + len(chunk):
+                    break
+                cuts.setdefault(w - done, []).append("prefix")
             if hold_back:
-                nl = chunk.rfind(b"\n")
+                nl = _rfind_aligned(chunk, nl_bytes, done, align)
                 if nl >= 0:
-                    cuts.setdefault(nl + 1, []).append("nl")
+                    cuts.setdefault(nl, []).append("nl")
                     at_cr = None
                 elif at_nl is None:
-                    cr = chunk.rfind(b"\r")
+                    cr = _rfind_aligned(chunk, cr_bytes, done, align)
                     if cr >= 0:
-                        cuts.setdefault(cr + 1, []).append("cr")
+                        cuts.setdefault(cr, []).append("cr")
             pos = 0
             for cut in sorted(cuts):
                 piece = chunk[pos:cut]
                 h.update(piece)
-                if prefix is None and prefix_size is not None:
-                    lines += piece.count(b"\n")
-                    tail = (tail + piece)[-2:]
+                lines += piece.count(nl_bytes)
+                tail = (tail + piece[-2:])[-2:]
                 pos = cut
                 for what in cuts[cut]:
                     if what == "prefix":
-                        prefix = h.hexdigest()  # hexdigest does not finalize: the hash goes on
+                        prefixes[wanted.pop(0)] = Prefix(h.hexdigest(), lines, tail)  # hexdigest does not finalize
                     elif what == "nl":
                         at_nl = (h.copy(), done + cut)
                     else:
                         at_cr = (h.copy(), done + cut)
             piece = chunk[pos:]
             h.update(piece)
-            if prefix is None and prefix_size is not None:
-                lines += piece.count(b"\n")
-                tail = (tail + piece)[-2:]
+            lines += piece.count(nl_bytes)
+            tail = (tail + piece[-2:])[-2:]
             done += len(chunk)
-    if prefix is None:
-        lines, tail = 0, b""
+    first = prefixes.get(prefix_size) if prefix_size is not None else None
+    common: dict[str, Any] = {"prefix_sha256": first.sha256 if first else None,
+                              "prefix_lines": first.lines if first else 0,
+                              "prefix_tail": first.tail if first else b"", "prefixes": prefixes}
     if not hold_back:
-        return Digest(h.hexdigest(), done, prefix, lines, 0, tail)
+        return Digest(h.hexdigest(), done, **common)
     mark = at_nl or at_cr
     if mark is None:
-        return Digest(sha256().hexdigest(), 0, prefix, lines, done, tail)
-    return Digest(mark[0].hexdigest(), mark[1], prefix, lines, done - mark[1], tail)
+        return Digest(sha256().hexdigest(), 0, held_back=done, **common)
+    return Digest(mark[0].hexdigest(), mark[1], held_back=done - mark[1], **common)
+
+
+def prefix_sha256(path: Path, size: int) -> str | None:
+    """SHA-256 of the first ``size`` bytes of ``path`` as it is now; None if it is shorter."""
+    h = sha256()
+    left = size
+    with path.open("rb") as fh:
+        while left > 0:
+            chunk = fh.read(min(DIGEST_CHUNK, left))
+            if not chunk:
+                return None
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
 
 
 def iso_ms(ms: int | None) -> str | None:

@@ -38,6 +38,7 @@ earlier samples are then stored twice.
 from __future__ import annotations
 
 import contextlib
+import errno
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -47,6 +48,7 @@ from typing import Any
 import pyarrow as pa
 
 from rooftop.analyzer.fleet.dataset import (
+    TERMINATORS,
     Digest,
     Manifest,
     PartitionWriter,
@@ -54,8 +56,10 @@ from rooftop.analyzer.fleet.dataset import (
     ingest_lock,
     iso_ms,
     parse_iso,
+    prefix_sha256,
     remove_orphans,
 )
+from rooftop.analyzer.fleet.manifest import canonical
 from rooftop.parsers import (
     FORMATS,
     Input,
@@ -68,6 +72,7 @@ from rooftop.parsers import (
 
 BATCH_ROWS = 1_000_000
 COMMIT_EVERY = 64
+READ_ATTEMPTS = 3  # digests and reads of a file that changes while it is read, before it is unusable
 MAX_REJECTED_KEPT = 50
 # formats whose samples come out in line order, so a longer file's first samples are the shorter one's
 APPENDABLE = frozenset(f.name for f in FORMATS.values() if f.appendable)
@@ -89,6 +94,9 @@ class IngestSummary:
     recompressed: list[str] = field(default_factory=list)  # a compressed file grew: ingested whole as new
     held_back: list[str] = field(default_factory=list)  # an unterminated last line was not ingested
     waiting: list[str] = field(default_factory=list)  # skipped: no complete line beyond the stored ones
+    rotated: list[str] = field(default_factory=list)  # a rotated copy of a stored version: its tail appended
+    repaired: list[str] = field(default_factory=list)  # entries dropped by --repair (partitions gone)
+    lost: list[str] = field(default_factory=list)  # repaired entries whose input is gone too
     orphans_removed: int = 0
     seconds: float = 0.0
 
@@ -115,6 +123,16 @@ class IngestSummary:
         if self.appended:
             lines.append(f"{len(self.appended)} of them grew since their last ingest: only the samples "
                          "after the stored ones were added")
+        if self.rotated:
+            lines.append(f"{len(self.rotated)} input(s) are rotated copies (logrotate) of a stored version: only "
+                         "the samples after the stored ones were added: " + _first(self.rotated))
+        if self.repaired:
+            lines.append(f"repair: dropped {len(self.repaired)} entr(ies) whose partition files were missing or "
+                         "unreadable; their inputs were ingested again where they still exist: "
+                         + _first(self.repaired))
+        if self.lost:
+            lines.append(f"repair: {len(self.lost)} input(s) are gone too: their samples are no longer in the "
+                         "dataset: " + _first(self.lost))
         if self.rewritten:
             lines.append(f"{len(self.rewritten)} input(s) changed in their earlier bytes since their last "
                          "ingest (rotated or rewritten): ingested as new files, earlier samples kept: "
@@ -153,10 +171,15 @@ def _first(paths: list[str], n: int = 5) -> str:
 
 
 def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
-                 progress: bool = False, finished: bool = False) -> IngestSummary:
+                 progress: bool = False, finished: bool = False, repair: bool = False) -> IngestSummary:
     """Ingest DCGM inputs into ``dataset`` (created if absent). Raises :class:`InputError` when
     there is nothing to ingest and every input is unusable, or the dataset cannot be written.
-    ``finished``: the inputs are complete; an unterminated last line is ingested, not held back."""
+    ``finished``: the inputs are complete; an unterminated last line is ingested, not held back.
+    ``repair``: first drop the entries whose partition files are missing or unreadable and
+    re-ingest their inputs (:func:`rooftop.analyzer.fleet.repair.repair`).
+
+    One input that cannot be read or parsed is listed as unusable with its reason; the others are
+    committed (docs/formulas.md#fleet-ingest)."""
     t0 = time.perf_counter()
     dataset = Path(dataset)
     if dataset.exists() and not dataset.is_dir():
@@ -166,36 +189,71 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
     except OSError as exc:
         raise InputError(str(dataset), f"cannot be created ({exc.strerror or exc})",
                          "check the path and permissions") from exc
-    if not paths:
+    if not paths and not repair:
         raise InputError(str(dataset), "no input files given", "pass DCGM exports or a folder of them")
     summary = IngestSummary(dataset)
-    with ingest_lock(dataset):
+    with ingest_lock(dataset) as lock:
         manifest = Manifest.load(dataset)
+        jobs = [(Path(p), options) for p in paths]
+        if repair:
+            from rooftop.analyzer.fleet.repair import repair_manifest
+
+            given = {canonical(p) for p in paths}
+            jobs += [(Path(path), replace(options, host=host)) for host, path in repair_manifest(manifest, summary)
+                     if path not in given or host != options.host]
         summary.orphans_removed = remove_orphans(dataset, manifest)
-        known = manifest.sha256s()
         pending = 0
-        with _progress(paths, progress) as items:
-            for path in items:
-                entry = _ingest_one(Path(path), dataset, options, manifest, known, summary, finished)
+        with _progress(jobs, progress) as items:
+            for path, opts in items:
+                entry = _ingest_guarded(path, dataset, opts, manifest, summary, finished)
                 if entry is None:
                     continue
                 manifest.entries.append(entry)
-                known.add(entry["sha256"])
                 pending += 1
                 if pending >= COMMIT_EVERY:
+                    lock.check()
                     manifest.save()
                     pending = 0
-        if pending or not (dataset / "_manifest.json").exists():
+        if pending or summary.repaired or not (dataset / "_manifest.json").exists():
+            lock.check()
             manifest.save()
     summary.seconds = time.perf_counter() - t0
-    if not summary.ingested and not summary.skipped and summary.unusable:
+    if not summary.ingested and not summary.skipped and summary.unusable and not summary.repaired:
         raise summary.unusable[0]
     return summary
+
+
+# errors writing the dataset end the run (no later input could be written either)
+_DATASET_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+
+
+def _ingest_guarded(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest,
+                    summary: IngestSummary, finished: bool) -> dict[str, Any] | None:
+    """:func:`_ingest_one`, with any failure of this one input listed as unusable (its reason named)
+    instead of ending the run; a full or read-only dataset still ends it."""
+    try:
+        return _ingest_one(path, dataset, options, manifest, summary, finished)
+    except InputError as exc:
+        summary.unusable.append(exc)
+    except OSError as exc:
+        if exc.errno in _DATASET_ERRNOS or str(exc.filename or "").startswith(str(dataset)):
+            raise  # writing the dataset failed, not reading this input
+        summary.unusable.append(InputError(str(path), f"cannot be read ({exc.strerror or exc})",
+                                           "check the path and permissions"))
+    except (RecursionError, MemoryError, OverflowError, ValueError, pa.ArrowException) as exc:
+        summary.unusable.append(InputError(
+            str(path), f"could not be ingested ({type(exc).__name__}: {str(exc)[:200]})",
+            "check the file (other inputs were ingested); please report it if it is a valid export"))
+    return None
 
 
 class _NotAppend(Exception):
     """A grown file is not an append after all: another format now, or fewer samples (or fewer
     records, missing or rejected) than stored."""
+
+
+class _Changed(Exception):
+    """The file's hashed extent changed (truncated or rewritten) while it was being parsed."""
 
 
 @dataclass(frozen=True)
@@ -210,47 +268,63 @@ class _Prefix:
     origin: str | None  # time of tick/scrape 0 the earlier ingest stamped with
 
 
-def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest, known: set[str],
+def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest,
                 summary: IngestSummary, finished: bool = False) -> dict[str, Any] | None:
-    try:
-        prev = manifest.latest_for(path)
-        size = path.stat().st_size
-        inp = open_input(path)  # opened and detected once; refuses FIFOs and devices
-        encoding = inp.source.encoding
-        compressed = inp.source.compression is not None  # no line ends in compressed bytes: read whole
-        hold = not finished and encoding == "utf-8" and not compressed and inp.format.name in LINE_FORMATS
-        prev_size = int(prev["size"]) if prev is not None else None
-        digest = file_digest(path, prev_size if prev_size is not None and prev_size <= size else None,
-                             hold_back=hold)
-    except OSError as exc:
-        summary.unusable.append(InputError(str(path), f"cannot be read ({exc.strerror or exc})",
-                                           "check the path and permissions"))
-        return None
-    except InputError as exc:
-        summary.unusable.append(exc)
-        return None
+    """Ingest one input; a file changed while it was read is digested and read again (up to
+    :data:`READ_ATTEMPTS` times), so its entry records exactly the bytes that were parsed."""
+    for _attempt in range(READ_ATTEMPTS):
+        lists = ("rewritten", "recut", "regrown", "rotated", "recompressed")
+        marks = [len(getattr(summary, name)) for name in lists]
+        try:
+            return _ingest_once(path, dataset, options, manifest, summary, finished)
+        except _Changed:
+            for name, n in zip(lists, marks, strict=True):
+                del getattr(summary, name)[n:]
+    raise InputError(str(path), f"changed while it was read, {READ_ATTEMPTS} times (truncated or rewritten)",
+                     "ingest it again once its writer has settled; nothing of it was stored")
+
+
+def _ingest_once(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest,
+                 summary: IngestSummary, finished: bool) -> dict[str, Any] | None:
+    ident = (options.host, canonical(path))
+    prev = manifest.latest(ident)
+    size = path.stat().st_size
+    inp = open_input(path)  # opened and detected once; refuses FIFOs and devices
+    encoding = inp.source.encoding
+    compressed = inp.source.compression is not None  # no line ends in compressed bytes: read whole
+    hold = not finished and encoding in TERMINATORS and not compressed and inp.format.name in LINE_FORMATS
+    prev_size = int(prev["size"]) if prev is not None else None
+    rotated_from = manifest.rotation_candidates(ident, size)
+    sizes = [int(c["size"]) for c in rotated_from]
+    digest = file_digest(path, prev_size if prev_size is not None and prev_size <= size else None,
+                         hold_back=hold, encoding=encoding, prefix_sizes=sizes)
     name = str(path)
     same_prefix = prev is not None and digest.prefix_sha256 == prev["sha256"]
     # no complete byte beyond the stored ones (an entry ingested with --finished may hold more)
     stored = prev_size is not None and same_prefix and digest.size <= prev_size
-    if (digest.size == 0 and digest.held_back) or digest.sha256 in known or stored:
+    if (digest.size == 0 and digest.held_back) or stored or manifest.holds(options.host, digest.sha256):
         summary.skipped.append(name)
         if digest.held_back and not (stored and digest.file_size == prev_size):
             summary.waiting.append(name)  # only the unterminated last line is new (or there is no other)
             summary.held_back.append(name)
         return None
     prefix = None
-    if prev is not None:
-        if not same_prefix:
-            summary.rewritten.append(name)
-        elif compressed:
+    if prev is not None and same_prefix:
+        if compressed:
             summary.recompressed.append(name)  # a grown compressed file: ingested whole as a new file
         elif not _ends_line(digest.prefix_tail, encoding):
             summary.recut.append(name)  # its last stored line may be stored cut: no append after it
         elif prev.get("format") in APPENDABLE:
-            prefix = _prefix_of(manifest, prev, digest)
+            prefix = _prefix_of(manifest, prev, digest.prefix_lines)
         else:
             summary.regrown.append(name)
+    else:
+        base = None if compressed else _rotated_base(rotated_from, digest, encoding, size)
+        if base is not None:
+            summary.rotated.append(f"{name} (begins with {base['path']})")
+            prefix = _prefix_of(manifest, base, digest.prefixes[int(base["size"])].lines)
+        elif prev is not None:
+            summary.rewritten.append(name)
     try:
         entry = _write_input(inp, dataset, options, digest, prefix, summary, finished)
     except _NotAppend:  # fewer samples (or counts) than stored: not prefix-stable; ingest it whole
@@ -261,6 +335,18 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
         if digest.held_back:
             summary.held_back.append(name)
     return entry
+
+
+def _rotated_base(candidates: list[dict[str, Any]], digest: Digest, encoding: str,
+                  size: int) -> dict[str, Any] | None:
+    """The longest stored version (same host, same rotation family) this file begins with and
+    continues after a complete line, in an appendable format: the file is a rotated copy of it."""
+    for c in sorted(candidates, key=lambda e: -int(e["size"])):
+        p = digest.prefixes.get(int(c["size"]))
+        if (p is not None and p.sha256 == c["sha256"] and int(c["size"]) <= digest.size
+                and _ends_line(p.tail, encoding) and c.get("format") in APPENDABLE):
+            return c
+    return None
 
 
 _TERMINATORS = {
@@ -276,14 +362,14 @@ def _ends_line(tail: bytes, encoding: str) -> bool:
     return ends is None or tail.endswith(ends)
 
 
-def _prefix_of(manifest: Manifest, prev: dict[str, Any], digest: Digest) -> _Prefix:
+def _prefix_of(manifest: Manifest, prev: dict[str, Any], lines: int) -> _Prefix:
     chain = manifest.chain(prev)
     return _Prefix(
         entry=prev,
         records=sum(int(e["records"]) for e in chain),
         missing=sum(int(e["missing"]) for e in chain),
         rejected=sum(int(e["rejected"]) for e in chain),
-        lines=digest.prefix_lines,
+        lines=lines,
         origin=chain[0].get("time_origin"),
     )
 
@@ -326,15 +412,17 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
                 result.accounting.records - prefix.records, result.accounting.missing - prefix.missing,
                 result.accounting.rejected - prefix.rejected) < 0):
             raise _NotAppend(path)  # the earlier samples are not a prefix of these after all
+        if prefix_sha256(path, digest.size) != digest.sha256:
+            raise _Changed(path)  # truncated or rewritten while parsed: what was read is not what was hashed
         files = writer.commit()
     except InputError as exc:
         writer.abort()
         summary.unusable.append(exc)
         return None
-    except BaseException:
+    except BaseException:  # _NotAppend, _Changed, errors: nothing of this input is kept
         writer.abort()
         raise
-    entry = manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix)
+    entry = manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix, host=opts.host)
     entry["held_back_bytes"] = digest.held_back
     if finished:
         entry["finished"] = True
@@ -348,12 +436,15 @@ def write_samples(writer: PartitionWriter, samples: pa.Table, batch_rows: int = 
 
 
 def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, files: list[str],
-                   writer: PartitionWriter, prefix: _Prefix | None = None) -> dict[str, Any]:
-    """The manifest record of one ingest of ``path``; with ``prefix``, of its appended tail only."""
+                   writer: PartitionWriter, prefix: _Prefix | None = None,
+                   host: str | None = None) -> dict[str, Any]:
+    """The manifest record of one ingest of ``path`` (identity: ``host``, canonical path); with
+    ``prefix``, of its appended tail only."""
     acc = result.accounting
     rejected = result.rejected
     entry: dict[str, Any] = {
-        "path": str(path),
+        "path": canonical(path),
+        "host": host,
         "size": size,
         "sha256": digest,
         "format": acc.format,
@@ -364,6 +455,7 @@ def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, file
     }
     if prefix is not None:
         entry.update(kind="append", prefix_sha256=prefix.entry["sha256"], prefix_size=int(prefix.entry["size"]),
+                     prefix_input=[prefix.entry.get("host"), prefix.entry["path"]],
                      records=acc.records - prefix.records, missing=acc.missing - prefix.missing,
                      rejected=acc.rejected - prefix.rejected)
         rejected = [r for r in rejected if r.line is None or r.line > prefix.lines]
@@ -381,7 +473,7 @@ def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, file
     return entry
 
 
-def _progress(items: list[Path], enabled: bool) -> Any:
+def _progress(items: list[Any], enabled: bool) -> Any:
     if not enabled or len(items) < 2:
         return contextlib.nullcontext(items)
     import click
