@@ -121,17 +121,19 @@ def devices(as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.argument("inputs", nargs=-1, type=click.Path())
 @click.option("--to", "dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder.")
 @click.option("--interval", "interval_s", default=1.0, show_default=True, help="dmon interval, seconds.")
 @click.option("--start", help="Wall-clock time of the first dmon sample (ISO 8601).")
 @click.option("--host", help="Host name for streams that do not carry one.")
 @click.option("--finished", is_flag=True,
               help="The inputs are complete: also ingest an unterminated last line (held back by default).")
+@click.option("--repair", is_flag=True,
+              help="Drop entries whose partition files are missing or unreadable and ingest their inputs again.")
 @click.option("-q", "--quiet", is_flag=True)
 @friendly_errors
 def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str | None,
-           host: str | None, finished: bool, quiet: bool) -> None:
+           host: str | None, finished: bool, repair: bool, quiet: bool) -> None:
     """DCGM inputs into a partitioned Parquet dataset (idempotent, incremental, atomic).
 
     Files still being written may be ingested again later: only their new samples are added. An
@@ -141,8 +143,10 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str 
     from rooftop.parsers import ParseOptions, expand_inputs
 
     options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
+    if not inputs and not repair:
+        raise click.UsageError("give INPUT files or folders (or --repair)")
     summary = ingest_files(expand_inputs(inputs), Path(dataset), options=options,
-                           progress=_show_progress(quiet), finished=finished)
+                           progress=_show_progress(quiet), finished=finished, repair=repair)
     if not quiet:
         click.echo(summary.describe())
 

@@ -149,18 +149,18 @@ def test_file_truncated_while_read_records_exactly_the_bytes_read(tmp_path: Path
     full = _dmon(range(50))
     log.write_text(full)
     half = _dmon(range(20))
-    real = ingest_mod.stream_path
+    real = ingest_mod.stream_input
     calls = {"n": 0}
 
-    def truncate_once(path: Any, *a: Any, **kw: Any) -> Any:
-        stream = real(path, *a, **kw)
+    def truncate_once(inp: Any, *a: Any, **kw: Any) -> Any:
+        stream = real(inp, *a, **kw)
         calls["n"] += 1
         if calls["n"] == 1:
-            with open(path, "r+") as fh:  # a real truncation, after the digest, during the read
+            with open(inp.path, "r+") as fh:  # a real truncation, after the digest, during the read
                 fh.truncate(len(half))
         return stream
 
-    monkeypatch.setattr(ingest_mod, "stream_path", truncate_once)
+    monkeypatch.setattr(ingest_mod, "stream_input", truncate_once)
     root = tmp_path / "ds"
     s = _ingest([log], root, "a")
     (e,) = s.ingested
@@ -177,16 +177,16 @@ def test_file_that_never_stops_changing_is_unusable_not_half_stored(tmp_path: Pa
     log, other = tmp_path / "dmon.log", tmp_path / "other.log"
     log.write_text(_dmon(range(50)))
     other.write_text(_dmon(range(5)))
-    real = ingest_mod.stream_path
+    real = ingest_mod.stream_input
 
-    def always_truncate(path: Any, *a: Any, **kw: Any) -> Any:
-        stream = real(path, *a, **kw)
-        if Path(path) == log:
+    def always_truncate(inp: Any, *a: Any, **kw: Any) -> Any:
+        stream = real(inp, *a, **kw)
+        if Path(inp.path) == log:
             data = log.read_bytes()
             log.write_bytes(data[: data.rfind(b"\n", 0, len(data) - 1) + 1])  # one line shorter each time
         return stream
 
-    monkeypatch.setattr(ingest_mod, "stream_path", always_truncate)
+    monkeypatch.setattr(ingest_mod, "stream_input", always_truncate)
     root = tmp_path / "ds"
     s = ingest_mod.ingest_files([log, other], root, _opts("a"))
     assert [Path(e["path"]).name for e in s.ingested] == ["other.log"]

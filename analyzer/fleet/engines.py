@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -78,7 +79,7 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
                     per_slice[i].append(part)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, f"is not a readable Parquet partition ({exc})",
-                         "re-ingest the input that produced it, or remove it from _manifest.json") from exc
+                         f"run `rooftop ingest --repair --to {Path(path).parent.parent.parent}` (re-ingests its input)") from exc
     return tuple(_combine_list(parts) for parts in per_slice)
 
 
