@@ -14,6 +14,7 @@ install: $(PY)
 
 test: install
 	bash tests/setup_browser.sh
+	bash tests/setup_prometheus.sh
 	$(PY) -m ruff check rooftop parsers analyzer reports tests bench
 	$(PY) -m mypy
 	$(PY) -m pytest -q -n 2 $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc

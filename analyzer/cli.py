@@ -72,6 +72,37 @@ def _show_progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
+def _prometheus_options(func: F) -> F:
+    """Options for http(s):// inputs: a Prometheus server (parsers.prom_http)."""
+    for decorator in reversed([
+        click.option("--since", "prom_since", help="Prometheus input: range start (ISO 8601, inclusive)."),
+        click.option("--until", "prom_until", help="Prometheus input: range end (ISO 8601, exclusive)."),
+        click.option("--match", "prom_match", multiple=True,
+                     help="Prometheus input: PromQL selector (repeatable; default: the DCGM fields rooftop uses)."),
+        click.option("--step", "prom_step", type=float,
+                     help="Prometheus input: seconds between points (default: the scrape interval in the data)."),
+        click.option("--token-file", "prom_token_file", type=click.Path(dir_okay=False),
+                     help="Prometheus input: bearer token file (default: $ROOFTOP_PROMETHEUS_TOKEN)."),
+    ]):
+        func = decorator(func)
+    return func
+
+
+def _prom_query(inputs: tuple[str, ...], since: str | None, until: str | None, match: tuple[str, ...],
+                step: float | None, token_file: str | None) -> Any:
+    """The range to read from the http(s):// inputs, or None without any."""
+    from rooftop.parsers.prom_http import PromQuery, is_url
+
+    servers = [i for i in inputs if is_url(i)]
+    if not servers:
+        return None
+    t0, t1 = _parse_time(since), _parse_time(until)
+    if t0 is None or t1 is None:
+        raise InputError(servers[0], "is a Prometheus server address, and reading it needs a range",
+                         "give --since and --until (ISO 8601)")
+    return PromQuery(since=t0, until=t1, match=match, step_s=step, token_file=token_file)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rooftop")
 def main() -> None:
@@ -92,17 +123,23 @@ def main() -> None:
 @click.option("--start", help="Wall-clock time of the first dmon sample (ISO 8601; default: file time).")
 @click.option("--host", help="Host name for streams that do not carry one (dmon).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar.")
+@_prometheus_options
 @friendly_errors
 def analyze(inputs: tuple[str, ...], html_path: str, md_path: str | None, json_path: str | None,
             device: str | None, top: int, window_s: float, interval_s: float, start: str | None,
-            host: str | None, quiet: bool) -> None:
-    """Analyze ncu exports and DCGM streams (format detected from content)."""
+            host: str | None, quiet: bool, prom_since: str | None = None, prom_until: str | None = None,
+            prom_match: tuple[str, ...] = (), prom_step: float | None = None,
+            prom_token_file: str | None = None) -> None:
+    """Analyze ncu exports and DCGM streams (format detected from content), or a Prometheus server
+    (http://HOST:9090 with --since and --until)."""
     from rooftop.analyzer.pipeline import run_analysis
     from rooftop.parsers import ParseOptions
     from rooftop.reports.outputs import print_summary, write_outputs
 
     _guard_outputs(list(inputs), [html_path, md_path, json_path])
-    options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
+    options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host,
+                           prometheus=_prom_query(inputs, prom_since, prom_until, prom_match, prom_step,
+                                                  prom_token_file))
     doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
                        progress=_show_progress(quiet), command=_command_line())
     write_outputs(doc, html=html_path, md=md_path, json_path=json_path)
@@ -131,9 +168,12 @@ def devices(as_json: bool) -> None:
 @click.option("--repair", is_flag=True,
               help="Drop entries whose partition files are missing or unreadable and ingest their inputs again.")
 @click.option("-q", "--quiet", is_flag=True)
+@_prometheus_options
 @friendly_errors
 def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str | None,
-           host: str | None, finished: bool, repair: bool, quiet: bool) -> None:
+           host: str | None, finished: bool, repair: bool, quiet: bool, prom_since: str | None = None,
+           prom_until: str | None = None, prom_match: tuple[str, ...] = (), prom_step: float | None = None,
+           prom_token_file: str | None = None) -> None:
     """DCGM inputs into a partitioned Parquet dataset (idempotent, incremental, atomic).
 
     Files still being written may be ingested again later: only their new samples are added. An
@@ -141,14 +181,22 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str 
     pass --finished when the files are complete."""
     from rooftop.analyzer.fleet.ingest import ingest_files
     from rooftop.parsers import ParseOptions, expand_inputs
+    from rooftop.parsers.prom_http import is_url, pull, source_dir
 
     options = ParseOptions(interval_s=interval_s, start=_parse_time(start), host=host)
     if not inputs and not repair:
         raise click.UsageError("give INPUT files or folders (or --repair)")
-    summary = ingest_files(expand_inputs(inputs), Path(dataset), options=options,
+    query = _prom_query(inputs, prom_since, prom_until, prom_match, prom_step, prom_token_file)
+    files, pulled = expand_inputs([i for i in inputs if not is_url(i)]), []
+    for server in dict.fromkeys(i for i in inputs if is_url(i)):  # every range read before anything is stored
+        got = pull(server, query, source_dir(Path(dataset), server, query, query.step_s))
+        files += got.files
+        pulled.append(f"read {got.points:,} samples ({got.series or 'the'} series, every {got.step_s:g} s) from "
+                      f"{server} in {got.requests} request(s): {len(got.files)} hour file(s)")
+    summary = ingest_files(files, Path(dataset), options=options,
                            progress=_show_progress(quiet), finished=finished, repair=repair)
     if not quiet:
-        click.echo(summary.describe())
+        click.echo("\n".join([*pulled, summary.describe()]))
 
 
 @main.command()

@@ -74,10 +74,18 @@ class ParsedInputs:
 
 def read_inputs(inputs: list[str], options: ParseOptions, progress: bool = False) -> ParsedInputs:
     """Parse each file. An unusable file is listed; if every file is unusable, the first error is raised."""
-    paths = list(dict.fromkeys(expand_inputs(inputs)))  # a file given twice is read once
-    if not paths:
+    from rooftop.parsers.prom_http import is_url, read_server
+
+    servers = [i for i in dict.fromkeys(inputs) if is_url(i)]  # http(s)://: a Prometheus server
+    paths = list(dict.fromkeys(expand_inputs([i for i in inputs if not is_url(i)])))  # a file given twice is read once
+    if not paths and not servers:
         raise InputError(", ".join(inputs), "holds no files", "pass export files or a folder of them")
     parsed = ParsedInputs()
+    for server in servers:
+        try:
+            parsed.results.extend(read_server(server, options))
+        except InputError as exc:
+            parsed.unusable.append(exc)
     for path in _progress(paths, progress, "parsing"):
         try:
             parsed.results.append(parse_path(path, options))

@@ -16,9 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rooftop.parsers.model import InputError
+
+if TYPE_CHECKING:
+    from rooftop.parsers.prom_http import PromQuery
 
 SNIFF_BYTES = 64 * 1024
 
@@ -31,6 +34,7 @@ class ParseOptions:
     start: datetime | None = None  # wall-clock time of the first dmon tick (UTC); None: file mtime
     host: str | None = None  # host name for streams that do not name one (dmon)
     decimal_comma: bool | None = None  # None: detect per file
+    prometheus: PromQuery | None = None  # range, selectors, auth for http(s):// inputs (parsers.prom_http)
 
 
 class Source:
