@@ -133,6 +133,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     With both kernels and DCGM windows, ``kernel_join`` compares the DCGM signature the kernel mix
     implies with the one DCGM saw (``analyzer.fleet.join``)."""
     from rooftop.analyzer.findings import rank_findings
+    from rooftop.analyzer.timeline import analyze_timelines
     from rooftop.analyzer.windows import analyze_windows
 
     ai = analyze_inputs(inputs, device, options=options, progress=progress)
@@ -142,6 +143,9 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     devices = ai.devices + [d for d in wa.devices if d not in ai.devices]
     has_windows = wa.windows is not None and len(wa.windows) > 0
     extra: dict[str, Any] = {}
+    ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)
+    if ta.timeline:
+        extra.update(timeline=ta.timeline, steps=ta.steps)
     if has_windows:
         extra["timelines"] = wa.timelines()
     if has_windows and len(results):
@@ -158,7 +162,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         kernels=results,
         findings=findings,
         windows=wa.records(),
-        lint=ai.lint + wa.lint + parsed.stream_lint(),
+        lint=ai.lint + wa.lint + parsed.stream_lint() + ta.lint,
         command=command,
         extra=extra or None,
     )

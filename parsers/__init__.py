@@ -25,6 +25,7 @@ from rooftop.parsers.model import (
     validate_samples,
 )
 from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.trace_io import register_trace_formats
 
 __all__ = [
     "FORMATS",
@@ -51,6 +52,8 @@ __all__ = [
     "validate_kernels",
     "validate_samples",
 ]
+
+register_trace_formats()  # nsys / Kineto / nsys stats (parsers.trace_io; docs/formulas.md#timelines)
 
 KNOWN = known_formats()  # for "expected one of" messages (formats registered later: known_formats())
 

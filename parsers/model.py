@@ -36,6 +36,14 @@ rule, type (OPT/INF/WRN/ERR), title, description, speedup_type (local/global), s
 
 GPU sample table (DCGM and nvidia-smi streams), long format, Arrow types (``SAMPLE_SCHEMA``).
 
+Timeline events table (nsys SQLite, Kineto JSON; ``EVENT_COLUMNS``), one row per event, pandas:
+input (string), device (string, the file's own device id ``"0"``; null for host events), kind
+(``kernel``/``memcpy``/``memset``: GPU activity; ``runtime``: a CUDA/HIP runtime or driver call;
+``sync``: a synchronisation record; ``range``: an NVTX range, ``record_function`` annotation or
+``ProfilerStep#N``), name (string), start_ns/end_ns (int64 ns on the file's clock, exact), stream,
+pid, tid, correlation (Int64), grid_dim/block_dim (``"(x, y, z)"`` or null), bytes (Int64, copies
+and sets). Rules on it: ``docs/formulas.md#timelines``.
+
 Every parser returns a :class:`ParseResult`; its :class:`InputAccounting` satisfies
 ``records + missing + rejected == total``: each launch or sample is parsed, known missing (the
 export says the value is absent: ``n/a``, DCGM blank sentinels, a failed launch), or rejected with
@@ -84,6 +92,22 @@ RULE_COLUMNS: dict[str, str] = {
     "description": "string",
     "speedup_type": "string",
     "speedup_pct": "float64",
+}
+
+EVENT_COLUMNS: dict[str, str] = {
+    "input": "string",
+    "device": "string",
+    "kind": "string",
+    "name": "string",
+    "start_ns": "int64",
+    "end_ns": "int64",
+    "stream": "Int64",
+    "pid": "Int64",
+    "tid": "Int64",
+    "correlation": "Int64",
+    "grid_dim": "string",
+    "block_dim": "string",
+    "bytes": "Int64",
 }
 
 SAMPLE_SCHEMA = pa.schema(
@@ -158,6 +182,12 @@ def empty_rules() -> pd.DataFrame:
     return _EMPTY["rules"].copy()
 
 
+def empty_events() -> pd.DataFrame:
+    if "events" not in _EMPTY:
+        _EMPTY["events"] = pd.DataFrame({c: pd.Series(dtype=t) for c, t in EVENT_COLUMNS.items()})
+    return _EMPTY["events"].copy()
+
+
 def empty_samples() -> pa.Table:
     return SAMPLE_SCHEMA.empty_table()
 
@@ -171,6 +201,7 @@ class ParseResult:
     rules: pd.DataFrame = field(default_factory=empty_rules)
     samples: pa.Table = field(default_factory=empty_samples)
     rejected: list[Rejected] = field(default_factory=list)
+    events: pd.DataFrame = field(default_factory=empty_events)  # timelines (EVENT_COLUMNS)
     # Free-form facts about the input: ncu version, command line, units mode, dmon interval ...
     meta: dict[str, Any] = field(default_factory=dict)
 

@@ -1,0 +1,154 @@
+"""Timelines (nsys, Kineto): per input and device metrics, labels, steps. ``docs/formulas.md#timelines``.
+
+:func:`analyze_timelines` turns the parsers' events tables into the document's ``timeline`` list
+(one entry per input and device) and ``steps`` list (per ProfilerStep / top-level range and device).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.timeline.labels import Verdict, label_device, summary_verdict
+from rooftop.analyzer.timeline.metrics import (
+    GPU_KINDS,
+    DeviceTimeline,
+    Union,
+    device_metrics,
+    union,
+)
+from rooftop.analyzer.timeline.steps import launch_times, step_members, top_level_ranges
+from rooftop.parsers.model import ParseResult
+
+# blocking host calls (the CUDA/HIP runtime and driver APIs that wait for the GPU); names are
+# compared after the nsys ``_vNNNN`` suffix is stripped. docs/formulas.md#timelines
+SYNC_APIS = frozenset(
+    f"{p}{n}" for p in ("cuda", "hip") for n in ("DeviceSynchronize", "StreamSynchronize",
+                                                 "EventSynchronize", "Memcpy", "Memcpy2D", "Memset",
+                                                 "StreamQuery", "ThreadSynchronize")
+) | {"cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpy", "cuMemcpyDtoH",
+     "cuMemcpyHtoD", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
+ENTRY_KEYS = ("input", "device", "gpu_name", "kernels", "memcpy", "memset", "span_s", "kernel_sum_s",
+              "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction", "gaps", "short_kernels",
+              "top_kernels", "label", "limiter", "evidence")
+
+
+@dataclass
+class TimelineAnalysis:
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    lint: list[dict[str, Any]] = field(default_factory=list)
+    # (input, device) -> the device's numbers and verdict, for the ncu join and diff
+    devices: dict[tuple[str, str], tuple[DeviceTimeline, Verdict]] = field(default_factory=dict)
+
+
+def is_timeline(result: ParseResult) -> bool:
+    return bool(result.meta.get("timeline") or result.meta.get("summary_only"))
+
+
+def _entry(path: str, device: str | None, gpu: str | None, m: dict[str, Any], v: Verdict) -> dict[str, Any]:
+    out: dict[str, Any] = {"input": path, "device": device, "gpu_name": gpu}
+    out.update(m)
+    out.update({"label": v.label, "limiter": v.limiter, "evidence": v.evidence})
+    out["idle_by_cause_s"] = {k: round(ns / 1e9, 9) for k, ns in v.idle_split.items()}
+    ordered = {k: out[k] for k in ENTRY_KEYS}
+    ordered.update({k: val for k, val in out.items() if k not in ordered})
+    return ordered
+
+
+def sync_cover(ev: pd.DataFrame, device: str) -> Union:
+    """Sync records on ``device`` plus host-wide blocking API calls, merged."""
+    kind = ev["kind"]
+    on_dev = (kind == "sync") & ((ev["device"] == device).fillna(False) | ev["device"].isna())
+    api = (kind == "runtime") & ev["name"].isin(SYNC_APIS).fillna(False)
+    s = ev[on_dev | api]
+    return union(s["start_ns"].to_numpy(dtype=np.int64), s["end_ns"].to_numpy(dtype=np.int64))
+
+
+def _summary_entries(r: ParseResult) -> list[dict[str, Any]]:
+    out = []
+    for sec in r.meta.get("sections", [{}]):
+        e: dict[str, Any] = {k: None for k in ENTRY_KEYS}
+        v = summary_verdict(r.meta)
+        e.update({"input": r.accounting.path, "kernels": sec.get("kernels"), "memcpy": sec.get("memcpy"),
+                  "memset": sec.get("memset"), "kernel_sum_s": sec.get("kernel_sum_s"),
+                  "top_kernels": sec.get("top_kernels", []), "label": v.label, "limiter": v.limiter,
+                  "evidence": v.evidence, "section": sec.get("section")})
+        out.append(e)
+    return out
+
+
+def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
+    """Add one input's timeline entries, steps and lint to ``out``."""
+    path = r.accounting.path
+    if r.meta.get("summary_only"):
+        out.timeline.extend(_summary_entries(r))
+        return
+    ev = r.events
+    gpus: dict[str, str] = r.meta.get("gpu_names") or {}
+    act = ev[ev["kind"].isin(GPU_KINDS).fillna(False)]
+    if not len(act):
+        empty = device_metrics(act)
+        v = label_device(empty, union(np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        skipped = r.meta.get("skipped_by_category") or {}
+        if skipped:
+            v.evidence.append("event categories in the file: " + ", ".join(
+                f"{k} x{n}" for k, n in sorted(skipped.items(), key=lambda kv: -kv[1])[:8]))
+        out.timeline.append(_entry(path, None, None, empty.metrics, v))
+        out.lint.append({"code": "trace-no-gpu-activity", "kernels": [],
+                         "message": f"{path}: no kernel, memcpy or memset events; timeline metrics are "
+                                    "empty (docs/formulas.md#timelines)"})
+        return
+    covers: dict[str, Union] = {}
+    for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
+        dact = act[act["device"] == device]
+        dt = device_metrics(dact)
+        covers[device] = sync_cover(ev, device)
+        v = label_device(dt, covers[device])
+        out.devices[(path, device)] = (dt, v)
+        out.timeline.append(_entry(path, device, gpus.get(device), dt.metrics, v))
+    _steps(r, ev, act, covers, out)
+
+
+def _dev_key(d: str) -> tuple[int, str]:
+    return (int(d), d) if d.lstrip("-").isdigit() else (1 << 30, d)
+
+
+def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, covers: dict[str, Union],
+           out: TimelineAnalysis) -> None:
+    ranges, left_out = top_level_ranges(ev[ev["kind"] == "range"])
+    if not len(ranges):
+        return
+    runtime = ev[ev["kind"] == "runtime"]
+    launch = launch_times(act, runtime)
+    act_pid = act["pid"].fillna(-1).to_numpy(dtype=np.int64) if act["pid"].notna().any() else None
+    devices = act["device"].to_numpy(dtype=object)
+    for rng in ranges.itertuples(index=False):
+        mask = step_members(rng, launch, act_pid)
+        if not mask.any():
+            continue
+        members = act[mask]
+        for device in sorted(set(devices[mask].tolist()) - {None}, key=_dev_key):
+            dact = members[members["device"] == device]
+            dt = device_metrics(dact)
+            v = label_device(dt, covers[device])
+            step = _entry(r.accounting.path, device, None, dt.metrics, v)
+            step.pop("gpu_name")
+            kind = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"
+            out.steps.append({"name": rng.name, "kind": kind,
+                              "wall_s": round((rng.end_ns - rng.start_ns) / 1e9, 9), **step})
+    if left_out:
+        out.lint.append({"code": "trace-steps-truncated", "kernels": [],
+                         "message": f"{r.accounting.path}: {left_out} shorter top-level ranges not "
+                                    "listed in steps (docs/formulas.md#timelines)"})
+
+
+def analyze_timelines(results: list[ParseResult]) -> TimelineAnalysis:
+    out = TimelineAnalysis()
+    for r in results:
+        if is_timeline(r):
+            analyze_input(r, out)
+    return out

@@ -1,0 +1,142 @@
+"""Per-device timeline metrics on integer ns, exactly as ``docs/formulas.md#timelines`` defines them
+(the corpus METHOD.md §4): counts, span, kernel sum and union, GPU-busy union, idle and its
+fraction, gaps and their buckets, short kernels, top kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+GPU_KINDS = ("kernel", "memcpy", "memset")
+SHORT_KERNEL_NS = 10_000  # < 10 µs (strict)
+GAP_SHORT_NS = 10_000  # lt_10us: g < 10 µs
+GAP_LONG_NS = 100_000  # gt_100us: g > 100 µs; 10_to_100us includes both ends
+TOP_KERNELS = 5
+
+
+@dataclass
+class Union:
+    """Merged intervals (sorted, disjoint, gaps > 0 ns) of the positive-length inputs."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @property
+    def busy(self) -> int:
+        return int((self.ends - self.starts).sum())
+
+    @property
+    def span(self) -> int:
+        return int(self.ends[-1] - self.starts[0]) if len(self.starts) else 0
+
+    @property
+    def gaps(self) -> np.ndarray:
+        return self.starts[1:] - self.ends[:-1]
+
+
+def union(start: np.ndarray, end: np.ndarray) -> Union:
+    """Sort by (start, end) and sweep: an interval whose start is <= the merged end joins it (so
+    touching intervals merge); zero/negative-length intervals are left out."""
+    keep = end > start
+    s, e = start[keep], end[keep]
+    if not len(s):
+        z = np.zeros(0, dtype=np.int64)
+        return Union(z, z)
+    order = np.lexsort((e, s))
+    s, e = s[order], e[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > run_end[:-1]
+    idx = np.flatnonzero(new)
+    return Union(s[idx], np.maximum.reduceat(e, idx))
+
+
+def _sec(ns: int | float) -> float:
+    return round(ns / 1e9, 9)
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return round(num / den, 9) if den else None
+
+
+def gap_stats(gaps: np.ndarray) -> dict[str, Any]:
+    return {
+        "count": len(gaps),
+        "lt_10us": int((gaps < GAP_SHORT_NS).sum()),
+        "10_to_100us": int(((gaps >= GAP_SHORT_NS) & (gaps <= GAP_LONG_NS)).sum()),
+        "gt_100us": int((gaps > GAP_LONG_NS).sum()),
+        "le_5ns": int((gaps <= 5).sum()),
+        "max_s": _sec(int(gaps.max())) if len(gaps) else None,
+    }
+
+
+def top_kernels(names: pd.Series, dur: np.ndarray, n: int = TOP_KERNELS) -> list[dict[str, Any]]:
+    """Grouped by exact name, by total (plain sum) descending, ties by name ascending."""
+    if not len(dur):
+        return []
+    g = pd.DataFrame({"name": names.to_numpy(dtype=object), "d": dur}).groupby("name", sort=False)["d"]
+    agg = pd.DataFrame({"count": g.size(), "total": g.sum()}).reset_index()
+    agg = agg.sort_values(["total", "name"], ascending=[False, True], kind="mergesort").head(n)
+    return [{"name": r.name, "count": int(r.count), "total_s": _sec(int(r.total))}
+            for r in agg.itertuples(index=False)]
+
+
+@dataclass
+class DeviceTimeline:
+    """The numbers of one device (or one step on one device), plus what the labels need."""
+
+    metrics: dict[str, Any]
+    busy: Union
+    kernel_busy_ns: int
+    short_busy_ns: int
+
+
+def device_metrics(act: pd.DataFrame, top: int = TOP_KERNELS) -> DeviceTimeline:
+    """``act``: the kernel/memcpy/memset events of one device (``EVENT_COLUMNS``)."""
+    kind = act["kind"].to_numpy(dtype=object)
+    start = act["start_ns"].to_numpy(dtype=np.int64)
+    end = act["end_ns"].to_numpy(dtype=np.int64)
+    dur = end - start
+    is_k = kind == "kernel"
+    ks, ke, kd = start[is_k], end[is_k], dur[is_k]
+    busy = union(start, end)
+    kbusy = union(ks, ke).busy
+    short = kd < SHORT_KERNEL_NS
+    sbusy = union(ks[short], ke[short]).busy
+    gaps = busy.gaps
+    span = busy.span
+    idle = span - busy.busy
+    streams = act["stream"].dropna().unique()
+    m: dict[str, Any] = {
+        "kernels": int(is_k.sum()),
+        "memcpy": int((kind == "memcpy").sum()),
+        "memset": int((kind == "memset").sum()),
+        "zero_or_negative_duration": int((dur <= 0).sum()),
+        "streams": [str(s) for s in sorted(streams.tolist())],
+        "nccl_kernels": int(act.loc[is_k, "name"].str.contains("nccl", case=False, regex=False)
+                            .fillna(False).sum()),
+        "first_start_ns": int(busy.starts[0]) if span else None,
+        "last_end_ns": int(busy.ends[-1]) if span else None,
+        "span_s": _sec(span),
+        "kernel_sum_s": _sec(int(kd.sum())),
+        "kernel_busy_s": _sec(kbusy),
+        "memcpy_sum_s": _sec(int(dur[kind == "memcpy"].sum())),
+        "memset_sum_s": _sec(int(dur[kind == "memset"].sum())),
+        "gpu_busy_s": _sec(busy.busy),
+        "idle_s": _sec(idle),
+        "idle_fraction": _ratio(idle, span),
+        "gaps": gap_stats(gaps),
+        "short_kernels": {
+            "count": int(short.sum()),
+            "sum_s": _sec(int(kd[short].sum())),
+            "busy_s": _sec(sbusy),
+            "share_of_kernel_busy": _ratio(sbusy, kbusy),
+            "share_of_kernel_sum": _ratio(int(kd[short].sum()), int(kd.sum())),
+        },
+        "top_kernels": top_kernels(act.loc[is_k, "name"], kd, top),
+    }
+    return DeviceTimeline(m, busy, kbusy, sbusy)

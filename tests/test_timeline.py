@@ -1,0 +1,238 @@
+"""Timeline readers, metrics and labels on hand-built traces (fixtures/make_trace.py), and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import sqlite3
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rooftop.analyzer.timeline import analyze_timelines
+from rooftop.analyzer.timeline.metrics import device_metrics, union
+from rooftop.parsers import InputError, parse_path
+from rooftop.parsers.kineto import to_ns
+from rooftop.parsers.model import EVENT_COLUMNS
+from tests.conftest import FIXTURES, ROOT
+
+TRACE = FIXTURES / "trace"
+
+
+def _make_trace() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_trace", FIXTURES / "make_trace.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def nsys_new(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(_make_trace().write_nsys(tmp_path_factory.mktemp("nsys") / "labels.sqlite"))
+
+
+@pytest.fixture(scope="module")
+def nsys_old(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(_make_trace().write_nsys(tmp_path_factory.mktemp("nsys") / "old.sqlite", "3.16.1"))
+
+
+def _timeline(path: Path) -> Any:
+    return analyze_timelines([parse_path(path)])
+
+
+# -- exact time ------------------------------------------------------------------------------------
+
+def test_to_ns_is_exact_where_float64_is_not() -> None:
+    ts, dur = Decimal("6520618861901.021"), Decimal("4.439")  # 16 significant digits
+    assert to_ns(ts) + to_ns(dur) == 6520618861905460
+    assert round((float(ts) + float(dur)) * 1000) != 6520618861905460  # what a float reader gets
+    assert to_ns(3) == 3000 and to_ns(Decimal("0.0005")) == 0 and to_ns(Decimal("0.0015")) == 2  # half-even
+    with pytest.raises(ValueError):
+        to_ns("abc")
+
+
+def test_fixture_steps_exact_durations() -> None:
+    r = parse_path(TRACE / "steps.json")
+    k = r.events[r.events["kind"] == "kernel"]
+    assert set((k["end_ns"] - k["start_ns"]).tolist()) == {3001}  # "dur": 3.001 µs
+    assert k["start_ns"].iloc[0] == 6520618861903001
+    assert list(r.events.columns) == list(EVENT_COLUMNS)
+    assert {str(t) for t in r.events.dtypes} == set(EVENT_COLUMNS.values())
+
+
+# -- metrics on hand-computed cases -------------------------------------------------------------------
+
+def _act(rows: list[tuple[str, str, int, int]]) -> pd.DataFrame:
+    return pd.DataFrame({"kind": [r[0] for r in rows], "name": pd.array([r[1] for r in rows], dtype="string"),
+                         "start_ns": np.array([r[2] for r in rows], dtype=np.int64),
+                         "end_ns": np.array([r[3] for r in rows], dtype=np.int64),
+                         "stream": pd.array([7] * len(rows), dtype="Int64")})
+
+
+def test_union_merges_touching_and_drops_zero_length() -> None:
+    u = union(np.array([0, 10, 10, 30, 50]), np.array([10, 20, 10, 40, 50]))
+    assert u.starts.tolist() == [0, 30] and u.ends.tolist() == [20, 40]
+    assert u.busy == 30 and u.span == 40 and u.gaps.tolist() == [10]
+
+
+def test_gap_and_short_kernel_edges() -> None:
+    # kernels: 10 µs (not short), 5 µs, 0 ns (counted, no length); gaps of exactly 10 µs and 100 µs
+    m = device_metrics(_act([("kernel", "a", 0, 10_000), ("kernel", "b", 20_000, 25_000),
+                             ("kernel", "c", 60_000, 60_000), ("memcpy", "m", 125_000, 135_000),
+                             ("kernel", "b", 135_000, 140_000)])).metrics
+    assert m["kernels"] == 4 and m["memcpy"] == 1 and m["zero_or_negative_duration"] == 1
+    assert m["gaps"] == {"count": 2, "lt_10us": 0, "10_to_100us": 2, "gt_100us": 0, "le_5ns": 0, "max_s": 1e-4}
+    assert m["span_s"] == 0.00014 and m["gpu_busy_s"] == 0.00003 and m["idle_s"] == 0.00011
+    assert m["short_kernels"]["count"] == 3  # b, c, b (strictly < 10 µs)
+    assert m["short_kernels"]["share_of_kernel_busy"] == 0.5  # 10 µs of b over 20 µs of kernel union
+    assert m["top_kernels"][0] == {"name": "a", "count": 1, "total_s": 1e-05}
+    assert m["top_kernels"][1] == {"name": "b", "count": 2, "total_s": 1e-05}  # tie -> name order
+
+
+# -- labels, one synthetic device each ------------------------------------------------------------------
+
+EXPECTED = {"0": ("overhead-bound", "launch"), "1": ("overhead-bound", "sync"),
+            "2": ("overhead-bound", "host"), "3": ("transfer-bound", "transfer"),
+            "4": ("kernel-bound", "unknown"), "5": ("idle", "host")}
+
+
+@pytest.mark.parametrize("which", ["new", "old"])
+def test_labels_per_device(which: str, nsys_new: Path, nsys_old: Path) -> None:
+    a = _timeline(nsys_new if which == "new" else nsys_old)
+    got = {e["device"]: (e["label"], e["limiter"]) for e in a.timeline}
+    assert got == EXPECTED
+    names = {e["device"]: e["gpu_name"] for e in a.timeline}
+    assert names["0"] == ("Synthetic GPU 0" if which == "new" else None)
+    launch = next(e for e in a.timeline if e["device"] == "0")
+    assert launch["idle_fraction"] == round(99 * 4_000 / (100 * 3_000 + 99 * 4_000), 9)
+    assert launch["gaps"]["lt_10us"] == 99 and launch["short_kernels"]["share_of_kernel_busy"] == 1.0
+    assert any("idle by cause" in s for s in launch["evidence"])
+
+
+def test_nsys_accounting_and_nvtx(nsys_new: Path) -> None:
+    r = parse_path(nsys_new)
+    assert r.accounting.records == len(r.events) and r.accounting.rejected == 1
+    assert "never closed" not in set(r.events["name"].dropna())
+    assert "NVTX_EVENTS" in r.rejected[0].reason
+    runtime = r.events[r.events["kind"] == "runtime"]
+    assert "cudaStreamSynchronize" in set(runtime["name"])
+    k = r.events[r.events["kind"] == "kernel"]
+    assert set(k["grid_dim"]) == {"(64, 1, 1)"} and set(k["block_dim"]) == {"(256, 1, 1)"}
+    steps = _timeline(nsys_new).steps
+    assert [(s["name"], s["device"], s["kernels"]) for s in steps] == [("first half", "0", 51)]
+
+
+def test_kineto_profiler_steps_new_and_legacy() -> None:
+    for name in ("steps.json", "legacy_2021.json"):
+        a = _timeline(TRACE / name)
+        steps = [(s["name"], s["kernels"], s["label"], s["limiter"]) for s in a.steps]
+        assert steps == [("ProfilerStep#0", 50, "overhead-bound", "launch"),
+                         ("ProfilerStep#1", 50, "overhead-bound", "launch")], name
+        (e,) = a.timeline
+        assert e["kernels"] == 100 and e["device"] == "0"
+    assert _timeline(TRACE / "steps.json").timeline[0]["gpu_name"] == "Synthetic A100"
+
+
+def test_gzip_is_transparent(tmp_path: Path) -> None:
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress((TRACE / "steps.json").read_bytes()))
+    assert _timeline(gz).timeline[0]["kernels"] == 100
+
+
+def test_nsys_stats_summary_only() -> None:
+    (e,) = _timeline(TRACE / "kern_sum.csv").timeline
+    assert e["kernels"] == 37 and e["kernel_sum_s"] == 1e-05 and e["span_s"] is None
+    assert e["top_kernels"][0]["name"].startswith("void gemm<float, 128>")
+    assert e["label"] == "unknown" and e["idle_fraction"] is None and e["gaps"] is None
+    runs = _timeline(TRACE / "stats_console.txt").timeline
+    assert [(x["kernels"], x["memcpy"]) for x in runs] == [(11, 3), (5, None)]  # two runs kept apart
+    assert runs[0]["top_kernels"][0] == {"name": "big_kernel", "count": 2, "total_s": 0.00161288}
+
+
+# -- bad input ------------------------------------------------------------------------------------------
+
+def test_truncated_json_and_gzip(tmp_path: Path) -> None:
+    data = (TRACE / "steps.json").read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="damaged or truncated"):
+        parse_path(cut)
+    gz = tmp_path / "cut.json.gz"
+    gz.write_bytes(gzip.compress(data)[:-200])
+    with pytest.raises(InputError, match="truncated|corrupt"):
+        parse_path(gz)
+
+
+def test_sqlite_without_nsys_tables_and_corrupt(tmp_path: Path, nsys_new: Path) -> None:
+    plain = tmp_path / "plain.sqlite"
+    con = sqlite3.connect(plain)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match="without Nsight Systems tables"):
+        parse_path(plain)
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(nsys_new.read_bytes()[:100] + b"\xff" * 5000)
+    with pytest.raises(InputError, match="damaged or truncated"):
+        parse_path(bad)
+
+
+def test_nsys_export_without_kernel_table(tmp_path: Path) -> None:
+    p = tmp_path / "nokernels.sqlite"
+    con = sqlite3.connect(p)
+    con.execute("CREATE TABLE META_DATA_EXPORT (name, value)")
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId)")
+    con.commit()
+    con.close()
+    a = _timeline(p)
+    assert a.timeline[0]["label"] == "unknown" and a.timeline[0]["kernels"] == 0
+    assert a.lint[0]["code"] == "trace-no-gpu-activity"
+
+
+def test_empty_trace_and_other_vendor(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    assert _timeline(empty).timeline[0]["label"] == "unknown"
+    other = tmp_path / "chrome.json"  # a browser trace: Chrome trace format, no GPU activity
+    other.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "blink", "name": "Layout", "pid": 1, "tid": 2, "ts": 5, "dur": 3}]}))
+    r = parse_path(other)
+    assert r.accounting.records == 0 and r.meta["skipped_by_category"] == {"blink": 1}
+    (e,) = analyze_timelines([r]).timeline
+    assert e["label"] == "unknown" and any("blink x1" in s for s in e["evidence"])
+
+
+def test_bad_event_is_rejected_and_counted(tmp_path: Path) -> None:
+    p = tmp_path / "bad_ts.json"
+    p.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "soon", "dur": 1},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 1}]}))
+    r = parse_path(p)
+    assert (r.accounting.records, r.accounting.rejected) == (1, 1)
+    assert "event 1" in r.rejected[0].reason
+
+
+def test_nsys_rep_without_nsys_names_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"NVIDIA Tegra Profiler Report 2026@1@1\x00\x00\x01\x02" + bytes(range(256)) * 4)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(InputError, match="nsys export --type sqlite"):
+        parse_path(rep)
+
+
+def test_cli_bad_trace_is_one_line_exit_2(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.json"
+    cut.write_bytes((TRACE / "steps.json").read_bytes()[:5000])
+    proc = subprocess.run([sys.executable, "-m", "rooftop", "analyze", str(cut), "--html", str(tmp_path / "r.html"),
+                           "-q"], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "cut.json" in proc.stderr and "Traceback" not in proc.stderr
