@@ -168,7 +168,7 @@ def test_truncated_json_and_gzip(tmp_path: Path) -> None:
         parse_path(cut)
     gz = tmp_path / "cut.json.gz"
     gz.write_bytes(gzip.compress(data)[:-200])
-    with pytest.raises(InputError, match="truncated|corrupt"):
+    with pytest.raises(InputError, match=r"truncated|corrupt"):
         parse_path(gz)
 
 
