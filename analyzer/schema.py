@@ -252,6 +252,66 @@ class Verdict(_VerdictBase, total=False):
     test: str
 
 
+# docs/formulas.md#timelines: one entry per input and device (nsys stats: the timeline fields null)
+Gaps = TypedDict("Gaps", {"count": int, "lt_10us": int, "10_to_100us": int, "gt_100us": int,
+                          "le_5ns": int, "max_s": "float | None"})
+
+
+class TopKernel(TypedDict):
+    name: str
+    count: int
+    total_s: Num
+
+
+class ShortKernels(TypedDict):
+    count: int
+    sum_s: Num
+    busy_s: Num
+    share_of_kernel_busy: float | None
+    share_of_kernel_sum: float | None
+
+
+class _TimelineBase(TypedDict):
+    input: str
+    device: str | None
+    gpu_name: str | None
+    kernels: int | None
+    memcpy: int | None
+    memset: int | None
+    span_s: float | None
+    kernel_sum_s: float | None
+    kernel_busy_s: float | None
+    gpu_busy_s: float | None
+    idle_s: float | None
+    idle_fraction: float | None
+    gaps: Gaps | None
+    short_kernels: ShortKernels | None
+    top_kernels: list[TopKernel]
+    label: TimelineLabel
+    limiter: TimelineLimiter
+    evidence: list[str]
+
+
+class TimelineEntry(_TimelineBase, total=False):
+    zero_or_negative_duration: int
+    streams: list[str]
+    nccl_kernels: int
+    first_start_ns: int | None
+    last_end_ns: int | None
+    memcpy_sum_s: float | None
+    memset_sum_s: float | None
+    idle_by_cause_s: dict[str, float]
+    section: int | None  # nsys stats console: the run within the file
+
+
+class Step(TimelineEntry):
+    """A ProfilerStep#N or top-level NVTX/record_function range on one device."""
+
+    name: str
+    kind: Literal["profiler-step", "range"]
+    wall_s: Num
+
+
 class _DocumentBase(TypedDict):
     schema_version: Literal[1]
     tool: Tool
@@ -285,8 +345,8 @@ class Document(_DocumentBase, total=False):
     families: list[dict[str, Json]]
     roofline: list[dict[str, Json]]
     # timeline helper
-    timeline: dict[str, Json]
-    steps: list[dict[str, Json]]
+    timeline: list[TimelineEntry]
+    steps: list[Step]
     waterfall: list[dict[str, Json]]
 
 

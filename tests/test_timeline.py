@@ -236,3 +236,19 @@ def test_cli_bad_trace_is_one_line_exit_2(tmp_path: Path) -> None:
                            "-q"], capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "cut.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_analyze_document_carries_timeline_and_validates(nsys_new: Path) -> None:
+    from rooftop.analyzer.pipeline import run_analysis
+    from rooftop.analyzer.schema import validate_document
+
+    doc = run_analysis([str(nsys_new), str(TRACE / "steps.json"), str(TRACE / "kern_sum.csv"),
+                        str(TRACE / "stats_console.txt")])
+    validate_document(doc)
+    assert [(e["input"].rsplit("/", 1)[-1], e["device"]) for e in doc["timeline"]][:2] == \
+        [("labels.sqlite", "0"), ("labels.sqlite", "1")]
+    assert len(doc["timeline"]) == 6 + 1 + 1 + 2
+    assert {s["kind"] for s in doc["steps"]} == {"profiler-step", "range"}
+    formats = {i["path"].rsplit("/", 1)[-1]: i["format"] for i in doc["inputs"]}
+    assert formats == {"labels.sqlite": "nsys-sqlite", "steps.json": "kineto-json",
+                       "kern_sum.csv": "nsys-stats-csv", "stats_console.txt": "nsys-stats-console"}

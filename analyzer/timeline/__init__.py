@@ -119,6 +119,7 @@ def _dev_key(d: str) -> tuple[int, str]:
 
 def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, covers: dict[str, Union],
            out: TimelineAnalysis) -> None:
+    gpus: dict[str, str] = r.meta.get("gpu_names") or {}
     ranges, left_out = top_level_ranges(ev[ev["kind"] == "range"])
     if not len(ranges):
         return
@@ -135,8 +136,7 @@ def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, covers: dict[str
             dact = members[members["device"] == device]
             dt = device_metrics(dact)
             v = label_device(dt, covers[device])
-            step = _entry(r.accounting.path, device, None, dt.metrics, v)
-            step.pop("gpu_name")
+            step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
             kind = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"
             out.steps.append({"name": rng.name, "kind": kind,
                               "wall_s": round((rng.end_ns - rng.start_ns) / 1e9, 9), **step})
