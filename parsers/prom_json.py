@@ -26,9 +26,9 @@ import pyarrow as pa
 from rooftop.parsers import dcgm_fields as F
 from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.units import EPOCH_SCALES, EPOCH_YEARS, epoch_scale
 
 FORMAT = "prometheus-json"
-_MAX_MS = 9.2e18  # |epoch ms| a float may hold and still fit int64 after rounding
 _HOST = ("Hostname", "hostname", "kubernetes_node", "nodename", "instance")
 
 
@@ -78,6 +78,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     rows: dict[str, list[Any]] = {c: [] for c in SAMPLE_SCHEMA.names}
     rejected: list[Rejected] = []
     missing = other = sentinels = 0
+    rescaled: dict[str, int] = {}
     for k, series in enumerate(data.get("result") or []):
         metric = series.get("metric") or {} if isinstance(series, dict) else {}
         name = metric.get("__name__", "")
@@ -104,11 +105,15 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             except (TypeError, ValueError, IndexError):
                 rejected.append(Rejected(src.path, None, f"series {k} ({name}): bad sample {str(pair)[:60]}"))
                 continue
-            ts_ms = ts * 1000
-            if not (math.isfinite(ts_ms) and -_MAX_MS <= ts_ms <= _MAX_MS):
-                rejected.append(Rejected(src.path, None, f"series {k} ({name}): timestamp {str(pair[0])[:40]} "
-                                         "is not a finite time within the 64-bit millisecond range"))
+            scale = epoch_scale(ts) if math.isfinite(ts) else None  # the API's unit is s; ms/us/ns detected
+            if scale is None:
+                rejected.append(Rejected(src.path, None, f"series {k} ({name}): timestamp {str(pair[0])[:40]} is "
+                                         f"not an epoch time between {EPOCH_YEARS[0]} and {EPOCH_YEARS[1]} in "
+                                         "s (nor ms, us, ns) (docs/formulas.md#fleet-ingest)"))
                 continue
+            ts_ms = ts * (EPOCH_SCALES[scale] * 1000)
+            if scale != "s":
+                rescaled[scale] = rescaled.get(scale, 0) + 1
             if not math.isfinite(value) or F.sentinel_mask(np.array([value]))[0]:
                 missing += 1
                 sentinels += int(math.isfinite(value))
@@ -125,5 +130,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
               .cast(pa.timestamp("ms", tz="UTC")) for c in SAMPLE_SCHEMA.names}
     table = pa.table(arrays).cast(SAMPLE_SCHEMA)
     acc = InputAccounting(src.path, FORMAT, records=n, missing=missing, rejected=len(rejected))
-    meta = {"result_type": rtype, "other_series": other, "sentinels": sentinels}
+    meta: dict[str, Any] = {"result_type": rtype, "other_series": other, "sentinels": sentinels}
+    if rescaled:  # sample times in ms/us/ns, not the API's seconds: rescaled, said here
+        meta["timestamps_rescaled_from"] = dict(sorted(rescaled.items()))
     return ParseResult(accounting=acc, samples=table, rejected=rejected, meta=meta)

@@ -25,7 +25,10 @@ clash with target labels); job ``hpc_job``. Empty and ``<<<NULL>>>``-style value
 Values are taken as printed (ratios 0..1 even where HELP says "%"), except the NVML percentages
 scaled by :data:`parsers.dcgm_fields.TO_CANONICAL`.
 
-Timestamps: an explicit trailing millisecond timestamp (``promtool tsdb dump`` style) wins.
+Timestamps: an explicit trailing millisecond timestamp (``promtool tsdb dump`` style) wins. One that
+is an epoch time between 1990 and 2200 only in seconds, microseconds or nanoseconds is rescaled
+(``meta["timestamps_rescaled_from"]`` counts them); one that is such a time in no scale is rejected
+(docs/formulas.md#fleet-ingest, "Time scales").
 Otherwise scrapes are told apart by repetition: scrape index of a line = running maximum of "how
 many times this series appeared before" (a repeated series starts a new scrape; a series is the
 field plus host/gpu/UUID/GPU-instance values, so label drift between scrapes does not hide it),
@@ -59,6 +62,7 @@ from rooftop.parsers.model import (
     drain_batches,
 )
 from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.units import EPOCH_YEARS, epoch_ms_array
 
 FORMAT = "prometheus-text"
 CHUNK_BYTES = 8 << 20
@@ -103,6 +107,7 @@ class _State:
     sentinels: int = 0
     label_sentinels: int = 0
     label_names: set[str] = field(default_factory=set)
+    rescaled: dict[str, int] = field(default_factory=dict)  # explicit timestamps not in ms, by scale
     head_ids: dict[str, int] = field(default_factory=dict)  # distinct heads parsed so far
     heads: dict[str, Any] = field(default_factory=dict)  # their _parse_heads columns, in head_ids order
 
@@ -405,6 +410,33 @@ def _bad_timestamps(ts_s: pa.Array) -> np.ndarray:
     return bad
 
 
+def _off_scale(ts_s: pa.Array, overflow: np.ndarray) -> np.ndarray:
+    """True where an explicit timestamp (fitting int64) is an epoch time between EPOCH_YEARS in no
+    scale: ms as the exposition format says, or s/us/ns (docs/formulas.md#fleet-ingest)."""
+    if ts_s.null_count == len(ts_s):
+        return np.zeros(len(ts_s), dtype=bool)
+    ok = pa.array(~overflow) if overflow.any() else None
+    ts = pc.cast(ts_s.filter(ok) if ok is not None else ts_s, pa.int64())
+    _ms, off, _counts = epoch_ms_array(pc.fill_null(ts, 1_700_000_000_000).to_numpy(zero_copy_only=False), "ms")
+    out = np.zeros(len(ts_s), dtype=bool)
+    out[np.flatnonzero(~overflow)] = off
+    return out
+
+
+def _to_ms(ts: pa.Array, state: _State) -> pa.Array:
+    """Explicit timestamps (checked by :func:`_off_scale`) in milliseconds: seconds, microseconds and
+    nanoseconds rescaled (counted in ``state.rescaled``); nulls (no timestamp) kept."""
+    if ts.null_count == len(ts):
+        return ts
+    raw = pc.fill_null(ts, 1_700_000_000_000).to_numpy(zero_copy_only=False)
+    ms, _off, counts = epoch_ms_array(raw, "ms")
+    if not counts:
+        return ts
+    for k, n in counts.items():
+        state.rescaled[k] = state.rescaled.get(k, 0) + n
+    return pa.array(ms, pa.int64(), mask=np.asarray(pc.is_null(ts)))
+
+
 def _candidates(lines: pa.Array, state: _State) -> np.ndarray:
     """Indices of the lines that look like DCGM samples (counts other metric lines in ``state``)."""
     # cheap prefix tests first; regexes only run on the few lines that need them
@@ -492,14 +524,17 @@ def _parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: _State
         value_all = pc.cast(pc.if_else(pa.array(numeric), pc.replace_substring_regex(value_s, r"^\+", ""),
                                        pa.scalar("nan")), pa.float64())
     bad_ts = _bad_timestamps(ts_s)
-    bad = unknown | ~numeric | bad_ts
+    off_scale = _off_scale(ts_s, bad_ts)
+    bad = unknown | ~numeric | bad_ts | off_scale
     if bad.any():
         names_l = np.asarray(h["name"].to_pylist(), dtype=object)[hidx]
         vals_l = np.asarray(value_s.to_numpy(zero_copy_only=False), dtype=object)
         for i in np.flatnonzero(bad):
             why = (f"unknown DCGM field {names_l[i]!r}" if unknown[i]
                    else f"value {str(vals_l[i])[:40]!r} is not a number" if not numeric[i]
-                   else f"timestamp {str(ts_s[i].as_py())[:40]!r} ms is outside the 64-bit millisecond range")
+                   else f"timestamp {str(ts_s[i].as_py())[:40]!r} ms is outside the 64-bit millisecond range"
+                   if bad_ts[i] else f"timestamp {str(ts_s[i].as_py())[:40]!r} is not an epoch time between "
+                   f"{EPOCH_YEARS[0]} and {EPOCH_YEARS[1]} in ms (nor s, us, ns) (docs/formulas.md#fleet-ingest)")
             rejected.append(Rejected(path, int(nos[i]), why))
     good = ~bad
     keep = pa.array(good)
@@ -542,6 +577,7 @@ def _parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: _State
     missing = sentinel | ~np.isfinite(v)
     ts_f = ts_s.filter(keep) if not good.all() else ts_s
     ts = pc.cast(ts_f, pa.int64()) if ts_f.null_count < len(ts_f) else pa.nulls(len(v), pa.int64())
+    ts = _to_ms(ts, state)
     h_arr = pa.array(hidx_k, pa.int64())
     cols: dict[str, pa.Array] = {
         "ts_ms": ts,
@@ -711,6 +747,8 @@ def parse_batches(src: Source, opts: ParseOptions, *, spill: bool = True
         "label_sentinels": state.label_sentinels,
         "label_names": sorted(state.label_names),
     }
+    if state.rescaled:  # explicit timestamps in s/us/ns, not the format's ms: rescaled, said here
+        meta["timestamps_rescaled_from"] = dict(sorted(state.rescaled.items()))
     if any_parts:
         meta["explicit_timestamps"] = bool(explicit_all)
         if explicit_all:

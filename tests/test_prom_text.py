@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import rooftop.parsers.prom_text as pt
@@ -33,9 +34,28 @@ def test_out_of_range_timestamp_is_rejected(tmp_path: Path) -> None:
             'DCGM_FI_DEV_GPU_UTIL{gpu="3"} 8 -9223372036854775807\n')
     r = _parse(tmp_path, text)
     a = r.accounting
-    assert (a.records, a.missing, a.rejected) == (2, 0, 2)
-    assert [x.line for x in r.rejected] == [2, 3] and all("timestamp" in x.reason for x in r.rejected)
-    assert sorted(r.samples.column("gpu").to_pylist()) == ["0", "3"]
+    # -9223372036854775807 fits int64 but is no epoch time between 1990 and 2200 in any scale
+    assert (a.records, a.missing, a.rejected) == (1, 0, 3)
+    assert [x.line for x in r.rejected] == [2, 3, 4] and all("timestamp" in x.reason for x in r.rejected)
+    assert "between 1990 and 2200" in r.rejected[2].reason
+    assert sorted(r.samples.column("gpu").to_pylist()) == ["0"]
+
+
+def test_timestamp_scale_detected_where_unambiguous(tmp_path: Path) -> None:
+    # docs/formulas.md#fleet-ingest "Time scales": s/ms/us/ns bands of 1990..2200 are disjoint
+    text = ('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 1 1700000000000\n'  # ms (the format's unit)
+            'DCGM_FI_DEV_GPU_UTIL{gpu="1"} 2 1700000000\n'  # seconds: 1970 if taken as ms
+            'DCGM_FI_DEV_GPU_UTIL{gpu="2"} 3 1700000000123456\n'  # microseconds: year 55841 as ms
+            'DCGM_FI_DEV_GPU_UTIL{gpu="3"} 4 1700000000123456789\n'  # nanoseconds
+            'DCGM_FI_DEV_GPU_UTIL{gpu="4"} 5 253402300799000\n'  # the end of year 9999 in ms: no time
+            'DCGM_FI_DEV_GPU_UTIL{gpu="5"} 6 1000\n')  # 1970 in ms (or 1970 in s): no DCGM sample time
+    r = _parse(tmp_path, text)
+    assert (r.accounting.records, r.accounting.rejected) == (4, 2)
+    got = dict(zip(r.samples.column("gpu").to_pylist(),
+                   r.samples.column("timestamp").cast(pa.int64()).to_pylist(), strict=True))
+    assert got == {"0": 1_700_000_000_000, "1": 1_700_000_000_000, "2": 1_700_000_000_123, "3": 1_700_000_000_123}
+    assert r.meta["timestamps_rescaled_from"] == {"ns": 1, "s": 1, "us": 1}
+    assert [x.line for x in r.rejected] == [5, 6]
 
 
 def test_scrapes_fixture() -> None:
