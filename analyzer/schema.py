@@ -302,6 +302,20 @@ class TimelineEntry(_TimelineBase, total=False):
     memset_sum_s: float | None
     idle_by_cause_s: dict[str, float]
     section: int | None  # nsys stats console: the run within the file
+    gap_histogram: GapHistogram
+    busy_strip: BusyStrip | None
+
+
+class GapHistogram(TypedDict):
+    edges_s: list[float]  # lower edges: 0, 1 µs, 10 µs, ... 1 s (the last bin is open)
+    count: list[int]
+    idle_s: list[float]
+
+
+class BusyStrip(TypedDict):
+    start_ns: int
+    bin_s: float
+    busy_fraction: list[float]
 
 
 class Step(TimelineEntry):

@@ -19,7 +19,7 @@ from typing import Any
 
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
-from rooftop.reports import diff_sections, fleet_sections, timelines
+from rooftop.reports import diff_sections, fleet_sections, timeline_sections, timelines
 from rooftop.reports.escape import script_json
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time
 from rooftop.reports.widgets import Column, Section, SectionBuilder, esc, figure, table
@@ -67,7 +67,8 @@ def render_html(doc: dict[str, Any]) -> str:
 
 SECTIONS_BY_KIND: dict[str, list[SectionBuilder]] = {
     "analyze": [an.summary_section, an.roofline_section, common.findings_section, an.kernel_table_section,
-                timelines.dcgm_sections, fleet_sections.join_section, common.lint_section,
+                timelines.dcgm_sections, timeline_sections.timeline_sections, fleet_sections.join_section,
+                common.lint_section,
                 common.inputs_section, common.provenance_section],
     "fleet": [common.overview_section, fleet_sections.sections, common.findings_section,
               common.lint_section, common.inputs_section, common.provenance_section],

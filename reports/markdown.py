@@ -13,14 +13,14 @@ from typing import Any
 
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
-from rooftop.reports import diff_sections, fleet_sections
+from rooftop.reports import diff_sections, fleet_sections, timeline_sections
 from rooftop.reports.md_widgets import MdBuilder, MdSection, md_esc, md_table
 
 __all__ = ["MD_SECTIONS_BY_KIND", "MdSection", "md_esc", "md_table", "render_markdown"]
 
 MD_SECTIONS_BY_KIND: dict[str, list[MdBuilder]] = {
     "analyze": [common.key_numbers_section, common.findings_md_section, an.top_kernels_md_section,
-                fleet_sections.join_md_section, common.lint_md_section, common.reproduce_md_section],
+                timeline_sections.timeline_md_sections, fleet_sections.join_md_section, common.lint_md_section, common.reproduce_md_section],
     "fleet": [common.key_numbers_section, fleet_sections.markdown_sections,
               common.findings_md_section, common.lint_md_section, common.reproduce_md_section],
     "diff": [common.key_numbers_section, diff_sections.markdown_sections, common.lint_md_section,

@@ -252,3 +252,21 @@ def test_analyze_document_carries_timeline_and_validates(nsys_new: Path) -> None
     formats = {i["path"].rsplit("/", 1)[-1]: i["format"] for i in doc["inputs"]}
     assert formats == {"labels.sqlite": "nsys-sqlite", "steps.json": "kineto-json",
                        "kern_sum.csv": "nsys-stats-csv", "stats_console.txt": "nsys-stats-console"}
+
+
+def test_reports_draw_timeline_sections(nsys_new: Path) -> None:
+    from rooftop.analyzer.pipeline import run_analysis
+    from rooftop.reports.html import render_html
+    from rooftop.reports.markdown import render_markdown
+
+    doc = run_analysis([str(nsys_new), str(TRACE / "steps.json")])
+    strip = doc["timeline"][0]["busy_strip"]
+    assert len(strip["busy_fraction"]) == 200 and 0 <= min(strip["busy_fraction"]) <= max(strip["busy_fraction"]) <= 1
+    hist = doc["timeline"][0]["gap_histogram"]
+    assert hist["count"][1] == 99 and sum(hist["count"]) == doc["timeline"][0]["gaps"]["count"]
+    page = render_html(doc)
+    assert 'id="timelines"' in page and 'id="steps"' in page and "not rendered" not in page
+    assert "GPU busy / idle per device" in page and "Idle gaps between GPU activity" in page
+    md = render_markdown(doc)
+    assert "## Timelines" in md and "## Steps" in md and "ProfilerStep" in md
+    assert "overhead-bound | launch" in md

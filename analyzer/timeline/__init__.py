@@ -137,6 +137,7 @@ def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, covers: dict[str
             dt = device_metrics(dact)
             v = label_device(dt, covers[device])
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
+            step["busy_strip"] = None  # the device entry draws the strip
             kind = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"
             out.steps.append({"name": rng.name, "kind": kind,
                               "wall_s": round((rng.end_ns - rng.start_ns) / 1e9, 9), **step})

@@ -85,6 +85,45 @@ def top_kernels(names: pd.Series, dur: np.ndarray, n: int = TOP_KERNELS) -> list
             for r in agg.itertuples(index=False)]
 
 
+STRIP_BINS = 200
+GAP_EDGES_NS = (0, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000)
+
+
+def covered_upto(u: Union, t: np.ndarray) -> np.ndarray:
+    """Busy ns of ``u`` before each time in ``t``."""
+    if not len(u.starts):
+        return np.zeros(len(t), dtype=np.int64)
+    cum = np.concatenate([[0], np.cumsum(u.ends - u.starts)])
+    i = np.searchsorted(u.starts, t, side="right")  # intervals starting at or before t
+    j = np.maximum(i - 1, 0)
+    partial = np.clip(np.minimum(t, u.ends[j]) - u.starts[j], 0, None)
+    return np.where(i > 0, cum[j] + partial, 0)
+
+
+def busy_strip(u: Union, bins: int = STRIP_BINS) -> dict[str, Any] | None:
+    """The span cut into ``bins`` equal bins, each with its busy fraction (for the report strip)."""
+    if u.span <= 0:
+        return None
+    n = min(bins, u.span)
+    edges = u.starts[0] + (np.arange(n + 1, dtype=np.float64) * (u.span / n)).astype(np.int64)
+    edges[-1] = u.ends[-1]
+    busy = np.diff(covered_upto(u, edges))
+    width = np.diff(edges)
+    frac = np.where(width > 0, busy / np.maximum(width, 1), 0.0)
+    return {"start_ns": int(u.starts[0]), "bin_s": round(u.span / n / 1e9, 12),
+            "busy_fraction": [round(float(x), 4) for x in frac]}
+
+
+def gap_histogram(gaps: np.ndarray) -> dict[str, Any]:
+    """Gaps in decade bins (1 µs ... 1 s, and beyond): count and idle seconds per bin."""
+    edges = np.array([*GAP_EDGES_NS, np.iinfo(np.int64).max])
+    idx = np.searchsorted(edges, gaps, side="right") - 1
+    count = np.bincount(idx, minlength=len(edges) - 1)[: len(edges) - 1]
+    total = np.bincount(idx, weights=gaps.astype(np.float64), minlength=len(edges) - 1)[: len(edges) - 1]
+    return {"edges_s": [e / 1e9 for e in GAP_EDGES_NS], "count": [int(c) for c in count],
+            "idle_s": [round(float(t) / 1e9, 9) for t in total]}
+
+
 @dataclass
 class DeviceTimeline:
     """The numbers of one device (or one step on one device), plus what the labels need."""
@@ -138,5 +177,7 @@ def device_metrics(act: pd.DataFrame, top: int = TOP_KERNELS) -> DeviceTimeline:
             "share_of_kernel_sum": _ratio(int(kd[short].sum()), int(kd.sum())),
         },
         "top_kernels": top_kernels(act.loc[is_k, "name"], kd, top),
+        "gap_histogram": gap_histogram(gaps),
+        "busy_strip": busy_strip(busy),
     }
     return DeviceTimeline(m, busy, kbusy, sbusy)
