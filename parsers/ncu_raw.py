@@ -17,7 +17,7 @@ name fills ``device``, the others are listed in ``meta["text_columns"]``.
 Accounting: a launch is a distinct (ID, Process ID) row. ``records``: launches with at least one
 measured numeric metric (device/launch attributes do not count, a failed launch still has them);
 ``missing``: launches whose every measured value is missing; ``rejected``: rows that cannot be read
-(cut-off line, wrong field count, non-integer ID) and repeated (ID, PID) rows. A cell that is text in
+(cut-off line, wrong field count, non-integer ID) and each repeated (ID, PID) row. A cell that is text in
 an otherwise numeric column, an infinity or a negative ``gpu__time_duration`` becomes NaN and adds
 one :class:`Rejected` line for its launch (the first
 such column, plus how many more); the launch itself stays a record, so that line is not counted in
@@ -81,11 +81,12 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
 
     df, line_nos, bad, sep = read_blocks(src.path, text, read_one)
 
-    # Repeated (ID, PID): keep the first, reject the others.
+    # Repeated (ID, PID): keep the first, reject the others (each counted: records + missing +
+    # rejected = the rows of the page).
     dup = df.duplicated(["ID", "Process ID"]).to_numpy()
-    if dup.any():
-        bad += [BadRow(int(n), f"repeats launch ID {i} of process {p}", i, p)
-                for i, p, n in zip(df.loc[dup, "ID"], df.loc[dup, "Process ID"], line_nos[dup], strict=True)]
+    repeats = [BadRow(int(n), f"repeats launch ID {i} of process {p}", i, p)
+               for i, p, n in zip(df.loc[dup, "ID"], df.loc[dup, "Process ID"], line_nos[dup], strict=True)]
+    if repeats:
         df, line_nos = df.loc[~dup].reset_index(drop=True), line_nos[~dup]
 
     metric_cols = [c for c in df.columns if c not in NON_METRIC_COLUMNS]
@@ -140,14 +141,14 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     measured = measured_columns(kept)
     has_value = metrics[measured].notna().any(axis=1) if measured else pd.Series(False, index=df.index)
     accepted = set(zip(df["ID"].str.strip(), df["Process ID"].str.strip(), strict=True)) if bad else set()
-    rejected = _bad_rows(src.path, bad)
+    rejected = _bad_rows(src.path, bad + repeats)
     rejected += _bad_cells(src.path, df, line_nos, pd.DataFrame(badm, columns=kept))
     acc = InputAccounting(
         path=src.path,
         format=FORMAT,
         records=int(has_value.sum()),
         missing=int((~has_value).sum()),
-        rejected=rejected_launches(bad, accepted),
+        rejected=rejected_launches(bad, accepted) + len(repeats),
     )
     return ParseResult(accounting=acc, kernels=normalize_kernels(kern), rejected=rejected, meta=meta)
 

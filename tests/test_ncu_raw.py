@@ -198,9 +198,12 @@ def test_header_without_rows_and_noise_only_are_input_errors(tmp_path: Path) -> 
     assert "==ERROR== The application returned an error code (1)." in str(err.value)
 
 
-def test_duplicate_launch_listed_not_counted(tmp_path: Path) -> None:
-    text = new_page([[*ident(0), "G", "1", "2", "3"], [*ident(0), "G", "9", "9", "9"]])
+def test_duplicate_launch_listed_and_counted(tmp_path: Path) -> None:
+    # issue 19 item 16: 3 rows, one launch repeated twice: records + missing + rejected = 3
+    text = new_page([[*ident(0), "G", "1", "2", "3"], [*ident(0), "G", "9", "9", "9"],
+                     [*ident(0), "G", "8", "8", "8"]])
     res = parse_path(write(tmp_path, text))
-    assert (res.accounting.records, res.accounting.rejected) == (1, 0)
+    a = res.accounting
+    assert (a.records, a.missing, a.rejected) == (1, 0, 2) and a.records + a.missing + a.rejected == 3
     assert res.kernels.loc[0, "dram__bytes.sum"] == pytest.approx(1e6)
-    assert [r.line for r in res.rejected] == [5] and "repeats launch" in res.rejected[0].reason
+    assert [r.line for r in res.rejected] == [5, 6] and all("repeats launch" in r.reason for r in res.rejected)
