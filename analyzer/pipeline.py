@@ -146,6 +146,12 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)
     if ta.timeline:
         extra.update(timeline=ta.timeline, steps=ta.steps)
+    if ta.devices and len(results):  # a trace and an ncu profile: docs/formulas.md#timeline-join
+        from rooftop.analyzer.timeline.join import findings as timeline_findings
+        from rooftop.analyzer.timeline.join import join, rank_together
+
+        extra["waterfall"] = join(parsed.results, ta, ai.kernels, results)
+        findings = rank_together(findings, timeline_findings(extra["waterfall"]), top)
     if has_windows:
         extra["timelines"] = wa.timelines()
     if has_windows and len(results):

@@ -270,3 +270,33 @@ def test_reports_draw_timeline_sections(nsys_new: Path) -> None:
     md = render_markdown(doc)
     assert "## Timelines" in md and "## Steps" in md and "ProfilerStep" in md
     assert "overhead-bound | launch" in md
+
+
+def test_join_with_ncu_waterfall_and_ranked_findings(tmp_path: Path) -> None:
+    """The matched pair: fixtures/ncu/demo.raw.csv and its trace half (make_trace.write_join_nsys)."""
+    from rooftop.analyzer.pipeline import run_analysis
+    from rooftop.analyzer.schema import validate_document
+
+    trace = _make_trace().write_join_nsys(tmp_path / "join.sqlite")
+    doc = run_analysis([str(trace), str(FIXTURES / "ncu" / "demo.raw.csv")])
+    validate_document(doc)
+    (w,) = doc["waterfall"]
+    parts = {p["part"]: p["seconds"] for p in w["parts"]}
+    assert abs(sum(parts.values()) - w["span_s"]) < 1e-8
+    assert (w["matched_names"], w["trace_names"]) == (5, 6)
+    how = {m["name"]: m["how"] for m in w["matches"]}
+    assert how["gemv_kernel"] == "base name + grid + block"
+    assert parts["kernels without an ncu match"] == 3 * 10_000 / 1e9
+    # fills: no work in ncu -> all their time above the roofline (launch); 3 steps x 20 x 2 µs
+    assert parts["above roofline: overhead-bound / launch"] == 3 * 20 * 2_000 / 1e9
+    # idle: 3 steps x (4 gaps of 50 µs + 20 of 3 µs) + 2 x (3 + 200) µs between steps
+    assert parts["idle: host"] == (3 * 4 * 50_000 + 2 * 203_000) / 1e9
+    assert parts["idle: launch"] == 3 * 20 * 3_000 / 1e9
+    eff = {m["name"][:8]: m["eff"] for m in w["matches"]}
+    gemm_s = 3 * 1_208_000 / 1e9
+    assert abs(parts["above roofline: compute-bound / tensor"] - (1 - eff["void gem"]) * gemm_s) < 1e-9
+    ranks = [(f["rank"], f["est_saving_s"]) for f in doc["findings"]]
+    assert [r for r, _ in ranks] == list(range(1, len(ranks) + 1))
+    assert [s for _, s in ranks] == sorted((s for _, s in ranks), reverse=True)
+    assert doc["findings"][0]["rule"] == "timeline-idle-host"
+    assert {"timeline", "roofline"} <= {f["rule"].split("-")[0].split(".")[0] for f in doc["findings"]}
