@@ -263,7 +263,8 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
     for lvl, by_conv in bw.items():
         conv = bytes_conv[lvl]
         for cname, (v, s) in by_conv.items():
-            match = (conv == cname) | (conv.isna() & (cname == "ncu"))
+            # t_bytes: the export's own *_t_bytes.peak_sustained ceilings (the "nersc" entry's metrics)
+            match = (conv == cname) | (conv.isna() & (cname == "ncu")) | ((conv == "t_bytes") & (cname == "nersc"))
             fill(f"bw_{lvl}", v.where(match), "export", s)
 
     # 3. built-in table: the user file's base device, else the device the export's hints name

@@ -142,11 +142,11 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     t_flops, t_src, t_ops = M.tensor_flops(df, dur, cc)
     flops = fp.assign(tensor=t_flops)
     bytes_, b_src, b_conv = M.bytes_by_level(df, dur, cc)
+    rate_only, flops_in, bytes_in, dur_in, b_conv = _rate_inputs(df, cc, dur, flops, bytes_, b_conv)
     ceil = resolve_ceilings(df, dur=dur, cc=cc, launch=launch, tensor_ops=t_ops, bytes_conv=b_conv, option=option,
                             hints=hints)
     if launch["sm_count"].isna().any() and option is not None and option.sm_count:
         launch["sm_count"] = launch["sm_count"].fillna(float(option.sm_count))
-    rate_only, flops_in, bytes_in, dur_in = _rate_inputs(df, cc, dur, flops, bytes_)
     roof = roofline(flops_in, bytes_in, dur_in, ceil.values).table
     roof.loc[rate_only, "flops"] = np.nan  # rates only: the totals are not known
     sol_c, sol_m, sol_src = M.sol(df)
@@ -206,25 +206,27 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     return f, ceil.devices
 
 
-def _rate_inputs(df: pd.DataFrame, cc: pd.Series, dur: pd.Series, flops: pd.DataFrame, bytes_: pd.DataFrame
-                 ) -> tuple[pd.Series, pd.DataFrame, pd.DataFrame, pd.Series]:
+def _rate_inputs(df: pd.DataFrame, cc: pd.Series, dur: pd.Series, flops: pd.DataFrame, bytes_: pd.DataFrame,
+                 conv: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame, pd.DataFrame, pd.Series, pd.DataFrame]:
     """Kernels with no duration but rate metrics (ncu section CSVs): their FLOP/s and bytes/s as the
     roofline's inputs over a 1 s window (docs/formulas.md#work-bytes). Returns (rate-only mask, flops,
-    bytes, duration) for :func:`analyzer.roofline.compute`."""
+    bytes, duration) for :func:`analyzer.roofline.compute`, and the byte convention with the rate rows'."""
     no_dur = dur.isna()
     rate_only = pd.Series(False, index=df.index)
     if not no_dur.any():
-        return rate_only, flops, bytes_, dur
-    rf, rb, _ = M.rates(df.loc[no_dur], cc[no_dur])
+        return rate_only, flops, bytes_, dur, conv
+    rf, rb, _, rconv = M.rates(df.loc[no_dur], cc[no_dur])
     has = (rf.notna().any(axis=1) | rb.notna().any(axis=1)).reindex(df.index, fill_value=False)
     rate_only = no_dur & has.astype(bool)
     if not rate_only.any():
-        return rate_only, flops, bytes_, dur
+        return rate_only, flops, bytes_, dur, conv
     rows = rate_only[rate_only].index
+    conv = conv.copy()
+    conv.loc[rows, list(rconv.columns)] = rconv.loc[rows, list(conv.columns)].to_numpy()
     flops_in, bytes_in = flops.copy(), bytes_.copy()
     flops_in.loc[rows, list(rf.columns)] = rf.loc[rows].to_numpy()
     bytes_in.loc[rows, list(rb.columns)] = rb.loc[rows, list(bytes_in.columns)].to_numpy()
-    return rate_only, flops_in, bytes_in, dur.mask(rate_only, 1.0)
+    return rate_only, flops_in, bytes_in, dur.mask(rate_only, 1.0), conv
 
 
 # Evidence text is built with Arrow string kernels over whole columns (C loops, no per-row Python):
@@ -409,7 +411,11 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     if "device_assumed" in f.columns:
         add(f["device_assumed"].notna(), _cat(_obj(f["device_assumed"]), " (docs/formulas.md#ceilings)"))
     add(f["bytes_convention"].isin(["nersc", "mixed"]),
-        "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention (docs/research/formulas.md §1.7, §2)")
+        "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention with the device table's L1/L2 ceilings "
+        "(docs/formulas.md#work-bytes)")
+    add(f["bytes_convention"] == "t_bytes",
+        "L1/L2 bytes and ceilings both from l1tex__t_bytes / lts__t_bytes and their .peak_sustained "
+        "(one convention per kernel, docs/formulas.md#work-bytes)")
     add(f["duration_source"].notna() & (f["duration_source"] != "gpu__time_duration.sum"),
         _cat("Duration from ", _obj(f["duration_source"])))
     ro = f["rate_only"].fillna(False).astype(bool) if "rate_only" in f.columns else pd.Series(False, index=f.index)

@@ -118,8 +118,12 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
                          "collect sm__ops_path_tensor_*.sum.peak_sustained or pass --device.", tpm))
     nersc = f["bytes_convention"].isin(["nersc", "mixed"])
     out.append(_item("bytes-convention", f"L1/L2 bytes for {count(nersc)} use NERSC's l1tex__t_bytes / lts__t_bytes "
-                     "(all tag requests, reads and writes), not ncu's lsu_writeback x 128 / lts2xbar x 32: their "
-                     "intensities are not comparable with ncu's hierarchical roofline (docs/research/formulas.md §1.7).", nersc))
+                     "(all tag-stage traffic) with the device table's L1/L2 ceilings, not ncu's lsu_writeback / lts2xbar: "
+                     "intensities are not comparable with ncu's hierarchical roofline (docs/formulas.md#work-bytes).", nersc))
+    tb = f["bytes_convention"] == "t_bytes"
+    out.append(_item("bytes-convention", f"L1/L2 bytes and ceilings for {count(tb)} both from l1tex__t_bytes / "
+                     "lts__t_bytes and their .peak_sustained x unit cycles/s, the hierarchical-roofline metrics the export "
+                     "carries (one convention per kernel, docs/formulas.md#work-bytes).", tb))
     legacy = f["legacy_metrics"].fillna(False).astype(bool)
     out.append(_item("legacy-metrics", f"Pre-2020 metric names (sm__sol_pct, dram__read_bytes ...) used for {count(legacy)}: "
                      "SOL % and DRAM bytes are read from them; L1/L2 levels are not available in that layout.", legacy))

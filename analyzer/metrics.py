@@ -329,11 +329,14 @@ def l1_order(cc: pd.Series) -> dict[str, pd.Series]:
 
 def bytes_by_level(df: pd.DataFrame, dur: pd.Series, cc: pd.Series
                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Bytes moved at L1, L2 and DRAM per kernel.
+    """Bytes moved at L1, L2 and DRAM per kernel, one L1/L2 convention per kernel (docs/formulas.md#work-bytes).
 
     Returns (bytes, source, convention): ``source[level]`` names the metric used, and
-    ``convention[level]`` is ``"ncu"`` (hierarchical-roofline sections) or ``"nersc"``
-    (``*_t_bytes``), ``None`` when the level was not collected.
+    ``convention[level]`` is ``"ncu"`` (``lsu_writeback`` x 128 / ``lts2xbar`` x 32, ncu's hierarchical
+    sections), ``"t_bytes"`` (``l1tex__t_bytes`` / ``lts__t_bytes`` with their ``.peak_sustained`` in the
+    export: those metrics and their own ceilings at every level), ``"nersc"`` (``*_t_bytes`` without
+    peaks) or ``None`` when the level was not collected. L1 and L2 never mix conventions: the kernel takes
+    the convention covering more of the two levels (ties: ``t_bytes``, then ``ncu``, then ``nersc``).
     """
     out = pd.DataFrame(index=df.index)
     src = pd.DataFrame(index=df.index)
@@ -344,10 +347,7 @@ def bytes_by_level(df: pd.DataFrame, dur: pd.Series, cc: pd.Series
 
     l2, l2s = resolve(df, L2_NCU_RECIPES, dur)
     l2n, l2ns = resolve(df, L2_NERSC_RECIPES, dur)
-    out["l2"], src["l2"] = l2.fillna(l2n), l2s.fillna(l2ns)
-    conv["l2"] = _none(df).mask(l2.notna(), "ncu").mask(l2.isna() & l2n.notna(), "nersc")
-
-    # L1: the counter ncu uses at this CC first, then the other ncu variants, then NERSC.
+    # L1: the counter ncu uses at this CC first, then the other ncu variants.
     cands = {k: resolve(df, _l1_recipes(k), dur) for k in ("lgds", "lg", "all")}
     prefer = l1_order(cc)
     l1, l1s = _nan(df), _none(df)
@@ -360,13 +360,23 @@ def bytes_by_level(df: pd.DataFrame, dur: pd.Series, cc: pd.Series
         take = l1.isna() & v.notna()
         l1, l1s = l1.mask(take, v), l1s.mask(take, s)
     l1n, l1ns = resolve(df, L1_NERSC_RECIPES, dur)
-    out["l1"], src["l1"] = l1.fillna(l1n), l1s.fillna(l1ns)
-    conv["l1"] = _none(df).mask(l1.notna(), "ncu").mask(l1.isna() & l1n.notna(), "nersc")
+
+    n_ncu = l1.notna().astype(int) + l2.notna().astype(int)
+    n_tb = l1n.notna().astype(int) + l2n.notna().astype(int)
+    tb_peaks = (column(df, "l1tex__t_bytes.sum.peak_sustained").notna() & l1n.notna()) | \
+        (column(df, "lts__t_bytes.sum.peak_sustained").notna() & l2n.notna())
+    use_tb = (n_tb > 0) & ((n_tb > n_ncu) | (tb_peaks & (n_tb >= n_ncu)))
+    tb_word = pd.Series("nersc", index=df.index, dtype="object").mask(tb_peaks, "t_bytes")
+    for lvl, (v, s), (vn, sn) in (("l1", (l1, l1s), (l1n, l1ns)), ("l2", (l2, l2s), (l2n, l2ns))):
+        out[lvl] = v.mask(use_tb, vn)
+        src[lvl] = s.mask(use_tb, sn)
+        conv[lvl] = _none(df).mask(~use_tb & v.notna(), "ncu").mask(use_tb & vn.notna(), tb_word)
     return out[list(LEVELS)], src[list(LEVELS)], conv[list(LEVELS)]
 
 
 def bytes_convention(conv: pd.DataFrame) -> pd.Series:
-    """One word per kernel for the L1/L2 byte convention: ncu, nersc, mixed, or None."""
+    """One word per kernel for the L1/L2 byte convention: ncu, t_bytes, nersc (never mixed since
+    :func:`bytes_by_level` picks one per kernel; ``mixed`` only for a hand-built table), or None."""
     l1, l2 = conv["l1"], conv["l2"]
     both = l1.notna() & l2.notna()
     out = l2.fillna(l1)
@@ -380,19 +390,19 @@ def rate_frame(df: pd.DataFrame) -> pd.DataFrame:
     traffic functions run on this frame with a duration of 1 s return FLOP/s and bytes/s exactly as
     ncu's roofline sections compute them (per-cycle-elapsed x cycles per second, docs/research/formulas.md §1.1),
     never an absolute count mistaken for a rate."""
-    keep = [c for c in df.columns if c.endswith((".per_cycle_elapsed", ".per_second", "_per_sec"))
+    keep = [c for c in df.columns if c.endswith((".per_cycle_elapsed", ".per_second", "_per_sec", ".peak_sustained"))
             or c.startswith("device__") or c in ("cc", "input", "index")]
     return df[keep]
 
 
-def rates(df: pd.DataFrame, cc: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(FLOP/s by class, bytes/s by level, byte-rate source by level) from :func:`rate_frame`."""
+def rates(df: pd.DataFrame, cc: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(FLOP/s by class, bytes/s by level, byte-rate source, convention by level) from :func:`rate_frame`."""
     sub = rate_frame(df)
     one = pd.Series(1.0, index=df.index)
     fp, _ = fp_flops(sub, one)
     t, _, _ = tensor_flops(sub, one, cc)
-    b, bsrc, _ = bytes_by_level(sub, one, cc)
-    return fp.assign(tensor=t), b, bsrc
+    b, bsrc, conv = bytes_by_level(sub, one, cc)
+    return fp.assign(tensor=t), b, bsrc, conv
 
 
 # -- SOL, launch -------------------------------------------------------------------------------

@@ -133,9 +133,11 @@ def test_nersc_bytes_fallback_and_convention() -> None:
     b, _src, conv = M.bytes_by_level(df, pd.Series([1.0]), pd.Series([8.0]))
     assert b.at[0, "l2"] == 5000.0 and b.at[0, "l1"] == 9000.0
     assert M.bytes_convention(conv).tolist() == ["nersc"]
-    mixed = pd.DataFrame({"lts__lts2xbar_cycles_active.sum": [1.0], "l1tex__t_bytes.sum": [9.0]})
-    _, _, conv2 = M.bytes_by_level(mixed, pd.Series([1.0]), pd.Series([8.0]))
-    assert M.bytes_convention(conv2).tolist() == ["mixed"]
+    # ncu's L2 beside NERSC's L1: never mixed in one kernel (docs/formulas.md#work-bytes): ncu wins the tie
+    both = pd.DataFrame({"lts__lts2xbar_cycles_active.sum": [1.0], "l1tex__t_bytes.sum": [9.0]})
+    b2, _, conv2 = M.bytes_by_level(both, pd.Series([1.0]), pd.Series([8.0]))
+    assert M.bytes_convention(conv2).tolist() == ["ncu"]
+    assert b2.at[0, "l2"] == 32.0 and np.isnan(b2.at[0, "l1"])
 
 
 def test_duration_from_cycles_when_no_gpu_time() -> None:

@@ -136,8 +136,11 @@ def test_nersc_bytes_take_the_nersc_peak() -> None:
     del m["lts__lts2xbar_cycles_active.sum"]
     m.update({"lts__t_bytes.sum": 1e6, "lts__t_bytes.sum.peak_sustained": 7000.0})
     r = facts_for(_kernel(**m))[0].iloc[0]
-    assert r["bytes_convention"] == "mixed"  # L1 from lsu_writeback, L2 from lts__t_bytes
+    # lts__t_bytes with its peak: that convention for the kernel, never L1 from lsu_writeback beside it
+    # (docs/formulas.md#work-bytes); L1 has no l1tex__t_bytes here, so it is not evaluated
+    assert r["bytes_convention"] == "t_bytes"
     assert r["bw_l2"] == pytest.approx(7000 * 1.98e9) and "lts__t_bytes" in r["detail_bw_l2"]
+    assert np.isnan(r["bytes_l1"]) and r["bytes_l2"] == 1e6
 
 
 def test_device_option_overrides_export(tmp_path) -> None:
