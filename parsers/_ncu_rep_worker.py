@@ -55,7 +55,8 @@ def _nvtx(action: Any) -> str | None:
             continue
         dname = str(domain.name())
         for rname in [*domain.push_pop_ranges(), *domain.start_end_ranges()]:
-            parts.append(f"{dname}:{rname}")
+            # the default domain's ranges by their bare name, as ncu's --nvtx-include writes them
+            parts.append(str(rname) if dname in ("", "<default domain>") else f"{dname}:{rname}")
     return " > ".join(parts) if parts else None
 
 

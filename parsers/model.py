@@ -20,7 +20,7 @@ cc                  string     compute capability ``"8.6"`` or null
 grid_dim, block_dim string     ``"(x, y, z)"`` as ncu prints them, or null
 grid                Int64      blocks per grid (product of grid_dim, or ``launch__grid_size``)
 block               Int64      threads per block (product of block_dim, or ``launch__block_size``)
-nvtx                string     NVTX push/pop and start/end ranges, ``domain:range`` joined by `` > ``
+nvtx                string     NVTX push/pop and start/end ranges joined by `` > `` (default domain bare, others ``domain:range``)
 invocations         Int64      launches a row stands for (``--print-summary``: N; otherwise 1)
 duration_s          float64    ``gpu__time_duration.sum`` in seconds, or null
 <metric>            float64    every other metric, keyed by its ncu metric name

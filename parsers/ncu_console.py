@@ -79,6 +79,9 @@ _METRIC_ID = re.compile(r"^[A-Za-z0-9_]+__[A-Za-z0-9_.]+$")
 _SPEEDUP = re.compile(r"Est\. (?:(Local|Global) )?Speedup:? ([0-9][0-9,]*(?:\.[0-9]+)?)\s?%", re.I)
 _RULE_NAME = re.compile(r"^Rule (.+?) returned an error")
 _SPLIT2 = re.compile(r"\s{2,}")
+_NVTX_HEAD = re.compile(r"^(\s+)NVTX (?:Push/Pop Stack for Thread \d+|Start/End Ranges)\s*:?\s*$")
+_NVTX_RANGE = re.compile(r"^<\s*\d+\s*,\s*(.*?)\s*>$")
+DEFAULT_NVTX_DOMAIN = "<default domain>"
 
 PERM_HINT = "profiling permission denied: run ncu as root or enable NVreg_RestrictProfilingToAdminUsers=0"
 
@@ -94,6 +97,7 @@ class _Launch:
     values_seen: int = 0  # numeric value cells, missing ones included
     values_present: int = 0  # numeric value cells that held a number
     sections: int = 0
+    nvtx: list[str] = field(default_factory=list)  # NVTX ranges, outermost first
 
 
 @dataclass
@@ -123,6 +127,8 @@ class _State:
     rule: _Rule | None = None
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    nvtx_indent: int | None = None  # inside an "NVTX ..." block of the last launch
+    nvtx_domain: str | None = None
     unparsed: list[tuple[int, str]] = field(default_factory=list)
     unknown_units: set[str] = field(default_factory=set)
     conflicts: set[str] = field(default_factory=set)
@@ -169,6 +175,8 @@ def _feed(st: _State, n: int, line: str, decimal_comma: bool) -> None:
     if st.table is not None:
         _table_line(st, n, line, decimal_comma)
         return
+    if _nvtx_line(st, line):
+        return
     m = _PROCESS.match(line)
     if m:
         _close_rule(st)
@@ -206,6 +214,30 @@ def _feed(st: _State, n: int, line: str, decimal_comma: bool) -> None:
         return
     # Anything else is application output (or a wrapped line we do not know): skipped.
     _close_rule(st)
+
+
+def _nvtx_line(st: _State, line: str) -> bool:
+    """An ``NVTX Push/Pop Stack for Thread N:`` / ``NVTX Start/End Ranges:`` block of the last launch
+    (ncu --nvtx): domain lines, then ``<level,name>`` range lines; attribute lines (``RGB: ...``) skipped.
+    Ranges of the default domain keep their bare name, others become ``domain:name`` (docs/formulas.md#work-bytes)."""
+    m = _NVTX_HEAD.match(line)
+    if m and st.launches:
+        _close_rule(st)
+        st.nvtx_indent, st.nvtx_domain = len(m.group(1)), None
+        return True
+    if st.nvtx_indent is None:
+        return False
+    if len(line) - len(line.lstrip()) <= st.nvtx_indent:
+        st.nvtx_indent = None
+        return False
+    text = line.strip()
+    r = _NVTX_RANGE.match(text)
+    if r:
+        dom = st.nvtx_domain
+        st.launches[-1].nvtx.append(r.group(1) if dom in (None, DEFAULT_NVTX_DOMAIN) else f"{dom}:{r.group(1)}")
+    elif ":" not in text:
+        st.nvtx_domain = text if text == DEFAULT_NVTX_DOMAIN else text.strip("<>")
+    return True
 
 
 def _kernel_header(line: str) -> tuple[str, dict[str, Any]] | None:
@@ -416,6 +448,8 @@ def _result(st: _State, cut: bool, last_line: int) -> ParseResult:
         row.update(launch.ident)
         if row.get("invocations") is None:
             row["invocations"] = 1
+        if launch.nvtx:
+            row["nvtx"] = " > ".join(launch.nvtx)
         if failed:
             missing += 1
         else:

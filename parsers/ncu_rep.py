@@ -6,7 +6,7 @@ Every profiled result becomes one kernel-table row, ranges in order and actions 
 where they feed identity columns (``device__attribute_display_name`` → ``device``). Launch
 geometry and compute capability come from ``launch__*`` and ``device__attribute_*`` metrics,
 ``gpu__time_duration.sum`` becomes ``duration_s``. NVTX push/pop and start/end ranges become
-``nvtx`` (``domain:range`` joined by `` > ``, outermost first). Rule results (incl. the
+``nvtx`` (ranges joined by `` > ``, outermost first; the default domain's by bare name, others ``domain:range``). Rule results (incl. the
 ``SOLBottleneck`` verdict) fill the rules table with their estimated speedup.
 
 ``meta``: ``ncu_version`` and ``command_line`` (read from the container, see
