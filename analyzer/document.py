@@ -55,6 +55,7 @@ KERNEL_FIELDS: dict[str, tuple[str, ...]] = {
     "limiter": ("limiter",),
     "evidence": ("evidence",),
     "ncu_rules": ("ncu_rules",),
+    "nvtx": ("nvtx",),  # NVTX ranges the launch ran in, outermost first (docs/contract.md)
 }
 
 

@@ -173,6 +173,7 @@ class _KernelBase(TypedDict):
 
 
 class Kernel(_KernelBase, total=False):
+    nvtx: str | None  # NVTX ranges "outer > inner" (default domain bare, others "domain:range"); older documents lack it
     extra: dict[str, Json]  # README "extensions": binding level, ridge, waves, SOL verdict, ...
 
 
