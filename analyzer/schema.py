@@ -363,6 +363,8 @@ class Document(_DocumentBase, total=False):
     timeline: list[TimelineEntry]
     steps: list[Step]
     waterfall: list[dict[str, Json]]
+    timeline_diff: list[dict[str, Json]]  # diff of two timelines: per device, both sides
+    timeline_series: list[dict[str, Json]]  # ... and the gated series (kernels, idle gaps)
 
 
 # ---------------------------------------------------------------------------------------------

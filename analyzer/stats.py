@@ -51,7 +51,10 @@ def min_attainable_p(n1: int, n2: int) -> float:
     """Smallest two-sided exact Mann–Whitney p-value for sample sizes n1, n2 (no ties)."""
     if n1 < 1 or n2 < 1:
         return 1.0
-    return min(1.0, 2.0 / comb(n1 + n2, n1))
+    try:
+        return min(1.0, 2.0 / comb(n1 + n2, n1))
+    except OverflowError:  # C(n1 + n2, n1) beyond float range (thousands of samples): p ~ 0
+        return 0.0
 
 
 def holm(pvalues: np.ndarray) -> np.ndarray:

@@ -142,3 +142,52 @@ def timeline_md_sections(doc: dict[str, Any]) -> list[MdSection] | None:
             rows, [("where", "input · device"), ("part", "part"), ("seconds", "seconds", fmt_time),
                    ("share", "share of span", fmt_pct)])))
     return out
+
+
+def _diff_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for r in doc.get("timeline_diff") or []:
+        idle, ks, span = r.get("idle_fraction") or {}, r.get("kernel_sum_s") or {}, r.get("span_s") or {}
+        gaps, label = r.get("gaps") or {}, r.get("label") or {}
+        out.append({"device": r.get("device"), "idle_b": idle.get("baseline"), "idle_c": idle.get("candidate"),
+                    "gaps_b": gaps.get("baseline"), "gaps_c": gaps.get("candidate"),
+                    "ks_b": ks.get("baseline"), "ks_c": ks.get("candidate"), "span_b": span.get("baseline"),
+                    "span_c": span.get("candidate"),
+                    "label": f"{label.get('baseline')} → {label.get('candidate')}"})
+    return out
+
+
+def _series_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [s for s in doc.get("timeline_series") or [] if s.get("significant")]
+    return sorted(rows, key=lambda s: -abs(s.get("change") or 0.0))
+
+
+_DIFF_MD: list[Any] = [("device", "GPU"), ("idle_b", "idle before", fmt_pct), ("idle_c", "idle after", fmt_pct),
+                       ("gaps_b", "gaps before"), ("gaps_c", "gaps after"),
+                       ("ks_b", "kernel time before", fmt_time), ("ks_c", "kernel time after", fmt_time),
+                       ("label", "label")]
+_SERIES_MD: list[Any] = [("device", "GPU"), ("series", "kernel / gaps"), ("n_base", "n before"),
+                         ("n_cand", "n after"), ("change", "median change", fmt_pct), ("p_adjusted", "p (Holm)")]
+
+
+def timeline_diff_sections(doc: dict[str, Any]) -> list[Section] | None:
+    """``rooftop diff`` of two timelines: per-device numbers and the series beyond noise."""
+    if not doc.get("timeline_diff"):
+        return None
+    cols = [Column(c[0], c[1], c[2] if len(c) > 2 else None, numeric=c[0] not in ("device", "label"))
+            for c in _DIFF_MD]
+    out = [Section("Timelines: before → after", table(_diff_rows(doc), cols), anchor="timeline-diff")]
+    scols = [Column(c[0], c[1], c[2] if len(c) > 2 else None, numeric=c[0].startswith(("n_", "change", "p_")),
+                    css="name" if c[0] == "series" else "") for c in _SERIES_MD]
+    out.append(Section("Changes beyond noise (kernels and idle gaps)", table(_series_rows(doc), scols),
+                       anchor="timeline-series", note="docs/formulas.md#timeline-diff"))
+    return out
+
+
+def timeline_diff_md_sections(doc: dict[str, Any]) -> list[MdSection] | None:
+    if not doc.get("timeline_diff"):
+        return None
+    return [MdSection("Timelines: before → after", md_table(_diff_rows(doc), _DIFF_MD)),
+            MdSection("Changes beyond noise (kernels and idle gaps)",
+                      md_table(_series_rows(doc)[:30], _SERIES_MD, limit=120)
+                      + "\n\nRules: docs/formulas.md#timeline-diff.")]

@@ -22,9 +22,10 @@ from rooftop.analyzer.timeline.metrics import device_metrics, union
 from rooftop.parsers import InputError, parse_path
 from rooftop.parsers.kineto import to_ns
 from rooftop.parsers.model import EVENT_COLUMNS
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import CORPUS, FIXTURES, ROOT
 
 TRACE = FIXTURES / "trace"
+CORPUS_TRACE = CORPUS / "trace"
 
 
 def _make_trace() -> ModuleType:
@@ -300,3 +301,44 @@ def test_join_with_ncu_waterfall_and_ranked_findings(tmp_path: Path) -> None:
     assert [s for _, s in ranks] == sorted((s for _, s in ranks), reverse=True)
     assert doc["findings"][0]["rule"] == "timeline-idle-host"
     assert {"timeline", "roofline"} <= {f["rule"].split("-")[0].split(".")[0] for f in doc["findings"]}
+
+
+def test_diff_of_two_traces_gates_idle_gaps(tmp_path: Path) -> None:
+    """Before: 100 kernels 4 µs apart; after: the same kernels 40 µs apart -> idle gaps regress."""
+    from rooftop.analyzer.diff import run_diff
+    from rooftop.analyzer.schema import validate_document
+
+    def trace(path: Path, gap_us: int) -> Path:
+        ev = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": i * (3 + gap_us), "dur": 3,
+               "args": {"device": 0, "stream": 7}} for i in range(100)]
+        path.write_text(json.dumps({"traceEvents": ev}))
+        return path
+
+    before, after = trace(tmp_path / "b.json", 4), trace(tmp_path / "a.json", 40)
+    doc = run_diff(str(before), str(after), fail_on=5.0, device=None, command="test")
+    validate_document(doc)
+    (row,) = doc["timeline_diff"]
+    assert row["idle_fraction"]["baseline"] == round(99 * 4 / (100 * 3 + 99 * 4), 9)
+    gaps = next(s for s in doc["timeline_series"] if s["series"] == "(idle gaps)")
+    assert gaps["significant"] and abs(gaps["change"] - 9.0) < 1e-9
+    kern = next(s for s in doc["timeline_series"] if s["series"] == "k")
+    assert not kern["significant"]  # identical durations
+    assert doc["verdict"]["fail"] and len(doc["verdict"]["regressions"]) == 1
+    same = run_diff(str(before), str(before), fail_on=5.0, device=None, command="test")
+    assert not same["verdict"]["fail"]
+
+
+@pytest.mark.corpus
+def test_diff_corpus_before_after_pair() -> None:
+    from rooftop.analyzer.diff import run_diff
+    from rooftop.reports.html import render_html
+
+    d = CORPUS_TRACE / "GindaChen__nsys-ai__tests__fixtures__mfu_2gpu_before.sqlite"
+    if not d.is_file():
+        pytest.skip("trace corpus absent")
+    doc = run_diff(str(d), str(d).replace("before", "after"), fail_on=5.0, device=None, command="test")
+    rows = {r["device"]: r for r in doc["timeline_diff"]}
+    assert rows["0"]["idle_fraction"]["baseline"] == 0.086813834
+    assert rows["0"]["idle_fraction"]["candidate"] == 0.19763484
+    assert rows["0"]["kernels"]["delta"] == 1793 - 1993
+    assert "Timelines: before → after" in render_html(doc)

@@ -158,6 +158,10 @@ def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: st
     """The whole ``diff`` job; returns the contract document of kind ``diff``."""
     if fail_on is not None and (not math.isfinite(fail_on) or fail_on < 0):
         raise InputError("--fail-on", f"{fail_on!r} is not a percentage ≥ 0", "e.g. --fail-on 5")
+    from rooftop.analyzer.timeline.diff import is_trace_pair, run_trace_diff
+
+    if is_trace_pair(baseline, candidate):  # two nsys/Kineto timelines: docs/formulas.md#timeline-diff
+        return run_trace_diff(baseline, candidate, fail_on=fail_on, command=command)
     sides = [load_side(path, side, device) for path, side in zip((baseline, candidate), SIDES, strict=True)]
     result = compare(sides[0].results, sides[1].results, fail_on=fail_on)
     inputs = [{**i, "side": s} for s, side in zip(SIDES, sides, strict=True) for i in side.inputs]
