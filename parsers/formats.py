@@ -37,8 +37,10 @@ BatchParser = Callable[["Source", "ParseOptions"], Generator["pa.Table", None, "
 Sniffer = Callable[["Source"], bool]
 
 # A longer line in a line-based format is a rejection of the file (docs/formulas.md#inputs).
-MAX_LINE_BYTES = 1 << 20  # 1 MiB: a metric/log line; a dcgm-exporter line is ~300 bytes
+MAX_LINE_BYTES = 1 << 20  # 1 MiB: an ncu console line (demangled template kernel names run to ~10 kB)
+MAX_SAMPLE_LINE_BYTES = 64 << 10  # 64 KiB: a GPU sample line (a dcgm-exporter line is ~300-600 bytes); caps every label
 MAX_CSV_LINE_BYTES = 64 << 20  # ncu raw-page header: one column per metric (~40 bytes each)
+MAX_FIELD_CHARS = MAX_SAMPLE_LINE_BYTES  # a label value of a whole-document format (query JSON)
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,13 @@ def known_formats() -> str:
     return ", ".join(dict.fromkeys(f.label for f in FORMATS.values()))
 
 
+def _stream(name: str, parser: str, label: str) -> Format:
+    """A GPU sample stream read line by line in bounded batches, prefix-stable (appendable)."""
+    return Format(name, "samples", parser, label, line_based=True, appendable=True, streamable=True,
+                  max_line_bytes=MAX_SAMPLE_LINE_BYTES)
+
+
 def _builtins() -> None:
-    stream = {"line_based": True, "appendable": True, "streamable": True}
     register(Format("ncu-rep", "kernels", "rooftop.parsers.ncu_rep:parse", "Nsight Compute report (.ncu-rep/.ncu-repz)",
                     binary=True, reads_file=True), d.is_ncu_report)
     register(Format("prometheus-json", "samples", "rooftop.parsers.prom_json:parse", "Prometheus query JSON"),
@@ -132,13 +139,10 @@ def _builtins() -> None:
                     line_based=True, max_line_bytes=MAX_CSV_LINE_BYTES), d.is_ncu_raw)
     register(Format("ncu-details-csv", "kernels", "rooftop.parsers.ncu_details:parse", "ncu raw/details CSV",
                     line_based=True, max_line_bytes=MAX_CSV_LINE_BYTES), d.is_ncu_details)
-    register(Format("dcgm-dmon", "samples", "rooftop.parsers.dcgm_dmon:parse", "dcgmi dmon", **stream), d.is_dcgm_dmon)
-    register(Format("nvidia-smi-dmon", "samples", "rooftop.parsers.nvsmi:parse_dmon", "nvidia-smi CSV/dmon",
-                    **stream), d.is_smi_dmon)
-    register(Format("nvidia-smi-csv", "samples", "rooftop.parsers.nvsmi:parse_csv", "nvidia-smi CSV/dmon", **stream),
-             d.is_smi_csv)
-    register(Format("prometheus-text", "samples", "rooftop.parsers.prom_text:parse", "Prometheus text", **stream),
-             d.is_prom_text)
+    register(_stream("dcgm-dmon", "rooftop.parsers.dcgm_dmon:parse", "dcgmi dmon"), d.is_dcgm_dmon)
+    register(_stream("nvidia-smi-dmon", "rooftop.parsers.nvsmi:parse_dmon", "nvidia-smi CSV/dmon"), d.is_smi_dmon)
+    register(_stream("nvidia-smi-csv", "rooftop.parsers.nvsmi:parse_csv", "nvidia-smi CSV/dmon"), d.is_smi_csv)
+    register(_stream("prometheus-text", "rooftop.parsers.prom_text:parse", "Prometheus text"), d.is_prom_text)
     add_sniffer("dcgm-dmon", d.is_dmon_rows)  # dmon rows pasted without their header: after the others
     register(Format("ncu-console", "kernels", "rooftop.parsers.ncu_console:parse", "ncu console log",
                     line_based=True), d.is_ncu_console)

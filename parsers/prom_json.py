@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.formats import MAX_FIELD_CHARS
 from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.units import EPOCH_SCALES, EPOCH_YEARS, epoch_scale
@@ -84,6 +85,11 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         name = metric.get("__name__", "")
         fid = F.BY_NAME.get(name)
         pairs = [series.get("value")] if rtype == "vector" else list(series.get("values") or [])
+        long_label = next((k for k, v in metric.items() if isinstance(v, str) and len(v) > MAX_FIELD_CHARS), None)
+        if long_label is not None:  # a label value no GPU series has: refused, not carried into the reports
+            rejected += [Rejected(src.path, None, f"series {k}: label {str(long_label)[:40]!r} is longer than "
+                                  f"{MAX_FIELD_CHARS:,} characters")] * len(pairs)
+            continue
         if fid is None:
             if isinstance(name, str) and name.startswith("DCGM_FI_"):
                 rejected += [Rejected(src.path, None, f"series {k}: unknown DCGM field {name!r}")] * len(pairs)

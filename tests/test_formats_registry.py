@@ -23,7 +23,7 @@ from rooftop.parsers import (
     register,
 )
 from rooftop.parsers import formats as formats_mod
-from rooftop.parsers.formats import MAX_LINE_BYTES
+from rooftop.parsers.formats import MAX_FIELD_CHARS, MAX_LINE_BYTES, MAX_SAMPLE_LINE_BYTES
 from rooftop.parsers.source import SNIFF_BYTES, Source
 
 PROM = ('# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization.\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n'
@@ -133,10 +133,22 @@ def test_a_huge_line_is_a_clear_rejection_in_bounded_memory(tmp_path: Path) -> N
         fh.write('DCGM_FI_DEV_GPU_UTIL{gpu="0",pod="' + "x" * (64 << 20) + '"} 3 1700000002000\n')
         fh.write(PROM)
     before = _rss_mb()
-    with pytest.raises(InputError, match=r"line 5 is longer than 1,048,576 bytes") as err:
+    with pytest.raises(InputError, match=r"line 5 is longer than 65,536 bytes") as err:
         parse_path(p)
     assert err.value.line == 5
-    assert _rss_mb() - before < 48  # a 64 MB line is never held whole (the cap is 1 MiB)
+    assert _rss_mb() - before < 48  # a 64 MB line is never held whole (the cap is 64 KiB)
+
+
+def test_a_huge_label_in_query_json_rejects_its_series_only(tmp_path: Path) -> None:
+    import json
+
+    series = [{"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": str(g), "pod": "p" * (1 + (g == 1) * MAX_FIELD_CHARS)},
+               "values": [[1700000000 + i, "5"] for i in range(3)]} for g in range(2)]
+    p = tmp_path / "q.json"
+    p.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": series}}))
+    r = parse_path(p)
+    assert (r.accounting.records, r.accounting.rejected) == (3, 3)
+    assert "label 'pod' is longer than 65,536 characters" in r.rejected[0].reason
 
 
 @pytest.mark.parametrize("fmt_line", [
@@ -152,7 +164,7 @@ def test_line_cap_in_the_line_readers(tmp_path: Path, fmt_line: str) -> None:
 
 def test_unterminated_long_last_line_and_ingest(tmp_path: Path) -> None:
     p = tmp_path / "tail.prom"
-    p.write_text(PROM + "#" + "z" * (MAX_LINE_BYTES + 1))
+    p.write_text(PROM + "#" + "z" * (MAX_SAMPLE_LINE_BYTES + 1))
     with pytest.raises(InputError, match="line 5 is longer"):
         parse_path(p)
     good = tmp_path / "good.prom"
