@@ -79,6 +79,7 @@ _METRIC_ID = re.compile(r"^[A-Za-z0-9_]+__[A-Za-z0-9_.]+$")
 _SPEEDUP = re.compile(r"Est\. (?:(Local|Global) )?Speedup:? ([0-9][0-9,]*(?:\.[0-9]+)?)\s?%", re.I)
 _RULE_NAME = re.compile(r"^Rule (.+?) returned an error")
 _SPLIT2 = re.compile(r"\s{2,}")
+_SUMMARY_DEVICE = re.compile(r"^\s+Device (\d+), CC (\d+\.\d+)\s*$")  # --print-summary per-kernel group header
 _NVTX_HEAD = re.compile(r"^(\s+)NVTX (?:Push/Pop Stack for Thread \d+|Start/End Ranges)\s*:?\s*$")
 _NVTX_RANGE = re.compile(r"^<\s*\d+\s*,\s*(.*?)\s*>$")
 DEFAULT_NVTX_DOMAIN = "<default domain>"
@@ -181,6 +182,11 @@ def _feed(st: _State, n: int, line: str, decimal_comma: bool) -> None:
     if m:
         _close_rule(st)
         st.process = {"pid": _fits(int(m.group(1))), "process": m.group(2), "host": m.group(3)}
+        return
+    m = _SUMMARY_DEVICE.match(line)
+    if m:  # the device and CC of the summary rows that follow it
+        _close_rule(st)
+        st.process = {**st.process, "device_index": int(m.group(1)), "cc": m.group(2)}
         return
     m = _SECTION.match(line)
     if m and st.launches:

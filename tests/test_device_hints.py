@@ -158,3 +158,15 @@ def test_legacy_dram_peak_matches_ncu_sol() -> None:
     [exp] = [d for d in ai.devices if d["source"] == "export"]
     assert math.isclose(exp["ceilings"]["dram"], 32 * 7829787234.04, rel_tol=1e-6)
     assert any("61.2% of 251 GB/s (export)" in e for e in r["evidence"])
+
+
+@pytest.mark.corpus
+def test_summary_device_group_header_gives_the_cc() -> None:
+    """--print-summary per-kernel: '  Device 0, CC 8.6' heads the rows that follow it (C4)."""
+    from rooftop.parsers import parse_path
+
+    k = parse_path(_file("AveryClapp__ESMM-Research__profiles__summary1024.txt")).kernels
+    assert k["cc"].tolist() == ["8.6"] * 3 and k["device_index"].tolist() == [0, 0, 0]
+    ai = analyze_inputs([_file("AveryClapp__ESMM-Research__profiles__summary1024.txt")])
+    [item] = _lint(ai.lint, "device-ambiguous")
+    assert "CC 8.6 fits" in item["message"]
