@@ -195,7 +195,8 @@ def test_malformed_manifest_is_a_clear_error_that_deletes_nothing(tmp_path: Path
 def test_repair_reingests_inputs_whose_partitions_are_gone(tmp_path: Path) -> None:
     root = tmp_path / "ds"
     a, b, c = _dmon(tmp_path / "a.log", 5), _dmon(tmp_path / "b.log", 6, 100), _dmon(tmp_path / "c.log", 7, 200)
-    ingest_files([a, b], root, OPTS)
+    ingest_files([a], root, OPTS)
+    ingest_files([b], root, OPTS)  # separate runs: small inputs of one run share partition files
     ingest_files([c], root, ParseOptions(start=START, host="n2"))
     with a.open("a") as fh:
         fh.write("GPU 0     0.999   0.125\n")

@@ -190,6 +190,7 @@ class PartitionWriter:
         self._bytes: dict[str, int] = {}
         self.rows = 0
         self.batches = 0
+        self.touched: set[str] = set()  # partitions written since the caller last reset it
         self.start_ms: int | None = None
         self.end_ms: int | None = None
 
@@ -215,6 +216,7 @@ class PartitionWriter:
             part = partition_dir(day_of(int(ms[first])), host_names[hi] if hi >= 0 else None)
             rows = table.take(pa.array(order[s:e])) if e - s < len(order) else table  # compact copy
             self._writer(part)  # the hidden temporary file exists from the first row on
+            self.touched.add(part)
             self._buffers.setdefault(part, []).append(rows)
             self._buffered[part] = self._buffered.get(part, 0) + (e - s)
             self._bytes[part] = self._bytes.get(part, 0) + rows.nbytes

@@ -47,6 +47,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rooftop.analyzer.fleet.batch import SMALL_BYTES, Group, HeldInput
 from rooftop.analyzer.fleet.dataset import (
     TERMINATORS,
     Digest,
@@ -203,18 +204,23 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
                      if path not in given or host != options.host]
         summary.orphans_removed = remove_orphans(dataset, manifest)
         pending = 0
+        group = Group(dataset)  # small inputs written together before each commit
         with _progress(jobs, progress) as items:
             for path, opts in items:
-                entry = _ingest_guarded(path, dataset, opts, manifest, summary, finished)
+                entry = _ingest_guarded(path, dataset, opts, manifest, summary, finished, group)
                 if entry is None:
                     continue
                 manifest.entries.append(entry)
                 pending += 1
+                if group.full:
+                    group.flush()
                 if pending >= COMMIT_EVERY:
+                    group.flush()
                     lock.check()
                     manifest.save()
                     pending = 0
         if pending or summary.repaired or not (dataset / "_manifest.json").exists():
+            group.flush()
             lock.check()
             manifest.save()
     summary.seconds = time.perf_counter() - t0
@@ -228,11 +234,11 @@ _DATASET_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBI
 
 
 def _ingest_guarded(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest,
-                    summary: IngestSummary, finished: bool) -> dict[str, Any] | None:
+                    summary: IngestSummary, finished: bool, group: Group | None = None) -> dict[str, Any] | None:
     """:func:`_ingest_one`, with any failure of this one input listed as unusable (its reason named)
     instead of ending the run; a full or read-only dataset still ends it."""
     try:
-        return _ingest_one(path, dataset, options, manifest, summary, finished)
+        return _ingest_one(path, dataset, options, manifest, summary, finished, group)
     except InputError as exc:
         summary.unusable.append(exc)
     except OSError as exc:
@@ -269,14 +275,14 @@ class _Prefix:
 
 
 def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest,
-                summary: IngestSummary, finished: bool = False) -> dict[str, Any] | None:
+                summary: IngestSummary, finished: bool = False, group: Group | None = None) -> dict[str, Any] | None:
     """Ingest one input; a file changed while it was read is digested and read again (up to
     :data:`READ_ATTEMPTS` times), so its entry records exactly the bytes that were parsed."""
     for _attempt in range(READ_ATTEMPTS):
         lists = ("rewritten", "recut", "regrown", "rotated", "recompressed")
         marks = [len(getattr(summary, name)) for name in lists]
         try:
-            return _ingest_once(path, dataset, options, manifest, summary, finished)
+            return _ingest_once(path, dataset, options, manifest, summary, finished, group)
         except _Changed:
             for name, n in zip(lists, marks, strict=True):
                 del getattr(summary, name)[n:]
@@ -285,7 +291,7 @@ def _ingest_one(path: Path, dataset: Path, options: ParseOptions, manifest: Mani
 
 
 def _ingest_once(path: Path, dataset: Path, options: ParseOptions, manifest: Manifest,
-                 summary: IngestSummary, finished: bool) -> dict[str, Any] | None:
+                 summary: IngestSummary, finished: bool, group: Group | None = None) -> dict[str, Any] | None:
     ident = (options.host, canonical(path))
     prev = manifest.latest(ident)
     size = path.stat().st_size
@@ -326,10 +332,10 @@ def _ingest_once(path: Path, dataset: Path, options: ParseOptions, manifest: Man
         elif prev is not None:
             summary.rewritten.append(name)
     try:
-        entry = _write_input(inp, dataset, options, digest, prefix, summary, finished)
+        entry = _write_input(inp, dataset, options, digest, prefix, summary, finished, group)
     except _NotAppend:  # fewer samples (or counts) than stored: not prefix-stable; ingest it whole
         summary.rewritten.append(name)
-        entry = _write_input(inp, dataset, options, digest, None, summary, finished)
+        entry = _write_input(inp, dataset, options, digest, None, summary, finished, group)
     if entry is not None:
         summary.ingested.append(entry)
         if digest.held_back:
@@ -375,7 +381,7 @@ def _prefix_of(manifest: Manifest, prev: dict[str, Any], lines: int) -> _Prefix:
 
 
 def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Digest, prefix: _Prefix | None,
-                 summary: IngestSummary, finished: bool = False) -> dict[str, Any] | None:
+                 summary: IngestSummary, finished: bool = False, group: Group | None = None) -> dict[str, Any] | None:
     """Stream the extent of one input (its first ``digest.size`` bytes: what was hashed, even if the
     file grows meanwhile) into the dataset; its manifest entry, or None (unusable: in ``summary``).
     With ``prefix``, the first ``prefix.records`` samples are already stored and are skipped."""
@@ -398,7 +404,8 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
         stream.close()
         raise _NotAppend(path)  # detected differently now: its samples need not line up
     skip = prefix.records if prefix is not None else 0
-    writer = PartitionWriter(dataset, digest.sha256[:16])
+    small = group is not None and digest.size <= SMALL_BYTES  # held; written with its commit group
+    writer: PartitionWriter | HeldInput = HeldInput() if small else PartitionWriter(dataset, digest.sha256[:16])
     seen = 0
     try:
         for batch in stream:
@@ -414,7 +421,7 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
             raise _NotAppend(path)  # the earlier samples are not a prefix of these after all
         if prefix_sha256(path, digest.size) != digest.sha256:
             raise _Changed(path)  # truncated or rewritten while parsed: what was read is not what was hashed
-        files = writer.commit()
+        files = [] if isinstance(writer, HeldInput) else writer.commit()
     except InputError as exc:
         writer.abort()
         summary.unusable.append(exc)
@@ -424,19 +431,21 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
         raise
     entry = manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix, host=opts.host)
     entry["held_back_bytes"] = digest.held_back
+    if group is not None and isinstance(writer, HeldInput):
+        group.add(entry, writer)  # its files are set when the group is written
     if finished:
         entry["finished"] = True
     return entry
 
 
-def write_samples(writer: PartitionWriter, samples: pa.Table, batch_rows: int = BATCH_ROWS) -> None:
+def write_samples(writer: PartitionWriter | HeldInput, samples: pa.Table, batch_rows: int = BATCH_ROWS) -> None:
     """Feed ``samples`` to ``writer`` in slices (zero-copy) of at most ``batch_rows`` rows."""
     for start in range(0, samples.num_rows, batch_rows):
         writer.write(samples.slice(start, batch_rows))
 
 
 def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, files: list[str],
-                   writer: PartitionWriter, prefix: _Prefix | None = None,
+                   writer: PartitionWriter | HeldInput, prefix: _Prefix | None = None,
                    host: str | None = None) -> dict[str, Any]:
     """The manifest record of one ingest of ``path`` (identity: ``host``, canonical path); with
     ``prefix``, of its appended tail only."""

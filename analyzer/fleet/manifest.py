@@ -213,5 +213,6 @@ class Manifest:
         return out[::-1]
 
     def files(self) -> list[str]:
-        """Dataset-relative partition files, in ingest order (the scan order of every engine)."""
-        return [f for e in self.entries for f in e.get("files", [])]
+        """Dataset-relative partition files, in ingest order (the scan order of every engine), each
+        once (small inputs of one commit group share files: analyzer/fleet/batch.py)."""
+        return list(dict.fromkeys(f for e in self.entries for f in e.get("files", [])))

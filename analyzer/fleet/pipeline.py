@@ -68,7 +68,7 @@ def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
                 if day0 + MS_PER_DAY <= lo or day0 >= hi:
                     continue
             out.append(f)
-    return out
+    return list(dict.fromkeys(out))  # small inputs of one ingest share files (fleet/batch.py): each once
 
 
 def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, engine: str,
