@@ -197,6 +197,8 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: str 
                            progress=_show_progress(quiet), finished=finished, repair=repair)
     if not quiet:
         click.echo("\n".join([*pulled, summary.describe()]))
+    elif summary.unusable:  # -q: the inputs that were not ingested are still said (on stderr)
+        click.echo("\n".join(f"unusable: {exc}" for exc in summary.unusable), err=True)
 
 
 @main.command()

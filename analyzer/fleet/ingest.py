@@ -107,7 +107,7 @@ class IngestSummary:
 
     @property
     def files(self) -> int:
-        return sum(len(e["files"]) for e in self.ingested)
+        return len({f for e in self.ingested for f in e["files"]})  # small inputs share files
 
     @property
     def appended(self) -> list[dict[str, Any]]:
