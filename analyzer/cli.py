@@ -117,7 +117,8 @@ def main() -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="JSON for tools and CI.")
 @click.option("--device", help="Device name from `rooftop devices`, or a JSON/YAML ceilings file.")
 @click.option("--top", default=10, show_default=True, help="Findings to show.")
-@click.option("--window", "window_s", default=60.0, show_default=True, help="DCGM window, seconds.")
+@click.option("--window", "window_s", type=float, default=None,
+              help="DCGM window, seconds [default: from the capture's span and sampling interval].")
 @click.option("--interval", "interval_s", default=1.0, show_default=True,
               help="dcgmi/nvidia-smi dmon sampling interval (-d), seconds.")
 @click.option("--start", help="Wall-clock time of the first dmon sample (ISO 8601; default: file time).")
@@ -126,7 +127,7 @@ def main() -> None:
 @_prometheus_options
 @friendly_errors
 def analyze(inputs: tuple[str, ...], html_path: str, md_path: str | None, json_path: str | None,
-            device: str | None, top: int, window_s: float, interval_s: float, start: str | None,
+            device: str | None, top: int, window_s: float | None, interval_s: float, start: str | None,
             host: str | None, quiet: bool, prom_since: str | None = None, prom_until: str | None = None,
             prom_match: tuple[str, ...] = (), prom_step: float | None = None,
             prom_token_file: str | None = None) -> None:

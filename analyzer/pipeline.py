@@ -126,7 +126,7 @@ def analyze_inputs(inputs: list[str], device: str | None = None, *, options: Par
 
 
 def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
-                 top: int = 10, window_s: float = 60.0, progress: bool = False,
+                 top: int = 10, window_s: float | None = None, progress: bool = False,
                  command: str = "") -> dict[str, Any]:
     """The whole ``analyze`` job; returns the contract document.
 
@@ -154,6 +154,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         findings = rank_together(findings, timeline_findings(extra["waterfall"]), top)
     if has_windows:
         extra["timelines"] = wa.timelines()
+        extra["window"] = wa.window
     if has_windows and len(results):
         from rooftop.analyzer.devices import load_device_option
         from rooftop.analyzer.document import jsonable

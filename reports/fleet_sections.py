@@ -18,7 +18,7 @@ from rooftop.reports.md_widgets import MdSection, md_esc, md_table
 from rooftop.reports.timelines import label_share_figure
 from rooftop.reports.widgets import Column, Section, esc, table
 
-LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle")
+LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle", "unknown")
 MAX_ROWS = 200  # groups per HTML table (all of them are in the JSON output)
 MD_ROWS = 15
 PLOT_ROWS = 40
@@ -102,8 +102,7 @@ GROUP_COLUMNS: list[Column] = [
     Column("dram_active", "DRAM util.", _ratio, numeric=True),
     Column("est_flops_s", "est. FLOP/s", lambda v: fmt_num(v, "FLOP/s"), numeric=True),
     Column("d_hours", "Δ GPU-h", _pct_change, numeric=True),
-    Column("moved", "moved night over night"),
-]
+]  # what moved night over night has its own section (the sentences do not fit a table cell)
 
 
 def sections(doc: dict[str, Any]) -> list[Section]:
@@ -128,7 +127,8 @@ def sections(doc: dict[str, Any]) -> list[Section]:
         shown = rows[:MAX_ROWS]
         note = f"{len(rows)} groups; the first {MAX_ROWS} by GPU-hours are shown." if len(rows) > MAX_ROWS else ""
         plot_rows = [{"group": r["group"], **{lab: r[lab] or 0.0 for lab in LABELS}} for r in rows[:PLOT_ROWS]]
-        out.append(Section(f"Groups by {by or 'host'}", table(shown, GROUP_COLUMNS),
+        out.append(Section(f"Groups by {by or 'host'}",
+                           f'<div class="tablewrap">{table(shown, GROUP_COLUMNS)}</div>',
                            plots=[label_share_figure(plot_rows, by or "host", LABELS)],
                            anchor="groups", note=note))
         moved = [r for r in rows if r["moved"] and r["moved"] != "new this period"]

@@ -30,7 +30,7 @@ MAX_SERIES_POINTS = 1000    # samples per timeline series (stride-decimated abov
 
 
 MAX_BANDS = 400             # label bands per timeline
-WINDOW_LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle")
+WINDOW_LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle", "unknown")
 LIST_ROWS = 300           # rows per label-share table shown in the page
 
 
@@ -45,7 +45,9 @@ def window_frame(windows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             return frame
     hosts = [w.get("host") for w in windows]
     gpus = [w.get("gpu") for w in windows]
-    keys = [f"{h}:{g}" if h not in (None, "") else str(g) for h, g in zip(hosts, gpus, strict=True)]
+    # the analyzer's gpu_key (host/gpu/mig) when the document has it; older documents: host:gpu
+    keys = [str(w["gpu_key"]) if w.get("gpu_key") else f"{h}:{g}" if h not in (None, "") else str(g)
+            for w, h, g in zip(windows, hosts, gpus, strict=True)]
     df = pd.DataFrame({
         "host": pd.Series(hosts, dtype=object), "gpu": pd.Series(gpus, dtype=object),
         "gpu_key": pd.Series(keys, dtype=object),
@@ -100,6 +102,11 @@ def label_share_figure(rows: Sequence[Mapping[str, Any]], key: str, labels: Sequ
 
 _RATIOS = (("gr_active", "#495057"), ("sm_active", "#1971c2"), ("tensor_active", "#2b8a3e"),
            ("dram_active", "#d9480f"))
+# NVML / nvidia-smi signals: coarse (GPU_UTIL = any kernel resident in the sample period)
+_COARSE_RATIOS = (("gpu_util", "GPU util (NVML, coarse)", "#5f3dc4"),
+                  ("mem_copy_util", "memory util (NVML, coarse)", "#c2255c"))
+_COARSE_UNITS = (("power_w", "power W (NVML)", "#e67700", "y"), ("sm_clock_mhz", "SM clock MHz", "#1098ad", "y2"),
+                 ("mem_clock_mhz", "memory clock MHz", "#0b7285", "y2"))
 
 
 def _decimate(n: int) -> slice:
@@ -130,6 +137,7 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
     for key in keys:
         g = by_key.get(alias.get(str(key), str(key)))
         traces: list[dict[str, Any]] = []
+        extra: dict[str, Any] | None = None
         if timelines:
             series = timelines[key] or {}
             t_raw = list(series.get("t") or [])
@@ -137,11 +145,18 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
             t = _epoch_ms(t_raw[sl])
             for name, color in _RATIOS:
                 vals = series.get(name)
-                if vals is None or len(vals) != len(t_raw):
+                if vals is None or len(vals) != len(t_raw) or all(v is None for v in vals):
                     continue
                 traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t,
                                "y": _ratios(list(vals)[sl]),
                                "line": {"color": color, "width": 1.2, "shape": "hv"}})
+            for name, title, color in _COARSE_RATIOS:
+                vals = series.get(name)
+                if vals is not None and len(vals) == len(t_raw):
+                    traces.append({"type": "scatter", "mode": "lines", "name": title, "x": t,
+                                   "y": _ratios(list(vals)[sl]),
+                                   "line": {"color": color, "width": 1.2, "shape": "hv", "dash": "dot"}})
+            extra = _coarse_figure(key, series, t, sl, len(t_raw))
         elif g is not None:
             sl = _decimate(len(g))
             t = _epoch_ms(g["start"].iloc[sl])
@@ -158,9 +173,38 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
         figs.append(figure(traces, {"shapes": shapes, "yaxis": {"range": [0, 1.12], "title": {"text": "ratio"}},
                                     "xaxis": {"type": "date"}},
                            title=f"GPU {ptext(key, 80)}", height=300))
+        if extra is not None:
+            figs.append(extra)
     if not windows:
         notes.append("No DCGM windows.")
-    return figs, " ".join(notes) or "Label bands (top strip) and activity ratios per GPU."
+    window = doc.get("window") if isinstance(doc.get("window"), Mapping) else None
+    if window and window.get("reason"):
+        notes.append(f"Windows: {window.get('reason')}.")
+    notes.append("Label bands (top strip) and activity ratios per GPU.")
+    if any(isinstance(v, Mapping) and any(c in v for c, *_r in (*_COARSE_RATIOS, *_COARSE_UNITS))
+           for v in (timelines or {}).values()):
+        notes.append("Dotted lines and the power/clock charts are NVML/nvidia-smi signals, coarse: GPU util "
+                     "counts any kernel resident in the sample period, not how busy the SMs are.")
+    return figs, " ".join(notes)
+
+
+def _coarse_figure(key: Any, series: Mapping[str, Any], t: list[int | None], sl: slice,
+                   n: int) -> dict[str, Any] | None:
+    """Power (W, left axis) and clocks (MHz, right axis) of one GPU when its timeline has them."""
+    traces = []
+    for name, title, color, axis in _COARSE_UNITS:
+        vals = series.get(name)
+        if vals is None or len(vals) != n:
+            continue
+        y = [round(float(v), 2) if isinstance(v, (int, float)) and math.isfinite(v) else None
+             for v in list(vals)[sl]]
+        traces.append({"type": "scatter", "mode": "lines", "name": title, "x": t, "y": y, "yaxis": axis,
+                       "line": {"color": color, "width": 1.2, "shape": "hv"}})
+    if not traces:
+        return None
+    layout = {"xaxis": {"type": "date"}, "yaxis": {"title": {"text": "W"}, "rangemode": "tozero"},
+              "yaxis2": {"title": {"text": "MHz"}, "overlaying": "y", "side": "right", "rangemode": "tozero"}}
+    return figure(traces, layout, title=f"GPU {ptext(key, 80)}: power and clocks (NVML, coarse)", height=240)
 
 
 def _ms(ts: pd.Timestamp) -> int:

@@ -112,9 +112,15 @@ CASES = [
     ({"gr_active": 0.9, "sm_active": 0.7, "tensor_active": 0.05, "dram_active": 0.1}, "mixed", "latency"),
     ({"gr_active": 0.9, "sm_active": 0.7, "tensor_active": 0.05, "dram_active": 0.3}, "mixed", "dram"),
     ({"gpu_util": 0.01}, "idle", "none"),
-    ({"gpu_util": 0.5}, "mixed", "unknown"),
+    ({"gpu_util": 0.5}, "unknown", "unknown"),  # busy, but nothing decides what limits it
     ({"gpu_util": 1.0, "sm_active": 0.1}, "overhead-bound", "launch"),  # GPU_UTIL saturates with tiny kernels
-    ({}, "mixed", "unknown"),
+    ({}, "unknown", "unknown"),
+    # no activity field: unknown, or idle when the framebuffer shows no CUDA context (<= 64 MiB)
+    ({"power_w": 74.0}, "unknown", "unknown"),
+    ({"fb_used_mib": 4.0, "power_w": 74.0}, "idle", "none"),
+    ({"fb_used_mib": 64.0}, "idle", "none"),
+    ({"fb_used_mib": 65.0}, "unknown", "unknown"),
+    ({"nvlink_tx_bytes": 1e9, "pcie_rx_bytes": 1e8}, "unknown", "unknown"),
 ]
 
 
@@ -179,7 +185,13 @@ def test_fixture_phases(name: str, interval: float) -> None:
         g = w[w.gpu == gpu].sort_values("start")
         got = [lab if lim == "none" else f"{lab}/{lim}" for lab, lim in zip(g["label"], g["limiter"], strict=True)]
         assert got == want, gpu
-        assert [(t - T0).total_seconds() for t in g["start"]] == [60.0 * i for i in range(10)]
+        assert [(t - T0.value // 10**6) / 1000 for t in g["window_start"]] == [60.0 * i for i in range(10)]
+        # a window's start/end are its samples' span (first sample to last + one interval), within 60 s
+        assert (g["start"] >= pd.to_datetime(g["window_start"], unit="ms", utc=True)).all()
+        # first window: from the first sample (5 s in for dmon ticks) to its end; then whole windows
+        assert g["covered_s"].iat[0] == 60.0 - (g["start"].iat[0] - T0).total_seconds()
+        assert g["covered_s"].iloc[1:].eq(60.0).all()
+        assert set(g["interval_s"]) == {30.0 if name.endswith(".prom") else interval}
 
 
 def test_fixture_mig_phases() -> None:
@@ -219,7 +231,8 @@ def test_findings_and_records_shape() -> None:
 def test_dmon_without_host_names_timelines_cleanly() -> None:
     r = parse_path(FIX / "dmon_v2_phases.txt", ParseOptions(start=START, interval_s=5.0))
     wa = W.analyze_windows(r.samples)
-    assert set(wa.timelines()) == {"-/0", "-/1"}
+    assert set(wa.timelines()) == {"0", "1"}  # the records' gpu_key: no host, no "-/"
+    assert {r["gpu_key"] for r in wa.records()} == {"0", "1"}
     assert all(rec["host"] is None or isinstance(rec["host"], str) for rec in wa.records())
 
 

@@ -127,6 +127,9 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
         lint.append({"code": "fleet-no-previous-period",
                      "message": f"no samples in the previous period ({iso_ms(prev_lo)} to "
                                 f"{iso_ms(lo)}): no night-over-night change", "kernels": []})
+    from rooftop.analyzer.windows.lint import coverage_lint
+
+    lint += coverage_lint(windows)
     if not len(windows):
         lint.append({"code": "fleet-empty-period",
                      "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})

@@ -7,13 +7,14 @@ window, with columns
 host, gpu, mig,     identity of the GPU (``mig`` null when not MIG); ``namespace``, ``pod``,
 model, ...          ``container``, ``job`` when the window maths keep them
 start               window start (UTC timestamp)
-label               idle / compute-bound / memory-bound / overhead-bound / mixed
+label               idle / compute-bound / memory-bound / overhead-bound / mixed / unknown
 gr_active, ...      window means of the DCGM profiling ratios (0..1), where measured
 est_flops_s,        estimated FLOP/s and DRAM bytes/s (null without device ceilings)
 est_dram_bytes_s
 ==================  ==========================================================================
 
-Every window stands for ``window_s`` GPU-seconds. ``--by gpu`` means one physical GPU
+Every window stands for the GPU-seconds its samples span (``covered_s``, docs/formulas.md#windows;
+``window_s`` for tables without it). ``--by gpu`` means one physical GPU
 (host + gpu index + MIG instance), never a GPU index across hosts.
 """
 
@@ -25,9 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.windows.findings import hours_text, severity_by_hours
+
 GROUPABLE = ("host", "model", "gpu", "namespace", "pod", "container", "job")
 GPU_IDENTITY = ("host", "gpu", "mig")
-LABELS = ("idle", "compute-bound", "memory-bound", "overhead-bound", "mixed")
+LABELS = ("idle", "compute-bound", "memory-bound", "overhead-bound", "mixed", "unknown")
 METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active",
            "fp64_active", "fp32_active", "fp16_active")
 NONE_KEY = "(none)"
@@ -75,33 +78,39 @@ def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.Data
     w["_gpu_id"] = w.groupby(list(GPU_IDENTITY), dropna=False, sort=False).ngroup()
     for c in cols:
         w[c] = _text(w[c])
-    hours = window_s / 3600.0
+    # a window stands for the time its samples span (docs/formulas.md#windows), not window_s
+    secs = (pd.to_numeric(w["covered_s"], errors="coerce").fillna(0.0).to_numpy(dtype="float64")
+            if "covered_s" in w.columns else np.full(len(w), float(window_s)))
+    hours = secs / 3600.0
+    w["_hours"] = hours
     lab = w["label"].astype("object").where(w["label"].notna(), "unknown").astype(str)
-    for label in LABELS:
-        w[f"hours_{label}"] = np.where(lab == label, hours, 0.0)
-    agg: dict[str, Any] = {"_gpu_id": "nunique", "label": "size"}
+    new: dict[str, Any] = {f"hours_{label}": np.where(lab == label, hours, 0.0) for label in LABELS}
+    agg: dict[str, Any] = {"_gpu_id": "nunique", "label": "size", "_hours": "sum"}
     agg.update({f"hours_{label}": "sum" for label in LABELS})
     present = [m for m in METRICS if m in w.columns]
     for m in [*present, "est_flops_s", "est_dram_bytes_s"]:
-        if m not in w.columns:
-            w[m] = np.nan
-        v = pd.to_numeric(w[m], errors="coerce").astype("float64")
-        w[f"_{m}_sum"] = v.fillna(0.0)
-        w[f"_{m}_n"] = v.notna().astype("int64")
+        v = (pd.to_numeric(w[m], errors="coerce").astype("float64") if m in w.columns
+             else pd.Series(np.nan, index=w.index))
+        new[f"_{m}_sum"] = v.fillna(0.0)
+        new[f"_{m}_n"] = v.notna().astype("int64")
         agg[f"_{m}_sum"] = "sum"
         agg[f"_{m}_n"] = "sum"
+    # FLOP totals weight each window's estimate by the seconds it covers; means stay per window
+    new["_est_flop"] = new["_est_flops_s_sum"] * secs
+    agg["_est_flop"] = "sum"
+    w = pd.concat([w, pd.DataFrame(new, index=w.index)], axis=1)
     g = w.groupby(cols, sort=True, dropna=False).agg(agg).reset_index()
     out = g[cols].copy()
     out["gpus"] = g["_gpu_id"].astype("int64")
     out["windows"] = g["label"].astype("int64")
-    out["gpu_hours"] = out["windows"] * hours
+    out["gpu_hours"] = g["_hours"].astype("float64")
     for label in LABELS:
         out[f"hours_{label}"] = g[f"hours_{label}"]
-        out[f"share_{label}"] = g[f"hours_{label}"] / out["gpu_hours"]
+        out[f"share_{label}"] = g[f"hours_{label}"] / out["gpu_hours"].where(out["gpu_hours"] > 0)
     for m in [*present, "est_flops_s", "est_dram_bytes_s"]:
         n = g[f"_{m}_n"]
         out[m] = (g[f"_{m}_sum"] / n.where(n > 0)).astype("float64")
-    out["est_flop"] = g["_est_flops_s_sum"] * window_s
+    out["est_flop"] = g["_est_flop"]
     out = out.sort_values(["gpu_hours", *cols], ascending=[False, *([True] * len(cols))],
                           kind="stable").reset_index(drop=True)
     return out
@@ -180,13 +189,15 @@ def fleet_findings(groups: list[dict[str, Any]], top: int) -> list[dict[str, Any
     total_h = sum(g["gpu_hours"] for g in groups) or 1.0
     cands: list[dict[str, Any]] = []
     for g in groups:
+        if not g["gpu_hours"] > 0:  # instant samples only: no time at stake (linted)
+            continue
         key = _key_text(g["key"])
         labels = g["labels"]
         idle = labels["idle"]
         if idle["share"] >= IDLE_SHARE:
             cands.append(_finding(
-                "fleet-idle", "high" if idle["share"] >= 0.5 else "medium",
-                f"{key}: GPUs idle {idle['share']:.0%} of {g['gpu_hours']:.1f} GPU-hours",
+                "fleet-idle", severity_by_hours(idle["gpu_hours"], idle["gpu_hours"] / total_h),
+                f"{key}: GPUs idle {idle['share']:.0%} of {hours_text(g['gpu_hours'])}",
                 g, idle["gpu_hours"], total_h, idle["gpu_hours"] * 3600.0,
                 "Idle GPU-time is capacity paid for and unused: release or share idle GPUs "
                 "(smaller allocations, MIG/time-slicing, queue backfill), and check jobs that hold GPUs "
@@ -194,8 +205,9 @@ def fleet_findings(groups: list[dict[str, Any]], top: int) -> list[dict[str, Any
         ovh = labels["overhead-bound"]
         if ovh["share"] >= OVERHEAD_SHARE:
             cands.append(_finding(
-                "fleet-overhead-bound", "high" if ovh["share"] >= 0.5 else "medium",
-                f"{key}: overhead-bound {ovh['share']:.0%} of GPU-time (launch or host overhead)",
+                "fleet-overhead-bound", severity_by_hours(ovh["gpu_hours"], ovh["gpu_hours"] / total_h),
+                f"{key}: overhead-bound {ovh['share']:.0%} of {hours_text(g['gpu_hours'])} "
+                "(launch or host overhead)",
                 g, ovh["gpu_hours"], total_h, None,
                 "The GPU waits on the host or runs tiny kernels: capture CUDA graphs, batch small "
                 "launches, add data-loader workers / pinned memory, overlap copies; confirm with an "
@@ -203,8 +215,8 @@ def fleet_findings(groups: list[dict[str, Any]], top: int) -> list[dict[str, Any
         mem = labels["memory-bound"]
         if mem["share"] >= MEMORY_SHARE:
             cands.append(_finding(
-                "fleet-memory-bound", "medium",
-                f"{key}: memory-bound {mem['share']:.0%} of GPU-time",
+                "fleet-memory-bound", severity_by_hours(mem["gpu_hours"], mem["gpu_hours"] / total_h),
+                f"{key}: memory-bound {mem['share']:.0%} of {hours_text(g['gpu_hours'])}",
                 g, mem["gpu_hours"], total_h, None,
                 "DRAM bandwidth limits these jobs: larger batches (inference), kernel fusion, "
                 "lower-precision weights/KV cache raise arithmetic intensity; profile the top kernels "
@@ -218,7 +230,7 @@ def fleet_findings(groups: list[dict[str, Any]], top: int) -> list[dict[str, Any
                 "Check what changed for this group (job mix, software, placement) against the previous "
                 "period; a falling utilization with steady GPU-hours is a regression to chase."))
     order = {"high": 0, "medium": 1, "low": 2, "info": 3}
-    cands.sort(key=lambda f: (order[f["severity"]], -f["time_share"], f["title"]))
+    cands.sort(key=lambda f: (order[f["severity"]], -f["gpu_hours"], f["title"]))
     for i, f in enumerate(cands[:top], start=1):
         f["rank"] = i
     return cands[:top]
@@ -227,5 +239,5 @@ def fleet_findings(groups: list[dict[str, Any]], top: int) -> list[dict[str, Any
 def _finding(rule: str, severity: str, title: str, group: dict[str, Any], hours: float,
              total_h: float, saving_s: float | None, rec: str) -> dict[str, Any]:
     return {"rank": 0, "rule": rule, "severity": severity, "title": title, "kernels": [],
-            "time_share": hours / total_h, "est_saving_s": saving_s, "recommendation": rec,
+            "time_share": hours / total_h, "gpu_hours": hours, "est_saving_s": saving_s, "recommendation": rec,
             "group": group["key"]}

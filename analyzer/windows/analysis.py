@@ -11,14 +11,18 @@ import pyarrow as pa
 
 from rooftop.analyzer.windows.fields import (
     _KEY_KEEP,
+    COARSE_SERIES,
     LABEL_COLUMNS,
     METRICS,
+    TIMELINE_RATIOS,
+    gpu_key,
 )
 from rooftop.analyzer.windows.findings import _findings
-from rooftop.analyzer.windows.lint import _lint, _txt
+from rooftop.analyzer.windows.lint import _lint, coverage_lint
 from rooftop.analyzer.windows.reduce import finish_windows
 from rooftop.analyzer.windows.rules import classify_windows, window_devices
 from rooftop.analyzer.windows.scan import window_partials
+from rooftop.analyzer.windows.span import choose_window
 
 
 @dataclass
@@ -27,6 +31,7 @@ class WindowAnalysis:
     devices: list[dict[str, Any]] = field(default_factory=list)
     lint: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    window: dict[str, Any] = field(default_factory=dict)  # seconds, source (default/option), reason
 
     def records(self) -> list[dict[str, Any]]:
         """Contract ``windows`` entries (plus extras: uuid, mig, labels, device, evidence, n_samples)."""
@@ -47,25 +52,34 @@ class WindowAnalysis:
                 "uuid": r.get("uuid"), "mig": r.get("mig"), "mig_profile": r.get("mig_profile"),
                 "namespace": r.get("namespace"), "pod": r.get("pod"), "container": r.get("container"),
                 "job": r.get("job"), "device": r.get("device"), "n_samples": int(r["n_samples"]),
+                "gpu_key": gpu_key(r["host"], r["gpu"], r.get("mig")),
+                "window_s": _num(r.get("window_s")), "covered_s": _num(r.get("covered_s")),
+                "interval_s": _num(r.get("interval_s")),
                 "evidence": list(r.get("evidence") or []),
             }
             recs.append(rec)
         return recs
 
     def timelines(self) -> dict[str, dict[str, list[Any]]]:
-        """``{"<host>/<gpu>[/mig <id>]": {"t": [iso...], "<metric>": [...], "label": [...]}}``."""
+        """``{gpu_key: {"t": [iso...], "<metric>": [...], "label": [...]}}`` keyed like the records'
+        ``gpu_key``: the four DCGM activity ratios always, and the coarse NVML signals
+        (:data:`COARSE_SERIES`: utilisation, power, clocks) where the GPU has any."""
         w = self.windows
         out: dict[str, dict[str, list[Any]]] = {}
         if w is None or not len(w):
             return out
         for r in w.to_dict("records"):
-            key = f"{_txt(r['host'])}/{_txt(r['gpu'])}" + (f"/mig {r['mig']}" if isinstance(r.get("mig"), str) else "")
-            tl = out.setdefault(key, {"t": [], "gr_active": [], "sm_active": [], "tensor_active": [],
-                                      "dram_active": [], "label": []})
+            key = gpu_key(r["host"], r["gpu"], r.get("mig"))
+            tl = out.setdefault(key, {"t": [], **{m: [] for m in (*TIMELINE_RATIOS, *COARSE_SERIES)},
+                                      "label": []})
             tl["t"].append(_iso(r["start"]))
-            for m in ("gr_active", "sm_active", "tensor_active", "dram_active"):
+            for m in (*TIMELINE_RATIOS, *COARSE_SERIES):
                 tl[m].append(_num(r.get(m)))
             tl["label"].append(r["label"])
+        for tl in out.values():
+            for m in COARSE_SERIES:
+                if all(v is None for v in tl[m]):
+                    del tl[m]
         return out
 
 
@@ -80,14 +94,22 @@ def _iso(ts: Any) -> str:
     return pd.Timestamp(ts).tz_convert("UTC").isoformat().replace("+00:00", "Z")
 
 
-def analyze_windows(samples: pa.Table, window_s: float = 60.0, device: str | None = None) -> WindowAnalysis:
-    """Window, classify and lint one sample table (``SAMPLE_SCHEMA``); empty table -> empty analysis."""
+def analyze_windows(samples: pa.Table, window_s: float | None = 60.0, device: str | None = None) -> WindowAnalysis:
+    """Window, classify and lint one sample table (``SAMPLE_SCHEMA``); empty table -> empty analysis.
+
+    ``window_s`` None: chosen from the capture (:func:`span.choose_window`, docs/formulas.md#windows)."""
     if samples is None or samples.num_rows == 0:
         return WindowAnalysis(windows=pd.DataFrame())
     df = samples.to_pandas()
+    if window_s is None:
+        window_s, reason = choose_window(df)
+        window = {"seconds": window_s, "source": "default", "reason": reason}
+    else:
+        window = {"seconds": float(window_s), "source": "option", "reason": f"{window_s:g} s, set by --window"}
     wide = finish_windows(window_partials(df, window_s))
     if not len(wide):
-        return WindowAnalysis(windows=pd.DataFrame())
+        return WindowAnalysis(windows=pd.DataFrame(), window=window)
     windows = classify_windows(wide, device)
     return WindowAnalysis(windows=windows, devices=window_devices(windows, device),
-                          lint=_lint(df, windows, device), findings=_findings(windows))
+                          lint=_lint(df, windows, device) + coverage_lint(windows),
+                          findings=_findings(windows), window=window)

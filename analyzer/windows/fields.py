@@ -23,12 +23,16 @@ PROFILE_METRICS: dict[int, str] = {
     203: "gpu_util",
     204: "mem_copy_util",
     155: "power_w",
+    100: "sm_clock_mhz",
+    101: "mem_clock_mhz",
     252: "fb_used_mib",
 }
 METRICS: tuple[str, ...] = tuple(PROFILE_METRICS.values())
 KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
 LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")
 PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active", "fp16": "fp16_active"}
+TIMELINE_RATIOS = ("gr_active", "sm_active", "tensor_active", "dram_active")
+COARSE_SERIES = ("gpu_util", "mem_copy_util", "power_w", "sm_clock_mhz", "mem_clock_mhz")  # NVML, nvidia-smi
 RATIO_METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
                  "fp32_active", "fp16_active", "imma_active", "hmma_active", "dfma_active")
 
@@ -39,3 +43,12 @@ Slices = tuple[tuple[int, int], ...]
 _FID_MAX = max(PROFILE_METRICS) + 1
 _FID_LUT = np.full(_FID_MAX + 1, -1, dtype="int8")  # field id -> metric column; -1 at both ends: "other"
 _FID_LUT[list(PROFILE_METRICS)] = np.arange(len(PROFILE_METRICS))
+
+
+def gpu_key(host: object, gpu: object, mig: object = None) -> str:
+    """The one GPU key from analysis to report: ``[<host>/]<gpu>[/mig <id>]`` (host and MIG
+    instance only when the data names them)."""
+    h = host if isinstance(host, str) and host else None
+    g = gpu if isinstance(gpu, str) and gpu else "-"
+    m = f"/mig {mig}" if isinstance(mig, str) and mig else ""
+    return (f"{h}/{g}" if h else g) + m

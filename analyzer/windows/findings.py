@@ -7,7 +7,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.windows.lint import _txt
+from rooftop.analyzer.windows.fields import gpu_key
+
+HIGH_GPU_HOURS = 8.0  # one GPU's working day at stake (docs/formulas.md#fleet, "Severity")
+MEDIUM_GPU_HOURS = 1.0  # one GPU-hour at stake
+HIGH_SHARE, MEDIUM_SHARE = 0.25, 0.05  # ... and that share of the GPU time analysed
+
+
+def severity_by_hours(hours: float, share: float) -> str:
+    """Severity from the GPU-hours at stake and their share of the GPU time analysed: ``high`` at
+    >= 8 GPU-hours and >= 25 %, ``medium`` at >= 1 GPU-hour and >= 5 %, else ``low``."""
+    if hours >= HIGH_GPU_HOURS and share >= HIGH_SHARE:
+        return "high"
+    if hours >= MEDIUM_GPU_HOURS and share >= MEDIUM_SHARE:
+        return "medium"
+    return "low"
 
 _RECO = {
     "memory-bound": "Cut DRAM traffic: fuse element-wise/normalisation kernels (torch.compile, fused "
@@ -21,14 +35,20 @@ _RECO = {
 }
 
 
+def hours_text(h: float) -> str:
+    """GPU time at stake in words: GPU-hours, or GPU-seconds below 0.1 GPU-hours."""
+    return f"{h:.2f} GPU-hours" if h >= 0.1 else f"{h * 3600:.0f} GPU-seconds"
+
+
 def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
     if not len(w):
         return []
-    hours = w["window_s"].to_numpy(dtype="float64") / 3600.0
+    secs = w["covered_s"] if "covered_s" in w.columns else w["window_s"]
+    w = w.assign(_secs=secs.to_numpy(dtype="float64"))
+    hours = w["_secs"].to_numpy(dtype="float64") / 3600.0
     total = float(hours.sum()) or 1.0
     ns = w["namespace"].astype("object")
-    ident = [f"{_txt(h)}/{_txt(g)}" + (f"/mig {m}" if isinstance(m, str) else "")
-             for h, g, m in zip(w["host"], w["gpu"], w["mig"], strict=True)]
+    ident = [gpu_key(h, g, m) for h, g, m in zip(w["host"], w["gpu"], w["mig"], strict=True)]
     group = [f"namespace {n}" if isinstance(n, str) and n else f"GPU {i}" for n, i in zip(ns, ident, strict=True)]
     df = w.assign(_h=hours, _group=group, _workload=ns.notna() | w["pod"].notna())
     out: list[dict[str, Any]] = []
@@ -38,6 +58,8 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
         if label not in _RECO or not len(sub):
             continue
         gh = float(sub["_h"].sum())
+        if gh <= 0:  # only instant samples: no time at stake (linted dcgm-single-sample-window)
+            continue
         means = {m: float(np.nanmean(sub[m])) for m in ("gr_active", "sm_active", "tensor_active", "dram_active")
                  if sub[m].notna().any()}
         share = gh / total
@@ -47,20 +69,20 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
             return f"{v:.2f}" if v is not None and np.isfinite(v) else "not collected"
 
         if label == "memory-bound":
-            title = (f"{grp}: {gh:.2f} GPU-hours memory-bound at DRAM-active {ratio('dram_active')} "
+            title = (f"{grp}: {hours_text(gh)} memory-bound at DRAM-active {ratio('dram_active')} "
                      f"and tensor-active {ratio('tensor_active')}")
             saving = None
         elif label == "overhead-bound":
-            title = (f"{grp}: {gh:.2f} GPU-hours overhead-bound (GR-active {ratio('gr_active')}, "
+            title = (f"{grp}: {hours_text(gh)} overhead-bound (GR-active {ratio('gr_active')}, "
                      f"SM-active {ratio('sm_active')})")
             idle_frac = (1.0 - sub["gr_active"]).clip(lower=0).fillna(0).to_numpy()
-            saving = float((sub["window_s"].to_numpy() * idle_frac).sum())
+            saving = float((sub["_secs"].to_numpy() * idle_frac).sum())
         else:
-            title = f"{grp}: {gh:.2f} GPU-hours allocated to a workload but idle"
-            saving = float(sub["window_s"].sum())
+            title = f"{grp}: {hours_text(gh)} allocated to a workload but idle"
+            saving = float(sub["_secs"].sum())
         out.append({
             "rank": 0, "rule": f"dcgm-{label if label != 'idle' else 'idle-allocated'}",
-            "severity": "high" if share >= 0.25 else "medium" if share >= 0.05 else "low",
+            "severity": severity_by_hours(gh, share),
             "title": title, "kernels": [], "time_share": share, "est_saving_s": saving,
             "recommendation": _RECO[label], "gpu_hours": gh, "group": grp, "label": label,
             "windows": len(sub), "metrics": means,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.windows.codes import _epoch_ms
-from rooftop.analyzer.windows.fields import PROFILE_METRICS, RATIO_METRICS
+from rooftop.analyzer.windows.fields import PROFILE_METRICS, RATIO_METRICS, gpu_key
 from rooftop.analyzer.windows.rules import IDLE_MAX, resolve_devices
 from rooftop.parsers import dcgm_fields as F
 
@@ -102,3 +102,20 @@ def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> l
                                       f"{float(vals[big].max()):g}); ratios are 0..1 (slightly above 1 "
                                       "is possible under MIG): check units or placeholder values")
     return lint
+
+
+def coverage_lint(windows: pd.DataFrame) -> list[dict[str, Any]]:
+    """One-sample windows of GPUs whose sampling interval cannot be measured (instant scrapes):
+    they cover 0 s and count no GPU-hours, never stretched to the window (docs/formulas.md#windows)."""
+    if not len(windows) or "interval_s" not in windows.columns:
+        return []
+    lone = windows[~np.isfinite(windows["interval_s"].to_numpy(dtype="float64"))
+                   & (windows["covered_s"].to_numpy(dtype="float64") <= 0)]
+    if not len(lone):
+        return []
+    gpus = sorted({gpu_key(h, g, m) for h, g, m in zip(lone["host"], lone["gpu"], lone["mig"], strict=True)})
+    return [{"code": "dcgm-single-sample-window", "kernels": [],
+             "message": f"{len(lone)} window(s) of {len(gpus)} GPU(s) ({', '.join(gpus[:5])}) hold one instant "
+                        "sample and no sampling interval can be measured: they cover 0 s and count no "
+                        "GPU-hours (not stretched to the window); scrape the exporter repeatedly (a range "
+                        "query or several scrapes) to measure time"}]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.windows.fields import METRICS, PIPES
+from rooftop.analyzer.windows.span import add_coverage
 
 IDLE_MAX = 0.05  # kempnerpulse "idle": GR < 5 %, DRAM < 5 % (docs/research/anchors.md §3 row 18)
 GR_BUSY = 0.40  # kempnerpulse "busy-low-SM": GR >= 40 % ...
@@ -18,6 +19,7 @@ DRAM_HIGH = 0.50  # kempnerpulse "memory-bound" DRAM >= 50 %
 DRAM_PRACTICAL_PEAK = 0.80  # DCGM guide: "in practice a peak of ~0.8 (80%) is the maximum achievable"
 SM_EFFECTIVE, SM_INEFFECTIVE = 0.80, 0.50  # DCGM guide, SM activity (docs/research/anchors.md §3 row 15)
 DOMINANT_MIN = 0.20
+FB_IDLE_MIB = 64.0  # framebuffer used at or below this with no activity field: no CUDA context (docs/formulas.md#windows)
 _MIG_G = re.compile(r"^(\d+)g\.")
 
 
@@ -74,7 +76,7 @@ def _const(text: str, mask: np.ndarray) -> np.ndarray:
 def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Label, limiter and evidence columns (object arrays, None = no line) for every window."""
     v = {m: out[m].to_numpy(dtype="float64") for m in ("gr_active", "sm_active", "dram_active", "gpu_util",
-                                                      *PIPES.values())}
+                                                      "fb_used_mib", *PIPES.values())}
     ok = {m: np.isfinite(x) for m, x in v.items()}
     gr, sm, dram, util = v["gr_active"], v["sm_active"], v["dram_active"], v["gpu_util"]
     p_gr, p_sm, p_dram, p_util = ok["gr_active"], ok["sm_active"], ok["dram_active"], ok["gpu_util"]
@@ -87,6 +89,10 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
     activity = np.maximum(signals.max(axis=1), pipe_v.max(axis=1))
     only_util = ~p_gr & ~p_sm & ~p_dram & ~has_pipe
     no_sig = only_util & ~p_util
+    fb = v["fb_used_mib"]
+    with np.errstate(invalid="ignore"):
+        fb_idle = no_sig & ok["fb_used_mib"] & (fb >= 0) & (fb <= FB_IDLE_MIB)
+    unknown = no_sig & ~fb_idle
     idle = ~no_sig & (activity < IDLE_MAX)
     ou_mixed = ~no_sig & ~idle & only_util
     rest = ~no_sig & ~idle & ~only_util
@@ -104,10 +110,10 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
     lim_name = np.array([*PIPES, "dram"], dtype=object)[norm.argmax(axis=1)]
     dom = mixed_rest & (norm.max(axis=1) >= DOMINANT_MIN)
     latency = mixed_rest & ~dom
-    label = np.select([no_sig, idle, ou_mixed, mem, comp, launch, host],
-                      ["mixed", "idle", "mixed", "memory-bound", "compute-bound", "overhead-bound",
+    label = np.select([unknown, fb_idle, idle, ou_mixed, mem, comp, launch, host],
+                      ["unknown", "idle", "idle", "unknown", "memory-bound", "compute-bound", "overhead-bound",
                        "overhead-bound"], "mixed").astype(object)
-    limiter = np.select([no_sig, idle, ou_mixed, mem, comp, launch, host, dom],
+    limiter = np.select([unknown, fb_idle | idle, ou_mixed, mem, comp, launch, host, dom],
                         ["unknown", "none", "unknown", "dram", top_pipe, "launch", "host", lim_name],
                         "latency").astype(object)
     if not evidence:
@@ -119,11 +125,15 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
     gr_ev = _strs("GR active %.2f", gr, rest & p_gr)
     util_ev = _strs("GPU_UTIL %.2f", util, rest & ~p_gr & p_util)
     ev = [
-        _const("no activity fields in this window", no_sig),
+        _const("no activity field in this window (DCGM GR/SM/pipes/DRAM, NVML GPU_UTIL): activity unknown; "
+               "collect DCGM_FI_PROF_GR_ENGINE_ACTIVE (1001) or utilization.gpu to decide", unknown),
+        _strs(f"no activity field, but framebuffer used %.0f MiB <= {FB_IDLE_MIB:g} MiB: no CUDA context holds "
+              "GPU memory, so no kernel can run (idle)", fb, fb_idle),
         _const("only NVML GPU_UTIL (no DCGM profiling fields): coarse 'any kernel resident' signal",
                only_util & ~no_sig),
         _strs(f"all activity < {IDLE_MAX} (max %.3f)", activity, idle),
-        _strs("GPU_UTIL %.2f: busy, but what limits it is unknown", activity, ou_mixed),
+        _strs("GPU_UTIL %.2f: busy, but what limits it is unknown (no DCGM profiling field decides)",
+              activity, ou_mixed),
         np.where(gr_ev == None, util_ev, gr_ev),  # noqa: E711 - elementwise on an object array
         sm_ev,
         *[_strs(f"{p} pipe active %.2f", v[c], rest & ok[c]) for p, c in PIPES.items()],
@@ -161,6 +171,7 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     for m in METRICS:
         if m not in out.columns:
             out[m] = np.nan
+    out = add_coverage(out)
     label, limiter, ev = _classify(out, evidence)
     out["label"] = label.tolist()
     out["limiter"] = limiter.tolist()
