@@ -226,6 +226,11 @@ class Window(_WindowBase, total=False):
     est_dram_bytes_s: Num
     est_intensity: Num
     evidence: list[str]
+    # docs/formulas.md#windows: the one GPU key, the window length, the time its samples span
+    gpu_key: str
+    window_s: Num
+    covered_s: Num
+    interval_s: Num
 
 
 class _LintBase(TypedDict):
@@ -345,6 +350,7 @@ class Document(_DocumentBase, total=False):
     """The whole document. Optional keys by who writes them (loose types are theirs to tighten)."""
 
     timelines: dict[str, dict[str, list[Json]]]  # per-GPU DCGM series for the report
+    window: dict[str, Json]  # analyze: the window used (seconds, source default/option, reason)
     kernel_join: dict[str, Json]  # predicted vs observed DCGM signature (fleet --kernels)
     groups: list[dict[str, Json]]  # fleet roll-ups
     fleet: dict[str, Json]  # fleet: dataset, period, engine, totals
