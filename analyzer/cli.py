@@ -277,6 +277,9 @@ def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
 @click.argument("baseline", type=click.Path())
 @click.argument("candidate", type=click.Path())
 @click.option("--fail-on", "fail_on", type=float, help="Exit 1 on a significant regression beyond PCT %.")
+@click.option("--gate", type=click.Choice(["total", "matched"]), default="total", show_default=True,
+              help="What --fail-on judges: matched kernels and total kernel time (new and vanished kernels "
+                   "included), or matched kernels only.")
 @click.option("--device", help="Device name or ceilings file.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default="rooftop-diff.html",
               show_default=True)
@@ -284,14 +287,14 @@ def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
 @click.option("--json", "json_path", type=click.Path(dir_okay=False))
 @click.option("-q", "--quiet", is_flag=True)
 @friendly_errors
-def diff(baseline: str, candidate: str, fail_on: float | None, device: str | None, html_path: str,
+def diff(baseline: str, candidate: str, fail_on: float | None, gate: str, device: str | None, html_path: str,
          md_path: str | None, json_path: str | None, quiet: bool) -> None:
     """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
     from rooftop.analyzer.diff import run_diff
     from rooftop.reports.outputs import print_summary, write_outputs
 
     _guard_outputs([baseline, candidate], [html_path, md_path, json_path])
-    doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line())
+    doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate)
     write_outputs(doc, html=html_path, md=md_path, json_path=json_path)
     if not quiet:
         print_summary(doc, top=10, outputs=[p for p in (html_path, md_path, json_path) if p])

@@ -256,6 +256,7 @@ class Verdict(_VerdictBase, total=False):
     classify_pct: Num
     summary: str
     test: str
+    gate: str  # docs/formulas.md#diff: "total" or "matched"
 
 
 # docs/formulas.md#timelines: one entry per input and device (nsys stats: the timeline fields null)

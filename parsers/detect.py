@@ -22,8 +22,8 @@ _CONSOLE = re.compile(
     r"^\s+Section: |^\s{2}\S.*\)x\(\d+, \d+, \d+\), |, Invocations \d+\s*$|, Context \d+, Stream \d+", re.M
 )
 _DMON = re.compile(r"^\s*#\s?Entity\b", re.M)
-_PROM_LINE = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*(\{[^\n]*\})?\s+[-+0-9.eEnaNIf]+(\s+-?\d+)?\s*$", re.M)
-_PROM_META = re.compile(r"^# (HELP|TYPE) [A-Za-z_:][A-Za-z0-9_:]*", re.M)
+_PROM_LINE = re.compile(r"^[ \t]*[A-Za-z_:][A-Za-z0-9_:]*(\{[^\n]*\})?\s+[-+0-9.eEnaNIf]+(\s+-?\d+)?\s*$", re.M)
+_PROM_META = re.compile(r"^[ \t]*# (HELP|TYPE) [A-Za-z_:][A-Za-z0-9_:]*", re.M)
 _SMI_CSV = re.compile(r"^\s*(timestamp|index|name|pci\.bus_id|uuid)\s*,.*\[\s*(%|MiB|W|MHz)\s*\]|"
                       r"^\s*(timestamp|index|name),\s*(index|name|pci\.bus_id|utilization\.gpu)", re.M | re.I)
 _SMI_DMON = re.compile(r"^#\s*gpu\s+(pwr|sm|gtemp|mtemp|mem|enc|dec|mclk|pclk)\b", re.M | re.I)

@@ -211,8 +211,7 @@ def verdict_section(doc: Mapping[str, Any]) -> Section:
     body = (f'<p><span class="sev sev-{sev}">{esc(word)}</span> {esc(v.get("reason"))}</p>'
             f'<div class="kpis">{"".join(kpis)}</div><ul class="note">{side_lines}</ul>'
             f'<p class="note">A series is one kernel family with one launch configuration and NVTX path; '
-            f'its launches are repeats. Test: {esc(v.get("test"))} at α={esc(v.get("alpha"))}; '
-            "series with too few launches are judged by the threshold alone and marked so.</p>")
+            f'its launches are repeats. Test: {esc(v.get("test"))}.</p>')
     return Section("Verdict", body, anchor="verdict")
 
 
@@ -352,7 +351,7 @@ def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
              f"- Matched launches: {_get(t, 'matched', 'launches') or 0} "
              f"({chg(_get(t, 'matched', 'change'))} time); new: {_get(t, 'new', 'launches') or 0}, "
              f"vanished: {_get(t, 'vanished', 'launches') or 0}",
-             f"- Test: {md_esc(v.get('test'))} at α={md_esc(v.get('alpha'))}; too few launches → threshold only"]
+             f"- Test: {md_esc(v.get('test'))}"]
     out = [MdSection("Verdict", "\n".join(lines))]
     cols: list[Any] = [("series", "series"), ("change", "median Δ", chg), ("delta_s", "Δ time", fmt_time),
                        ("n", "launches"), ("p_adjusted", "p (Holm)", _pval), ("note", "method"),

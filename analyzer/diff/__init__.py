@@ -59,6 +59,7 @@ from rooftop.analyzer.diff.sides import (
     run_diff,
 )
 from rooftop.analyzer.diff.verdict import (
+    GATES,
     SERIES_FIELDS,
     classify,
     series_records,
@@ -69,6 +70,7 @@ from rooftop.analyzer.diff.verdict import (
 
 __all__ = [
     "CARRIED",
+    "GATES",
     "KEY",
     "LEVELS",
     "MAX_RECORDS",

@@ -11,7 +11,7 @@ import pandas as pd
 from rooftop.analyzer import stats
 from rooftop.analyzer.diff.deltas import group_deltas, pair_deltas
 from rooftop.analyzer.diff.match import LEVELS, REPORT_PCT, Matched, identify, match_kernels
-from rooftop.analyzer.diff.verdict import series_table, verdict
+from rooftop.analyzer.diff.verdict import GATES, series_table, verdict
 from rooftop.parsers import InputError
 
 
@@ -31,8 +31,11 @@ class DiffResult:
 
 
 def compare(baseline: pd.DataFrame, candidate: pd.DataFrame, *, fail_on: float | None,
-            alpha: float = stats.ALPHA) -> DiffResult:
-    """Pure core: two flat kernel-result frames in, the whole comparison out."""
+            alpha: float = stats.ALPHA, gate: str = "total") -> DiffResult:
+    """Pure core: two flat kernel-result frames in, the whole comparison out. ``gate``:
+    ``total`` (matched series and total kernel time) or ``matched`` (docs/formulas.md#diff)."""
+    if gate not in GATES:
+        raise InputError("--gate", f"unknown gate {gate!r}", f"use one of {', '.join(GATES)}")
     if fail_on is not None and (not math.isfinite(fail_on) or fail_on < 0):
         raise InputError("--fail-on", f"{fail_on!r} is not a percentage ≥ 0", "e.g. --fail-on 5")
     threshold = (fail_on if fail_on is not None else REPORT_PCT) / 100.0
@@ -43,10 +46,24 @@ def compare(baseline: pd.DataFrame, candidate: pd.DataFrame, *, fail_on: float |
     series = series_table(b, c, m.pairs, threshold, alpha)
     fam_status = _family_status(series)
     families["status"] = families["family"].map(fam_status).fillna("within threshold")
+    tot = totals(b, c, m)
+    gate_total = {"change": tot["change"]["duration"], "baseline_s": tot["baseline"]["duration_s"],
+                  "candidate_s": tot["candidate"]["duration_s"],
+                  "new": _by_family(m.new), "vanished": _by_family(m.vanished)}
     return DiffResult(
         baseline=b, candidate=c, pairs=pairs, new=m.new, vanished=m.vanished, families=families,
-        series=series, totals=totals(b, c, m), verdict=verdict(series, fail_on, alpha),
+        series=series, totals=tot, verdict=verdict(series, fail_on, alpha, total=gate_total, gate=gate),
     )
+
+
+def _by_family(frame: pd.DataFrame) -> list[tuple[str, float]]:
+    """(family, total seconds) of unmatched launches, longest first."""
+    if not len(frame) or "duration_s" not in frame.columns:
+        return []
+    fam = frame["family"] if "family" in frame.columns else frame.get("name")
+    d = pd.to_numeric(frame["duration_s"], errors="coerce").fillna(0.0)
+    s = d.groupby(fam.astype(str), sort=False).sum().sort_values(ascending=False, kind="stable")
+    return [(str(k), float(v)) for k, v in s.items()]
 
 
 _STATUS_ORDER = ["regressed", "improved", "not significant", "within threshold", "no duration", "unmatched"]

@@ -69,6 +69,7 @@ def explain(frame: pd.DataFrame) -> list[str]:
     names = [LEVELS[lv] for lv in levels]
     lab_b, lab_c = _str_col(frame, "label_base").to_numpy(), _str_col(frame, "label_cand").to_numpy()
     lim_b, lim_c = _str_col(frame, "limiter_base").to_numpy(), _str_col(frame, "limiter_cand").to_numpy()
+    dev_b, dev_c = _str_col(frame, "device_base").to_numpy(), _str_col(frame, "device_cand").to_numpy()
     notable = math.log1p(NOTABLE)
     lines: list[str] = []
     for i in range(n):  # string assembly only; every number above is computed vectorized
@@ -82,15 +83,44 @@ def explain(frame: pd.DataFrame) -> list[str]:
             parts.append(part)
         if math.isfinite(flops[i]) and abs(flops[i]) >= NOTABLE:
             parts.append(f"FLOPs {pct(flops[i])}")
-        if lab_b[i] and lab_c[i] and lab_b[i] != lab_c[i]:
+        lost = _device_text(dev_b[i], dev_c[i])
+        if lost:  # ceilings differ in kind, not in behaviour: labels are not compared
+            parts.append(lost)
+        elif _known(lab_b[i]) and _known(lab_c[i]) and lab_b[i] != lab_c[i]:
             parts.append(f"now {_bound(lab_c[i], lim_c[i])}, was {_bound(lab_b[i], lim_b[i])}")
-        elif lim_b[i] and lim_c[i] and lim_b[i] != lim_c[i]:
+        elif _known(lim_b[i]) and _known(lim_c[i]) and lim_b[i] != lim_c[i]:
             parts.append(f"limiter {lim_b[i]} → {lim_c[i]}")
         if not parts and math.isfinite(dur[i]) and abs(dur[i]) >= NOTABLE:
-            parts.append("same FLOPs and bytes, so " + ("slower" if dur[i] > 0 else "faster")
-                         + " per unit of work (clocks, occupancy, latency or contention)")
+            parts.append(_same_work(dur[i], math.isfinite(flops[i]), bool(np.isfinite(byte_ch[i]).any())))
         lines.append(f"duration {pct(dur[i])}: " + (", ".join(parts) if parts else "no notable change"))
     return lines
+
+
+def _known(v: str) -> bool:
+    return bool(v) and v != "unknown"
+
+
+def _device_text(base: str, cand: str) -> str:
+    """The kernel's device is named on one side only: said as that (docs/formulas.md#diff)."""
+    if base and not cand:
+        return f"device known in the baseline ({base}) but not in the candidate: labels not comparable"
+    if cand and not base:
+        return f"device known in the candidate ({cand}) but not in the baseline: labels not comparable"
+    return ""
+
+
+def _same_work(dur: float, has_flops: bool, has_bytes: bool) -> str:
+    """The sentence for a duration change with no notable change in what both inputs measured."""
+    way = "slower" if dur > 0 else "faster"
+    why = "(clocks, occupancy, latency or contention)"
+    if has_flops and has_bytes:
+        return f"same FLOPs and bytes, so {way} per unit of work {why}"
+    if has_flops:
+        return f"same FLOPs (bytes not in both inputs), so {way} per FLOP {why}"
+    if has_bytes:
+        return f"same bytes (FLOPs not in both inputs), so {way} per byte moved {why}"
+    return ("neither FLOPs nor bytes are in both inputs: what changed is unknown (collect them with "
+            "ncu --section SpeedOfLight --section MemoryWorkloadAnalysis)")
 
 
 def _bound(label: str, limiter: str) -> str:

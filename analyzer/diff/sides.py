@@ -154,7 +154,7 @@ def _device_lint(b: pd.DataFrame, c: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: str | None,
-             command: str) -> dict[str, Any]:
+             command: str, gate: str = "total") -> dict[str, Any]:
     """The whole ``diff`` job; returns the contract document of kind ``diff``."""
     if fail_on is not None and (not math.isfinite(fail_on) or fail_on < 0):
         raise InputError("--fail-on", f"{fail_on!r} is not a percentage ≥ 0", "e.g. --fail-on 5")
@@ -163,7 +163,7 @@ def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: st
     if is_trace_pair(baseline, candidate):  # two nsys/Kineto timelines: docs/formulas.md#timeline-diff
         return run_trace_diff(baseline, candidate, fail_on=fail_on, command=command)
     sides = [load_side(path, side, device) for path, side in zip((baseline, candidate), SIDES, strict=True)]
-    result = compare(sides[0].results, sides[1].results, fail_on=fail_on)
+    result = compare(sides[0].results, sides[1].results, fail_on=fail_on, gate=gate)
     inputs = [{**i, "side": s} for s, side in zip(SIDES, sides, strict=True) for i in side.inputs]
     rejected = [{**r, "side": s} for s, side in zip(SIDES, sides, strict=True) for r in side.rejected]
     devices: list[dict[str, Any]] = []

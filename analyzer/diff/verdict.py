@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -52,33 +53,57 @@ def _note(method: str, n_base: int, n_cand: int) -> str:
     return f"{min(n_base, n_cand)} launches: too few for a test here, threshold only"
 
 
-def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.ALPHA) -> dict[str, Any]:
-    """The gate. ``series`` is :func:`series_table` output; ``fail_on`` a percentage or None."""
+GATES = ("total", "matched")
+"""``total``: matched series and the total kernel time (new and vanished kernels included);
+``matched``: matched series only (docs/formulas.md#diff)."""
+
+
+def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.ALPHA, *,
+            total: dict[str, Any] | None = None, gate: str = "total") -> dict[str, Any]:
+    """The gate. ``series`` is :func:`series_table` output; ``fail_on`` a percentage or None;
+    ``total``: ``{"change", "baseline_s", "candidate_s", "new": [(family, seconds)], "vanished": [...]}``
+    (the total-time gate, applied when ``gate`` is ``total``)."""
     threshold = (fail_on if fail_on is not None else REPORT_PCT) / 100.0
     reg = series[series["status"] == "regressed"].sort_values(["delta_s", "change"], ascending=False)
     imp = series[series["status"] == "improved"].sort_values(["delta_s", "change"], ascending=True)
     tested = int((series["method"] == "mann-whitney").sum())
     compared = int(((series["n_base"] > 0) & (series["n_cand"] > 0)).sum())
-    fail = fail_on is not None and len(reg) > 0
     thr = f"{threshold * 100:g} %"
+    tchange = (total or {}).get("change")
+    total_fail = (gate == "total" and fail_on is not None and tchange is not None
+                  and math.isfinite(tchange) and tchange > threshold)
+    fail = fail_on is not None and (len(reg) > 0 or total_fail)
     how = (f"{compared} series compared: {tested} with {stats.TEST_NAME} at α={alpha:g}, "
-           f"{compared - tested} by threshold only")
-    if fail:
+           f"{compared - tested} by threshold only" if tested else
+           f"{compared} series compared, all by threshold only (too few launches for a test)")
+    parts = []
+    if len(reg) and fail_on is not None:
         named = "; ".join(f"{r.series} {pct(r.change)} ({_evidence(r)})" for r in reg.head(5).itertuples())
         more = f" and {len(reg) - 5} more" if len(reg) > 5 else ""
-        reason = f"{len(reg)} regression(s) beyond {thr}: {named}{more}. {how}."
+        parts.append(f"{len(reg)} regression(s) beyond {thr}: {named}{more}")
+    if total_fail:
+        parts.append(_total_text(total or {}, thr))
+    if fail:
+        reason = f"{'; '.join(parts)}. {how}."
     elif fail_on is not None:
         reason = f"no regression beyond {thr} that is more than noise. {how}."
+        if gate == "total" and tchange is not None and math.isfinite(tchange):
+            reason += f" Total kernel time {pct(tchange)} (new and vanished kernels included)."
+        elif gate == "matched":
+            reason += " Gate: matched kernels only (--gate matched); new and vanished kernels not judged."
     else:
         reason = (f"report only (no --fail-on): {len(reg)} regression(s) and {len(imp)} improvement(s) "
                   f"beyond {thr}. {how}.")
-    if not compared:
+    if not compared and not total_fail:
         reason = ("nothing to compare: no kernel launch matched between the two runs "
                   "(see the new and vanished kernels; a renamed kernel is one of each)")
-    if not compared:
+    if not compared and not total_fail:
         summary = "nothing matched: no verdict"
     elif fail:
-        summary = f"FAIL: {len(reg)} regression(s) beyond {thr}"
+        what = [f"{len(reg)} regression(s)"] if len(reg) else []
+        if total_fail:
+            what.append(f"total kernel time {pct(float(tchange or 0.0))}")
+        summary = f"FAIL: {' and '.join(what)} beyond {thr}"
     elif fail_on is not None:
         summary = f"ok: no regression beyond {thr}"
     else:
@@ -89,7 +114,11 @@ def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.AL
         "threshold_pct": fail_on,
         "classify_pct": threshold * 100.0,
         "alpha": alpha,
-        "test": stats.TEST_NAME,
+        "test": (f"{stats.TEST_NAME} at α={alpha:g} on all {compared} series" if tested and tested == compared
+                 else f"{stats.TEST_NAME} at α={alpha:g} on {tested} of {compared} series; the rest by the "
+                 "threshold alone" if tested else "none run: every series has too few launches, judged by "
+                 "the threshold alone"),
+        "gate": gate,
         "regressions": series_records(reg),
         "improvements": series_records(imp),
         "reason": reason,
@@ -138,3 +167,25 @@ def series_records(table: pd.DataFrame) -> list[dict[str, Any]]:
     t["change_pct"] = t["change"] * 100.0
     records: list[dict[str, Any]] = jsonable(t.to_dict("records"))
     return records
+
+
+def _total_text(total: dict[str, Any], thr: str) -> str:
+    """The total-time regression in words, naming the new kernels that added time."""
+    text = (f"total kernel time {pct(total['change'])} beyond {thr} "
+            f"({_secs(total.get('baseline_s'))} → {_secs(total.get('candidate_s'))}, new and vanished kernels "
+            "included; a sum, not a test)")
+    new = total.get("new") or []
+    if new:
+        named = ", ".join(f"{f} {_secs(s)}" for f, s in new[:5])
+        text += f"; new kernels: {named}" + (f" and {len(new) - 5} more" if len(new) > 5 else "")
+    gone = total.get("vanished") or []
+    if gone:
+        text += f"; vanished: {', '.join(f for f, _s in gone[:3])}" + (" ..." if len(gone) > 3 else "")
+    return text
+
+
+def _secs(s: Any) -> str:
+    if s is None or not math.isfinite(float(s)):
+        return "n/a"
+    v = float(s)
+    return f"{v * 1e3:.3g} ms" if v < 1 else f"{v:.3g} s"
