@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop.analyzer.document import build_document
+from rooftop.analyzer.progress import ProgressArg, track
 from rooftop.parsers import (
     InputError,
     ParseOptions,
@@ -72,7 +74,7 @@ class ParsedInputs:
         return out
 
 
-def read_inputs(inputs: list[str], options: ParseOptions, progress: bool = False) -> ParsedInputs:
+def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg = None) -> ParsedInputs:
     """Parse each file. An unusable file is listed; if every file is unusable, the first error is raised."""
     from rooftop.parsers.prom_http import is_url, read_server
 
@@ -109,7 +111,7 @@ class AnalyzedInputs:
 
 
 def analyze_inputs(inputs: list[str], device: str | None = None, *, options: ParseOptions | None = None,
-                   progress: bool = False) -> AnalyzedInputs:
+                   progress: ProgressArg = None) -> AnalyzedInputs:
     """Read ``inputs`` (files or folders, any format rooftop reads) and analyse their kernels."""
     from rooftop.analyzer.families import assign_families
     from rooftop.analyzer.kernels import analyze_kernels
@@ -126,7 +128,7 @@ def analyze_inputs(inputs: list[str], device: str | None = None, *, options: Par
 
 
 def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
-                 top: int = 10, window_s: float | None = None, progress: bool = False,
+                 top: int = 10, window_s: float | None = None, progress: ProgressArg = None,
                  command: str = "") -> dict[str, Any]:
     """The whole ``analyze`` job; returns the contract document.
 
@@ -175,9 +177,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     )
 
 
-def _progress(items: list[Any], enabled: bool, label: str) -> Any:
-    if not enabled or len(items) < 2:
-        return items
-    import click
-
-    return click.progressbar(items, label=label, file=None)
+def _progress(items: list[Any], progress: ProgressArg, label: str) -> Iterator[Any]:
+    """The items, reported to the caller's progress callback (analyzer/progress.py)."""
+    with track(items, progress, label) as tracked:
+        yield from tracked

@@ -84,7 +84,7 @@ SECTIONS_BY_KIND: dict[str, list[SectionBuilder]] = {
 def _template(name: str) -> str:
     from importlib import resources
 
-    return resources.files("reports").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("rooftop.reports").joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def _plotly_js() -> str:

@@ -1,19 +1,40 @@
-"""Plain-text terminal summary (no colours). Input strings have control characters removed so a
-kernel or host name cannot move the cursor or change the terminal (escape-sequence injection)."""
+"""Plain-text terminal summary (no colours), and :func:`escape_terminal`, which every line rooftop
+prints passes through: a kernel, host or file name cannot move the cursor, write the clipboard
+(OSC 52), clear the screen, split a line or reorder the text (bidi overrides).
+
+Imports only the standard library at import time: the command line imports it for every run.
+"""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
-from rooftop.reports.formatting import fmt_time, kernel_label_shares, num
-
 NAME_LIMIT = 90
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})  # controls, format (bidi), separators
+
+
+def escape_terminal(text: str) -> str:
+    """``text`` with C0/C1 controls (ESC, CR, LF, DEL, ...), format characters (bidi embeddings,
+    overrides and isolates U+202A-U+202E, U+2066-U+2069, LRM/RLM, zero-width ones), line and
+    paragraph separators shown as visible escapes (``\\x1b``, ``\\n``, ``\\u202e``). Tabs stay."""
+    if text.isprintable():
+        return text
+    return "".join(_escape(c) if c != "\t" and unicodedata.category(c) in _ESCAPED_CATEGORIES else c
+                   for c in text)
+
+
+def _escape(c: str) -> str:
+    named = {"\n": "\\n", "\r": "\\r"}.get(c)
+    if named:
+        return named
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 def plain(value: Any, limit: int | None = NAME_LIMIT) -> str:
-    """One printable line: control characters (incl. ESC, CR, newlines) become spaces."""
-    s = "" if value is None else str(value)
-    s = "".join(" " if (ord(c) < 32 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029") else c for c in s)
+    """One printable line: control and bidi characters escaped (:func:`escape_terminal`), cut at ``limit``."""
+    s = escape_terminal("" if value is None else str(value))
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     return s
@@ -21,6 +42,8 @@ def plain(value: Any, limit: int | None = NAME_LIMIT) -> str:
 
 def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None = None) -> str:
     """The summary printed after a run."""
+    from rooftop.reports.formatting import fmt_time, kernel_label_shares, num
+
     kind = str(doc.get("kind") or "analyze")
     kernels = doc.get("kernels") or []
     windows = doc.get("windows") or []

@@ -37,7 +37,6 @@ earlier samples are then stored twice.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import time
 from dataclasses import dataclass, field, replace
@@ -61,6 +60,7 @@ from rooftop.analyzer.fleet.dataset import (
     remove_orphans,
 )
 from rooftop.analyzer.fleet.manifest import canonical
+from rooftop.analyzer.progress import ProgressArg, track
 from rooftop.parsers import (
     FORMATS,
     Input,
@@ -172,7 +172,7 @@ def _first(paths: list[str], n: int = 5) -> str:
 
 
 def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
-                 progress: bool = False, finished: bool = False, repair: bool = False) -> IngestSummary:
+                 progress: ProgressArg = None, finished: bool = False, repair: bool = False) -> IngestSummary:
     """Ingest DCGM inputs into ``dataset`` (created if absent). Raises :class:`InputError` when
     there is nothing to ingest and every input is unusable, or the dataset cannot be written.
     ``finished``: the inputs are complete; an unterminated last line is ingested, not held back.
@@ -482,9 +482,5 @@ def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, file
     return entry
 
 
-def _progress(items: list[Any], enabled: bool) -> Any:
-    if not enabled or len(items) < 2:
-        return contextlib.nullcontext(items)
-    import click
-
-    return click.progressbar(items, label="ingesting", file=None)
+def _progress(items: list[Any], progress: ProgressArg) -> Any:
+    return track(items, progress, "ingesting")  # the caller's callback (analyzer/progress.py)
