@@ -288,7 +288,22 @@ def error_boundary(ctx: click.Context) -> Iterator[None]:
 
 
 class RooftopGroup(click.Group):
-    """The command group: every command runs inside :func:`error_boundary`."""
+    """The command group: every command runs inside :func:`error_boundary`, and a usage error
+    (a bad option value, a missing argument) is one line too, naming the option and the help."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("standalone_mode", True) is False:
+            return super().main(*args, **kwargs)
+        try:
+            return super().main(*args, **{**kwargs, "standalone_mode": False})
+        except click.UsageError as exc:
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            fail(f"{exc.format_message()}{where}")
+        except click.ClickException as exc:
+            fail(exc.format_message())
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
 
     def invoke(self, ctx: click.Context) -> Any:
         with error_boundary(ctx):

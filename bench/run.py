@@ -389,6 +389,21 @@ def bench_report(tmp: Path, args: argparse.Namespace) -> list[Row]:
 
 
 # ----------------------------------------------------------------------------- machine and table
+def bench_cli(tmp: Path, args: argparse.Namespace) -> list[Row]:
+    """``rooftop --help`` and a one-kernel analysis as whole processes, this tree vs HEAD~1
+    (bench/cli_startup.py; goals from issue 18)."""
+    from bench import cli_startup as cs
+
+    before_tree, runs = cs.export("HEAD~1", tmp / "cli"), 3 if args.quick else 10
+    rows = []
+    for name, argv in cs.cases(tmp).items():
+        now, before = cs.measure(ROOT, argv, runs, 1), cs.measure(before_tree, argv, runs, 1)
+        rows.append(Row(f"CLI {name}", "whole process (median)", now["median"], "HEAD~1", before["median"],
+                        goal=f"< {cs.GOALS[name]} s", met=now["median"] < cs.GOALS[name],
+                        rooftop_cpu_s=now["cpu"], baseline_cpu_s=before["cpu"]))
+    return rows
+
+
 def warm_up() -> None:
     """Import every module the timed code uses, so no side pays for imports inside its timing."""
     for mod in ("pandas", "pyarrow.parquet", "polars", "prometheus_client.parser", "rooftop.parsers.prom_text",
@@ -445,7 +460,7 @@ def table(rows: list[Row]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="rooftop benchmarks against their baselines")
     ap.add_argument("--quick", action="store_true", help="small inputs: check the harness, not the speed")
-    ap.add_argument("--only", default="prom,dmon,ncu,fleet,report", help="comma-separated subset")
+    ap.add_argument("--only", default="prom,dmon,ncu,fleet,report,cli", help="comma-separated subset")
     ap.add_argument("--kernels", type=int, default=100_000)
     ap.add_argument("--prom-hosts", type=int, default=4)
     ap.add_argument("--prom-scrapes", type=int, default=60, help="scrapes per host (x 8 GPUs x 16 fields)")
@@ -478,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             ("ncu", lambda: bench_ncu(files["ncu"], tmp, args)),
             ("fleet", lambda: bench_fleet(tmp, args)),
             ("report", lambda: bench_report(tmp, args)),
+            ("cli", lambda: bench_cli(tmp, args)),
         ]
         for name, step in steps:
             if name not in only:

@@ -199,3 +199,12 @@ def test_numpy_warnings_on_nan_inf_samples_stay_off_the_terminal(tmp_path: Path)
     res = _run("analyze", str(src), "--html", str(tmp_path / "r.html"))
     assert res.returncode == 0, res.stderr
     assert b"Warning" not in res.stderr and b"Warning" not in res.stdout
+
+
+def test_the_command_line_imports_no_heavy_module() -> None:
+    """``rooftop --help`` must not pay for pandas, pyarrow or plotly (issue 18: bench/cli_startup.py)."""
+    code = ("import sys, rooftop.analyzer.cli\n"
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'plotly', 'numpy', 'scipy', 'dask') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
+                         env={**os.environ, "PYTHONPATH": str(_package_only())}, cwd=_package_only())
+    assert res.stdout.strip() == "[]", res.stdout

@@ -199,7 +199,7 @@ def test_write_outputs_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture
     assert not list(tmp_path.glob(".*.tmp"))
     print_summary(doc, top=2, outputs=[str(p) for p in paths])
     out = capsys.readouterr().out
-    assert "\x1b" not in out and "badred line" not in out and "bad [31mred line" in out
+    assert "\x1b" not in out and "badred line" not in out and "bad\\x1b[31mred\\nline" in out
     assert "1. [high]" in out and "\n  3. " not in out
     assert str(paths[0]) in out and "memory-bound" in out
 

@@ -1,0 +1,98 @@
+"""Command-line start-up as a user meets it: ``rooftop --help`` and the analysis of a one-kernel
+file, each a whole ``python -m rooftop`` process, timed hyperfine-style (warm-up runs, then
+``--runs`` timed runs; min / median / max wall and the median CPU of the child), for this tree
+and for another revision (default ``HEAD~1``) exported with ``git archive``, side by side.
+
+    .venv/bin/python bench/cli_startup.py                  # this tree vs HEAD~1
+    .venv/bin/python bench/cli_startup.py --against main --runs 20
+
+Goals (issue 18 item 6): ``--help`` < 0.3 s, one-kernel analysis < 1 s. Prints a table; no
+assertion on time. Each revision runs from its own folder (``python -m rooftop`` there imports that
+folder's ``rooftop/``), so the installed package does not matter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL = "fixtures/ncu/demo.raw.csv"
+GOALS = {"--help": 0.3, "analyze 1 kernel": 1.0}
+
+
+def one_kernel(tmp: Path) -> Path:
+    """The fixture's header and its first launch only: a one-kernel ncu raw page."""
+    lines = (ROOT / KERNEL).read_text(encoding="utf-8").splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line[:2] == '"0')
+    out = tmp / "one-kernel.raw.csv"
+    out.write_text("".join(lines[: first + 1]), encoding="utf-8")
+    return out
+
+
+def cases(tmp: Path) -> dict[str, list[str]]:
+    return {"--help": ["--help"],
+            "analyze 1 kernel": ["analyze", str(one_kernel(tmp)), "-q", "--html", str(tmp / "r.html")]}
+
+
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(tree: Path, args: list[str], runs: int, warmup: int) -> dict[str, float]:
+    """Wall and CPU of ``python -m rooftop ARGS`` run from ``tree``: min/median/max wall, median CPU."""
+    cmd = [sys.executable, "-m", "rooftop", *args]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    walls, cpus = [], []
+    for i in range(warmup + runs):
+        c0, t0 = _child_cpu(), time.perf_counter()
+        subprocess.run(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True)
+        wall, cpu = time.perf_counter() - t0, _child_cpu() - c0
+        if i >= warmup:
+            walls.append(wall)
+            cpus.append(cpu)
+    return {"min": min(walls), "median": statistics.median(walls), "max": max(walls),
+            "cpu": statistics.median(cpus)}
+
+
+def export(rev: str, into: Path) -> Path:
+    """``git archive REV`` unpacked into ``into`` (the stage links in rooftop/ included)."""
+    into.mkdir(parents=True, exist_ok=True)
+    tar = into / "rev.tar"
+    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(tar), rev], check=True)
+    with tarfile.open(tar) as t:
+        t.extractall(into / "tree", filter="tar")
+    return into / "tree"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", default="HEAD~1", help="git revision to compare with (default HEAD~1)")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    a = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        trees = {"this tree": ROOT, a.against: export(a.against, tmp)}
+        print(f"load average {os.getloadavg()[0]:.1f}; {a.runs} runs after {a.warmup} warm-up; seconds")
+        print("| case | tree | min | median | max | CPU (median) | goal |\n|---|---|---|---|---|---|---|")
+        for name, args in cases(tmp).items():
+            for label, tree in trees.items():
+                m = measure(tree, args, a.runs, a.warmup)
+                print(f"| {name} | {label} | {m['min']:.3f} | {m['median']:.3f} | {m['max']:.3f} "
+                      f"| {m['cpu']:.3f} | < {GOALS[name]} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
