@@ -25,7 +25,8 @@ Rules (see the corpus FORMATS.md §1):
   entities (``Switch 0``, ``CPU 1``) -> gpu ``"Switch 0"``. host = ``ParseOptions.host``.
 
 How (bounded memory, vectorized): the file is read in blocks of whole lines (:data:`BLOCK_BYTES`).
-In a block, newlines and tokens are found with numpy over the bytes; printable-ASCII lines whose
+In a block, newlines and tokens are found with numpy over the bytes (``parsers/dmon_scan.py``,
+checked against a per-line reference by hypothesis in tests/test_dmon_scan.py); printable-ASCII lines whose
 first tokens are ``GPU``/``GPU-I``/``GPU-CI`` and a number, with one value per header column, are
 the fast rows (values sliced out of the block with one Arrow ``take``, cast at once). Every other
 line goes through the per-line rules above. Column sets, entities, header events and the tick in
@@ -47,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.dmon_scan import FAST_KINDS, KIND_STRIDE, MAX_ID_DIGITS, scan
 from rooftop.parsers.model import (
     SAMPLE_SCHEMA,
     InputAccounting,
@@ -73,8 +75,6 @@ _STAMP = re.compile(
 _NUMERIC = r"^-?[0-9]+(?:\.[0-9]+)?$"  # values pyarrow casts exactly like pandas.to_numeric
 
 BLOCK_BYTES = 4 << 20  # bytes read and processed at once: bounded memory, still vectorized
-_FAST_KINDS = ("GPU", "GPU-I", "GPU-CI")  # entity kinds of the fast rows (code 0, 1, 2)
-_MAX_ID_DIGITS = 6  # fast rows' entity ids have at most this many digits (others: per line)
 _NONE = -1  # "no row" in the tick / GPU-row bookkeeping (global row indices are >= 0)
 
 
@@ -324,52 +324,13 @@ class _Parser:
     # -- one block ---------------------------------------------------------------------------
     def block(self, data: bytes, values: bool = True) -> _Part | None:
         """Parse one block of whole lines; ``values=False`` only follows rows and ticks."""
-        b = np.frombuffer(data, dtype=np.uint8)
-        nb = len(b)
-        odd = np.flatnonzero((b - np.uint8(32)) > 94)  # uint8 wraps: bytes < 32 or > 126
-        is_nl = b[odd] == 10
-        nl = odd[is_nl]
-        n_lines = len(nl) + 1
-        lstart = np.concatenate([[0], nl + 1])
-        clean = np.ones(n_lines, dtype=bool)  # printable ASCII only (tabs, CR, UTF-8 -> per line)
-        clean[np.searchsorted(nl, odd[~is_nl])] = False
-        # tokens: runs of bytes > 32; edges alternate token start / token end
-        sp = b <= 32
-        edges = np.flatnonzero(sp[1:] != sp[:-1]) + 1
-        if nb and not sp[0]:
-            edges = np.concatenate([[0], edges])
-        if nb and not sp[-1]:
-            edges = np.concatenate([edges, [nb]])
-        tstart, tend = edges[0::2], edges[1::2]
-        n_tok = len(tstart)
-        tfirst = np.searchsorted(tstart, lstart)
-        ntok = np.diff(np.append(tfirst, n_tok))
-        # fast candidates: "GPU|GPU-I|GPU-CI <digits>" then printable tokens
-        ci = np.flatnonzero(clean & (ntok >= 2))
-        t0 = tfirst[ci]
-        s0, len0 = tstart[t0], tend[t0] - tstart[t0]
-        s1, len1 = tstart[t0 + 1], tend[t0 + 1] - tstart[t0 + 1]
-        last = max(nb - 1, 0)
-
-        def at(s: np.ndarray, j: int) -> np.ndarray:
-            return b[np.minimum(s + j, last)]
-
-        gpu = (at(s0, 0) == 71) & (at(s0, 1) == 80) & (at(s0, 2) == 85)
-        dash = at(s0, 3) == 45
-        kind = np.full(len(ci), -1, dtype="int64")
-        kind[gpu & (len0 == 3)] = 0
-        kind[gpu & (len0 == 5) & dash & (at(s0, 4) == 73)] = 1
-        kind[gpu & (len0 == 6) & dash & (at(s0, 4) == 67) & (at(s0, 5) == 73)] = 2
-        num = np.zeros(len(ci), dtype="int64")
-        ok = (kind >= 0) & (len1 <= _MAX_ID_DIGITS) & (nb < 2**31 - 1)  # 32-bit offsets into the block
-        for j in range(min(_MAX_ID_DIGITS, int(len1.max()) if len(len1) else 0)):
-            inside = j < len1
-            d = at(s1, j).astype("int64") - 48
-            ok &= ~inside | ((d >= 0) & (d <= 9))
-            num = np.where(inside, num * 10 + d, num)
+        sc = scan(data)  # lines, tokens, fast-row candidates (parsers/dmon_scan.py)
+        nb = len(data)
+        nl, n_lines, lstart, edges, tfirst, ntok = sc.nl, sc.n_lines, sc.lstart, sc.edges, sc.tfirst, sc.ntok
+        n_tok = len(sc.tstart)
+        ci, key = sc.cand, sc.key
         cand = np.zeros(n_lines, dtype=bool)
-        cand[ci[ok]] = True
-        ci, key = ci[ok], (kind[ok] * 8 + len1[ok]) * 10**_MAX_ID_DIGITS + num[ok]
+        cand[ci] = True
         # every other line, in order: headers and commands change the column set as they come
         cset0 = -1 if self.cset is None else self.cset
         slow = _SlowRows()
@@ -501,9 +462,9 @@ class _Parser:
     def _fast_id(self, key: int) -> int:
         e = self._fast_ent.get(key)
         if e is None:
-            digits, num = divmod(key, 10**_MAX_ID_DIGITS)
-            kind, width = divmod(digits, 8)
-            e = self._fast_ent[key] = self.ent_id(f"{_FAST_KINDS[kind]} {num:0{width}d}")
+            digits, num = divmod(key, 10**MAX_ID_DIGITS)
+            kind, width = divmod(digits, KIND_STRIDE)
+            e = self._fast_ent[key] = self.ent_id(f"{FAST_KINDS[kind]} {num:0{width}d}")
         return e
 
     def _ticks(self, line: np.ndarray, ent: np.ndarray, ev_l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
