@@ -46,6 +46,7 @@ BALANCED = 10.0  # balanced_threshold
 WAVES = 1.0  # waves_threshold
 LAUNCH_S = 5e-6  # docs/research/formulas.md §5.3: kernels below ~5 µs are comparable to launch cost
 TAIL_SPEEDUP = 20.0  # LaunchStatistics speedup_threshold (percent)
+TAIL_MIN_PCT = 10.0  # rooftop: the tail's idle share must be worth >= 10 % of the runtime
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "unknown")
 LEVEL_NAMES = {"l1": "L1", "l2": "L2", "dram": "DRAM"}
@@ -78,10 +79,21 @@ def sol_verdict(sol_c: pd.Series, sol_m: pd.Series, waves: pd.Series) -> pd.Seri
 
 
 def tail_effect(waves: pd.Series) -> pd.Series:
-    """ncu's Tail Effect condition (docs/research/formulas.md §3.3): partial wave, >= 1 whole, speedup >= 20 %."""
+    """Tail effect (docs/formulas.md#kernel-labels): NCU's LaunchConfiguration condition (partial
+    wave, >= 1 whole wave, 1 / (1 + whole) >= 20 %) *and* the idle part of the last wave worth at
+    least 10 % of the runtime: :func:`tail_speedup` >= ``TAIL_MIN_PCT``."""
     whole = np.floor(waves)
     partial = waves - whole
-    return (partial > 0) & (whole >= 1) & (100.0 / (1.0 + whole) >= TAIL_SPEEDUP)
+    ncu = (partial > 0) & (whole >= 1) & (100.0 / (1.0 + whole) >= TAIL_SPEEDUP)
+    return ncu & (tail_speedup(waves) >= TAIL_MIN_PCT)
+
+
+def tail_speedup(waves: pd.Series) -> pd.Series:
+    """Estimated speedup (%) from removing the tail: the idle share of the last wave over the
+    waves the launch runs, 100 · (1 − partial) / (1 + whole) (uniform block durations assumed)."""
+    whole = np.floor(waves)
+    partial = waves - whole
+    return (100.0 * (1.0 - partial) / (1.0 + whole)).where((partial > 0) & (whole >= 1), 0.0).where(waves.notna())
 
 
 def side_utils(f: pd.DataFrame) -> pd.DataFrame:
@@ -105,7 +117,13 @@ def side_utils(f: pd.DataFrame) -> pd.DataFrame:
 
 
 def classify(f: pd.DataFrame) -> pd.DataFrame:
-    """Label, limiter and NCU verdict per kernel (see the module docstring for the rules)."""
+    """Label, limiter and NCU verdict per kernel (module docstring; docs/formulas.md#kernel-labels).
+
+    Output columns: ``label``, ``limiter``, ``sol_verdict`` (NCU's or the replica's title),
+    ``basis`` (which rule decided: ``ncu-sol``, ``roofline-sol``, ``launch``, ``small-grid``,
+    ``thin``, ``none``), ``memory_side_pct``, ``compute_side_pct``, ``memory_levels_known``,
+    ``launch_short``, ``small_grid``, ``tail_effect``, ``tail_speedup_pct``.
+    """
     idx = f.index
     sol_c, sol_m = _col(f, "sol_compute_pct"), _col(f, "sol_memory_pct")
     waves, grid, sms = _col(f, "waves"), _col(f, "grid"), _col(f, "sm_count")
@@ -113,41 +131,59 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
     verdict = sol_verdict(sol_c, sol_m, waves)
     if "ncu_stored_verdict" in f.columns:  # NVIDIA's own result wins (e.g. waves not exported)
         stored = f["ncu_stored_verdict"].astype("object")
-        verdict = stored.where(stored.notna() & verdict.notna(), verdict)
+        verdict = stored.where(stored.notna(), verdict)
     has_sol = verdict.notna()
     u = side_utils(f)
+    mem, cmp_ = u["memory"], u["compute"]
+    levels_known = u[[f"mem_{lvl}" for lvl in LEVELS]].notna().all(axis=1) | sol_m.notna()
 
     launch = dur < LAUNCH_S
-    small = (grid < sms) | (waves < WAVES) | (verdict == "Small Grid")
+    ncu_small = _flag(f, "ncu_small_grid")
+    small = (grid < sms) | ncu_small | (verdict == "Small Grid")
     tail = tail_effect(waves)
+    if "ncu_tail" in f.columns:  # NCU evaluated its LaunchConfiguration rule: its answer wins
+        nt = f["ncu_tail"].astype("object")
+        tail = pd.Series(np.where(nt.notna(), nt.fillna(False).astype(bool), tail), index=idx)
 
-    both_known = u["memory"].notna() & u["compute"].notna()
-    mem_wins = u["memory"] >= u["compute"]
-    # SOL path
+    both_known = mem.notna() & cmp_.notna()
+    mem_wins = mem >= cmp_
+    # 1. NCU's SOLBottleneck (exported SOL % or its stored result)
     hi = verdict == "High Throughput"
-    hi_c_only = hi & (sol_c >= HIGH) & (sol_m < HIGH)
-    hi_m_only = hi & (sol_m >= HIGH) & (sol_c < HIGH)
+    hi_c_only = hi & (sol_c >= HIGH) & ~(sol_m >= HIGH)
+    hi_m_only = hi & (sol_m >= HIGH) & ~(sol_c >= HIGH)
     undecided = (hi & ~hi_c_only & ~hi_m_only) | (verdict == "Balanced Throughput")
     sol_mem = hi_m_only | (verdict == "High Memory Throughput") | \
         (undecided & ((both_known & mem_wins) | (~both_known & (sol_m >= sol_c))))
     sol_cmp = hi_c_only | (verdict == "High Compute Throughput") | (undecided & ~sol_mem)
     sol_over = verdict.isin(["Small Grid", "Latency Issue"])
-    # no-SOL path
+    # 2. no SOL: the same thresholds on rooftop's own utilisations (a side is named only at >= 60 %)
     ns = ~has_sol
-    ns_over = ns & (launch | small)
-    only_mem = u["memory"].notna() & u["compute"].isna() & (u["memory"] >= LATENCY)
-    only_cmp = u["compute"].notna() & u["memory"].isna() & (u["compute"] >= LATENCY)
-    ns_mem = ns & ~ns_over & ((both_known & mem_wins) | only_mem)
-    ns_cmp = ns & ~ns_over & ((both_known & ~mem_wins) | only_cmp)
+    top = np.fmax(mem, cmp_)
+    named = ns & (top >= LATENCY)
+    ns_mem = named & (mem >= LATENCY) & (mem_wins | cmp_.isna())
+    ns_cmp = named & ~ns_mem
+    low = ns & ~named & both_known & levels_known  # both measured sides < 60 %: latency family
+    ns_over = ns & ~named & (launch | (grid < sms) | ncu_small | low)
+    thin = ns & ~named & ~ns_over & (mem.notna() | cmp_.notna())
 
-    over = sol_over | ns_over
+    over = (sol_over | ns_over) & ~(sol_mem | sol_cmp)
     memb = sol_mem | ns_mem
     cmpb = sol_cmp | ns_cmp
-    label = np.select([over, memb, cmpb], ["overhead-bound", "memory-bound", "compute-bound"], default="unknown")
-    over_lim = np.select([launch, small, tail], ["launch", "small-grid", "tail"], default="latency")
+    label = np.select([memb, cmpb, over], ["memory-bound", "compute-bound", "overhead-bound"], default="unknown")
+    small_lim = (grid < sms) | ncu_small | (verdict == "Small Grid")
+    over_lim = np.select([launch, small_lim, tail], ["launch", "small-grid", "tail"], default="latency")
     limiter = np.select(
         [over, memb & u["level"].notna(), cmpb & u["class"].notna()],
         [over_lim, u["level"].fillna("unknown"), u["class"].fillna("unknown")], default="unknown")
-    return pd.DataFrame({"label": label, "limiter": limiter, "sol_verdict": verdict,
-                         "memory_side_pct": u["memory"], "compute_side_pct": u["compute"],
-                         "launch_short": launch, "small_grid": small, "tail_effect": tail}, index=idx)
+    basis = np.select([has_sol, ns & named, ns & low, ns & ns_over & launch, ns & ns_over, thin],
+                      ["ncu-sol", "roofline-sol", "roofline-sol", "launch", "small-grid", "thin"], default="none")
+    return pd.DataFrame({"label": label, "limiter": limiter, "sol_verdict": verdict, "basis": basis,
+                         "memory_side_pct": mem, "compute_side_pct": cmp_, "memory_levels_known": levels_known,
+                         "launch_short": launch, "small_grid": small, "tail_effect": tail,
+                         "tail_speedup_pct": tail_speedup(waves)}, index=idx)
+
+
+def _flag(f: pd.DataFrame, name: str) -> pd.Series:
+    if name not in f.columns:
+        return pd.Series(False, index=f.index)
+    return f[name].astype("object").fillna(False).astype(bool)

@@ -30,6 +30,7 @@ import pandas as pd
 
 SEVERITY_ORDER = {"high": 0, "critical": 0, "medium": 1, "warning": 1, "low": 2, "info": 3}
 HIGH, MEDIUM = 0.10, 0.02
+ROOF_HIGH = 80.0  # % of the roof at or above which a finding is never high (SOLBottleneck's 80 %)
 
 RECOMMENDATIONS: dict[tuple[str, str], str] = {
     ("memory-bound", "dram"): (
@@ -104,13 +105,17 @@ def _rule_id(label: str, limiter: str) -> str:
     return f"roofline.{kind}.{limiter or 'unknown'}"
 
 
-def _best_rules(rules: Any) -> tuple[float | None, str | None, str | None]:
-    """Largest ``speedup_pct`` of one launch's ncu rules with its rule id and title."""
+def _best_rules(rules: Any, local: bool = False) -> tuple[float | None, str | None, str | None]:
+    """Largest ``speedup_pct`` of one launch's ncu rules with its rule id and title: among the
+    whole-kernel (``global`` or untyped) estimates, or with ``local=True`` among the ``local``
+    ones (a speedup of one unit or pipe, not of the kernel; docs/formulas.md#findings)."""
     best: tuple[float | None, str | None, str | None] = (None, None, None)
     if not isinstance(rules, (list, tuple, np.ndarray)):
         return best
     for r in rules:
         if not isinstance(r, Mapping):
+            continue
+        if (str(r.get("speedup_type") or "").lower() == "local") != local:
             continue
         raw = r.get("speedup_pct")
         if not isinstance(raw, (int, float)) or isinstance(raw, bool):
@@ -128,9 +133,11 @@ def _fmt_s(s: float) -> str:
     return f"{s * 1e9:.3g} ns"
 
 
-def _severity(score: float, estimated: bool) -> str:
+def _severity(score: float, estimated: bool, capped: bool = False) -> str:
+    """high >= 10 % of all kernel time recoverable, medium >= 2 %, else low; at most medium without
+    an estimate or when ``capped`` (unknown label, or at >= 80 % of its roof). docs/formulas.md#findings."""
     sev = "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
-    return "medium" if (sev == "high" and not estimated) else sev
+    return "medium" if (sev == "high" and (not estimated or capped)) else sev
 
 
 def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dict[str, Any]]:
@@ -158,16 +165,28 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
         gap_frac = np.clip(1.0 - ach / att, 0.0, 1.0)
     gap = np.where(np.isfinite(gap_frac) & (att > 0) & np.isfinite(dur), dur * gap_frac, np.nan)
     rules = results["ncu_rules"] if "ncu_rules" in results else pd.Series([None] * n, index=results.index)
-    best = [_best_rules(r) for r in rules.tolist()]
+    rule_lists = rules.tolist()
+    best = [_best_rules(r) for r in rule_lists]
+    local = [_best_rules(r, local=True) for r in rule_lists]
     sp = np.array([b[0] if b[0] is not None else np.nan for b in best], dtype=float)
-    nv = np.where(np.isfinite(sp) & np.isfinite(dur), dur * sp / 100.0, np.nan)
+    nv_raw = np.where(np.isfinite(sp) & np.isfinite(dur), dur * sp / 100.0, np.nan)
+    # never above rooftop's own roofline bound where there is one (docs/formulas.md#findings)
+    capped_nv = np.isfinite(nv_raw) & np.isfinite(gap) & (nv_raw > gap)
+    nv = np.where(capped_nv, gap, nv_raw)
+    roof_pct = num("pct_of_roof")
+    failed = results["profile_failed"].fillna(False).to_numpy(dtype=bool) if "profile_failed" in results else \
+        np.zeros(n, dtype=bool)
 
     fams = family_table(results)
     total = float(np.nansum(dur))
     pos_family = np.empty(n, dtype=object)
     for fam, ks in zip(fams["family"], fams["kernels"], strict=True):
         pos_family[ks] = fam
-    frame = pd.DataFrame({"family": pos_family, "gap": gap, "nv": nv})
+    ok_roof = np.isfinite(roof_pct) & np.isfinite(dur)
+    frame = pd.DataFrame({"family": pos_family, "gap": gap, "nv": nv, "nv_raw": nv_raw, "capped": capped_nv,
+                          "roof_t": np.where(ok_roof, roof_pct * dur, np.nan), "t_roof": np.where(ok_roof, dur, np.nan),
+                          "failed": failed,
+                          "local": [b[0] if b[0] is not None else np.nan for b in local]})
     groups = frame.groupby("family", sort=False)
     agg = fams.set_index("family")[["time_s", "launches", "label", "limiter", "kernels", "representative"]].copy()
     agg["gap_s"] = groups["gap"].sum(min_count=1).reindex(agg.index)
@@ -175,12 +194,18 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     agg["n_gap"] = groups["gap"].count().reindex(agg.index).fillna(0)
     agg["n_nv"] = groups["nv"].count().reindex(agg.index).fillna(0)
     agg["rows"] = agg["kernels"].map(len)
+    agg["nv_raw_s"] = groups["nv_raw"].sum(min_count=1).reindex(agg.index)
+    agg["n_capped"] = groups["capped"].sum().reindex(agg.index).fillna(0)
+    agg["roof_pct"] = (groups["roof_t"].sum(min_count=1) / groups["t_roof"].sum(min_count=1)).reindex(agg.index)
+    agg["local_max"] = groups["local"].max().reindex(agg.index)
+    agg = agg[~groups["failed"].all().reindex(agg.index).fillna(False).astype(bool)]  # failed profiles: no advice
 
     agg["est"] = np.where(agg["n_nv"] > 0, agg["nv_s"], np.where(agg["n_gap"] > 0, agg["gap_s"], np.nan))
     agg["share"] = agg["time_s"].fillna(0.0) / total if total > 0 else 0.0
     agg["score"] = np.where(agg["est"].notna(), agg["est"] / total if total > 0 else 0.0, agg["share"])
     sev = np.where(agg["score"] >= HIGH, 0, np.where(agg["score"] >= MEDIUM, 1, 2))
-    agg["sev"] = np.where((sev == 0) & agg["est"].isna(), 1, sev)
+    agg["capped"] = (agg["label"].fillna("unknown") == "unknown") | (agg["roof_pct"] >= ROOF_HIGH)
+    agg["sev"] = np.where((sev == 0) & (agg["est"].isna() | agg["capped"]), 1, sev)
     agg = agg.sort_values(["sev", "score"], ascending=[True, False], kind="stable")
     if limit is not None:
         agg = agg.head(limit)
@@ -216,7 +241,11 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
                 main_rule = top_rules.index[0][0]
                 if isinstance(main_rule, str) and main_rule:
                     rule = f"ncu.{main_rule}"
-            ev.append(f"NVIDIA rules (largest estimated speedup per launch): {', '.join(names)}")
+            ev.append(f"NVIDIA rules (largest whole-kernel estimated speedup per launch): {', '.join(names)}")
+            if row["n_capped"] > 0:
+                ev.append(f"NVIDIA's estimate {_fmt_s(float(row['nv_raw_s']))} capped at rooftop's roofline bound "
+                          f"in {int(row['n_capped'])} launch record(s): a saving cannot exceed the time above the roof "
+                          "(docs/formulas.md#findings)")
             if gap_s is not None:
                 ev.append(f"roofline gap (upper bound): {_fmt_s(float(gap_s))}")
             rec += " NVIDIA's rules for these launches: " + "; ".join(
@@ -234,6 +263,12 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
                       "estimate: ranked by share of GPU time only")
         if est is not None:
             ev.insert(0, f"estimated saving {_fmt_s(est)} from {basis}")
+        if pd.notna(row["local_max"]):
+            ev.append(f"NVIDIA's local estimates (up to {float(row['local_max']):.1f} % of one unit or pipe) are "
+                      "not whole-kernel savings and are not counted (docs/formulas.md#findings)")
+        if pd.notna(row["roof_pct"]) and row["roof_pct"] >= ROOF_HIGH:
+            ev.append(f"already at {float(row['roof_pct']):.0f} % of its roof (>= {ROOF_HIGH:.0f} %): severity at most "
+                      "medium (docs/formulas.md#findings)")
         k_ev = evidence_col[int(row["representative"])]
         if isinstance(k_ev, (list, tuple, np.ndarray)):
             ev += [str(e) for e in list(k_ev)[:4]]
@@ -243,7 +278,7 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
         what = "unclassified (metrics missing)" if label == "unknown" else f"{label} ({limiter})"
         title = f"{short}: {what}, {share * 100:.1f}% of kernel time in {launches} launch(es)"
         findings.append({
-            "rank": 0, "rule": rule, "severity": _severity(score, est is not None), "title": title,
+            "rank": 0, "rule": rule, "severity": _severity(score, est is not None, bool(row["capped"])), "title": title,
             "kernels": list(row["kernels"]), "time_share": share,
             "est_saving_s": est, "recommendation": rec,
             "family": str(fam), "label": label, "limiter": limiter, "evidence": ev, "source": "ncu",

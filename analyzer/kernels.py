@@ -33,6 +33,12 @@ from rooftop.analyzer.classify import LAUNCH_S, LEVEL_NAMES, classify
 from rooftop.analyzer.devices import load_device_option
 from rooftop.analyzer.document import gc_paused
 from rooftop.analyzer.lint import lint_kernels
+from rooftop.analyzer.ncu_rules import (
+    failed_profile_lint,
+    failed_profiles,
+    launch_signals,
+    rule_errors,
+)
 from rooftop.analyzer.roofline import compute as roofline
 
 _PREFIX = {-5: "f", -4: "p", -3: "n", -2: "µ", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
@@ -110,11 +116,14 @@ def _ncu_rules(kernels: pd.DataFrame, rules: pd.DataFrame) -> list[list[dict[str
         with gc_paused():
             return [[] for _ in range(n)]
     r = rules.reset_index(drop=True)
+    r = r[~rule_errors(r).to_numpy()].reset_index(drop=True)  # NCU failing to run a rule is no finding
     speed = pd.to_numeric(r.get("speedup_pct"), errors="coerce") if "speedup_pct" in r.columns else pd.Series(np.nan, index=r.index)
-    items = [{"rule": rule, "title": title, "speedup_pct": None if pd.isna(sp) else float(sp)}
-             for rule, title, sp in zip(r["rule"].astype("string").fillna("").tolist(),
-                                        r.get("title", pd.Series("", index=r.index)).astype("string").fillna("").tolist(),
-                                        speed.tolist(), strict=True)]
+    stype = r["speedup_type"].astype("string").fillna("").tolist() if "speedup_type" in r.columns else [""] * len(r)
+    items = [{"rule": rule, "title": title, "speedup_pct": None if pd.isna(sp) else float(sp),
+              "speedup_type": st or None}
+             for rule, title, sp, st in zip(r["rule"].astype("string").fillna("").tolist(),
+                                            r.get("title", pd.Series("", index=r.index)).astype("string").fillna("").tolist(),
+                                            speed.tolist(), stype, strict=True)]
     keys = list(zip(r["input"].astype("string").tolist(), r["index"].astype("Int64").tolist(), strict=True))
     grouped: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for k, it in zip(keys, items, strict=True):
@@ -141,6 +150,10 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     fp, partial = M.fp_flops(df, dur)
     t_flops, t_src, t_ops = M.tensor_flops(df, dur, cc)
     flops = fp.assign(tensor=t_flops)
+    # absent is not zero (docs/formulas.md#kernel-labels): zero counted FLOPs beside a class whose
+    # counters are missing is unknown work, not 0 FLOP
+    unknown_work = flops[["fp64", "fp32", "fp16"]].isna().any(axis=1) & ~(flops.fillna(0.0) > 0).any(axis=1)
+    flops = flops.mask(unknown_work)
     bytes_, b_src, b_conv = M.bytes_by_level(df, dur, cc)
     rate_only, flops_in, bytes_in, dur_in, b_conv = _rate_inputs(df, cc, dur, flops, bytes_, b_conv)
     ceil = resolve_ceilings(df, dur=dur, cc=cc, launch=launch, tensor_ops=t_ops, bytes_conv=b_conv, option=option,
@@ -309,6 +322,19 @@ def _rows(frags: list[pa.Array], n: int) -> list[list[str]]:
         return [values[a:b] for a, b in zip(starts, ends, strict=True)]
 
 
+def _missing_levels(f: pd.DataFrame, c: pd.DataFrame) -> pd.Series:
+    """"L1 and L2" etc.: the memory levels whose utilisation is unknown, per kernel."""
+    out = pd.Series("", index=f.index, dtype=object)
+    for lvl in M.LEVELS:
+        util = f[f"bw_util_{lvl}"] if f"bw_util_{lvl}" in f.columns else pd.Series(np.nan, index=f.index)
+        unit = f[f"unit_{lvl}"] if f"unit_{lvl}" in f.columns else pd.Series(np.nan, index=f.index)
+        miss = util.isna() & unit.isna()
+        out = out.where(~miss, out + ", " + LEVEL_NAMES[lvl])
+    out = out.str.lstrip(", ")
+    out = out.where(out != "", "the compute side")
+    return out
+
+
 def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     """The evidence, in words, for every kernel; each sentence is built for a whole column at once."""
     n = len(f)
@@ -321,31 +347,60 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
         return np.isfinite(pd.to_numeric(f[col], errors="coerce").to_numpy(dtype="float64"))
 
     lim, label = c["limiter"], c["label"]
-    # 1. NVIDIA's SOL verdict
+    # 1. the rule that decided (docs/formulas.md#kernel-labels)
+    basis = c["basis"] if "basis" in c.columns else pd.Series("none", index=c.index)
     legacy = _where(f["sol_source"] == "legacy", " [legacy sm__sol_pct / gpu__compute_memory_sol_pct]", "")
-    add(c["sol_verdict"].notna(),
+    add(c["sol_verdict"].notna() & f["sol_compute_pct"].notna() & f["sol_memory_pct"].notna(),
         _cat("NCU Speed Of Light: compute (SM) ", _num(f["sol_compute_pct"], "%.1f"), "%, memory ",
              _num(f["sol_memory_pct"], "%.1f"), "% -> SOLBottleneck \"", _obj(c["sol_verdict"]),
-             "\" (thresholds 80/60/10, waves < 1; docs/research/formulas.md §3.1)", legacy))
+             "\" (>= 80 % high throughput, both < 60 % latency or small grid, 60-80 % the side ahead by >= 10 "
+             "points; docs/formulas.md#kernel-labels)", legacy))
     if "ncu_stored_verdict" in f.columns:
-        add(f["ncu_stored_verdict"].notna(), _cat("NCU's own stored verdict: \"", _obj(f["ncu_stored_verdict"]), "\""))
+        add(f["ncu_stored_verdict"].notna(), _cat("NCU's own stored verdict: \"", _obj(f["ncu_stored_verdict"]),
+                                                  "\" (NCU decides; docs/formulas.md#kernel-labels)"))
+    mem_known, cmp_known = c["memory_side_pct"].notna().to_numpy(), c["compute_side_pct"].notna().to_numpy()
+    sides = _cat(_where(mem_known, _cat("memory side ", _num(c["memory_side_pct"], "%.1f"), "% of peak"),
+                        "memory side not measured"), ", ",
+                 _where(cmp_known, _cat("compute side ", _num(c["compute_side_pct"], "%.1f"), "% of peak"),
+                        "compute side not measured"))
+    add(basis == "roofline-sol",
+        _cat("No SpeedOfLight % in the export: NCU's SOLBottleneck thresholds applied to rooftop's roofline "
+             "utilisations: ", sides, " -> ", _obj(label), " (", _obj(lim), "); a side is named only at >= 60 %, "
+             "both below 60 % with L1, L2 and DRAM measured is latency (docs/formulas.md#kernel-labels)"))
+    add(basis == "thin",
+        _cat("No SpeedOfLight % in the export and no side reaches 60 % (", sides, "), but ",
+             _obj(_missing_levels(f, c)), " not measured, so a level that is not in the export could bind: "
+             "bound unknown; collect --section SpeedOfLight or l1tex__t_bytes / lts__t_bytes "
+             "(docs/formulas.md#kernel-labels)"))
 
     # 2. overhead reasons
     over = (label == "overhead-bound").to_numpy()
     add(over & (lim == "launch").to_numpy(),
         _cat("Duration ", _si(f["duration_s"], "s"),
-             f" < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost (docs/research/formulas.md §5.2); "
-             "batch, fuse or graph-capture such launches"))
-    add(over & (lim == "small-grid").to_numpy(),
-        _cat("Grid of ", _num(f["grid"].astype("float64"), "%.0f"), " block(s) on ", _num(f["sm_count"], "%.0f"),
-             " SMs (", _num(f["waves"], "%.2f"), " waves): SMs sit idle (ncu Small Grid, docs/research/formulas.md §3.3)"))
+             f" < {LAUNCH_S * 1e6:.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost; "
+             "batch, fuse or graph-capture such launches (docs/formulas.md#kernel-labels)"))
+    fewer = (f["grid"].astype("float64") < f["sm_count"]).fillna(False).to_numpy()
+    add(over & (lim == "small-grid").to_numpy() & fewer,
+        _cat("Grid of ", _num(f["grid"].astype("float64"), "%.0f"), " block(s) < ", _num(f["sm_count"], "%.0f"),
+             " SMs: ", _num(f["sm_count"] - f["grid"].astype("float64"), "%.0f"),
+             " SMs get no block (NCU LaunchConfiguration Small Grid; docs/formulas.md#kernel-labels)"))
+    add(over & (lim == "small-grid").to_numpy() & ~fewer,
+        _cat("NCU says Small Grid (grid ", _num(f["grid"].astype("float64"), "%.0f"), " blocks",
+             _where(f["waves"].notna(), _cat(", ", _num(f["waves"], "%.2f"), " waves"), ""),
+             "): the grid cannot fill the device (docs/formulas.md#kernel-labels)"))
+    ncu_tail = f["ncu_tail"].astype("object").eq(True).to_numpy() if "ncu_tail" in f.columns else np.zeros(n, bool)
+    full = 100.0 * (f["waves"] - np.floor(f["waves"]))
     add(over & (lim == "tail").to_numpy(),
-        _cat(_num(f["waves"], "%.2f"), " waves: the partial last wave can take up to ",
-             _num(100.0 / (1.0 + np.floor(f["waves"])), "%.0f"),
-             "% of the runtime (ncu Tail Effect, docs/research/formulas.md §3.3)"))
+        _cat(_num(f["waves"], "%.2f"), " waves: the last wave is ", _num(full, "%.0f"), "% full, its idle SMs "
+             "cost up to ", _num(c["tail_speedup_pct"], "%.1f"), "% of the runtime (est. 100·(1 − partial)/(1 + whole))",
+             _where(ncu_tail, "; NCU raised Tail Effect", "; NCU's Tail Effect condition 1/(1 + whole) >= 20 % holds"),
+             " (docs/formulas.md#kernel-labels)"))
     add(over & (lim == "latency").to_numpy(),
-        "Compute and memory both below 60% of peak, grid fills the SMs: latency-bound (stalls, "
-        "occupancy, dependencies), not throughput-bound (ncu Latency Issue, docs/research/formulas.md §3.1, §5.3)")
+        _cat("Compute and memory both below 60 % of peak and the grid gives every SM work: latency-bound (stalls, "
+             "occupancy, dependencies), not throughput-bound",
+             _where(f["waves"].notna(), _cat("; ", _num(f["waves"], "%.2f"), " waves, last-wave tail ",
+                                             _num(c["tail_speedup_pct"], "%.1f"), "% < 10 % or NCU raised no Tail Effect"), ""),
+             " (docs/formulas.md#kernel-labels)"))
 
     # 3. work and compute roof
     tot = f["flops"]
@@ -403,9 +458,10 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     units = _joined([(fin(f"unit_{lvl}"), _cat(f"{LEVEL_NAMES[lvl]} ", _num(f[f"unit_{lvl}"], "%.1f"), "%"))
                      for lvl in M.LEVELS], n)
     add(pc.not_equal(units, "").to_numpy(zero_copy_only=False), _cat("Memory units (SOL breakdown): ", units))
-    add(c["memory_side_pct"].notna() & c["compute_side_pct"].notna() & (label != "overhead-bound"),
+    add(c["memory_side_pct"].notna() & c["compute_side_pct"].notna() & (label != "overhead-bound") & (basis == "ncu-sol"),
         _cat("Memory side ", _num(c["memory_side_pct"], "%.1f"), "% vs compute side ", _num(c["compute_side_pct"], "%.1f"),
-             "% of peak -> ", _obj(label), " (", _obj(lim), ")"))
+             "% of peak -> ", _obj(label), " (", _obj(lim), "; the busiest level or pipe names the limiter, "
+             "docs/formulas.md#kernel-labels)"))
 
     # 6. provenance and gaps
     if "device_assumed" in f.columns:
@@ -426,8 +482,9 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
            ("SpeedOfLight %", f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),
            ("duration", f["duration_s"].isna())])], n)
     add(pc.not_equal(gaps, "").to_numpy(zero_copy_only=False), _cat("Not in the export, so not evaluated: ", gaps))
-    add(label == "unknown", "Nothing decides the bound: no SpeedOfLight %, and the roofline lacks FLOPs, bytes, "
-                            "time or ceilings for a comparison")
+    add((label == "unknown") & (basis == "none"),
+        "Nothing decides the bound: no SpeedOfLight %, no NCU verdict, and the roofline lacks the FLOPs, bytes, time or "
+        "ceilings to measure either side (docs/formulas.md#kernel-labels)")
     return _rows(frags, n)
 
 
@@ -442,7 +499,11 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     if len(stored):
         key = pd.MultiIndex.from_arrays([f["input"].astype("string"), f["index"].astype("Int64")])
         f["ncu_stored_verdict"] = stored.reindex(key).to_numpy()
+    sig = launch_signals(f[["input", "index"]].assign(launch__waves_per_multiprocessor=f["waves"]), rules)
+    f["ncu_tail"], f["ncu_small_grid"] = sig["ncu_tail"].to_numpy(), sig["ncu_small_grid"].to_numpy()
+    failed = failed_profiles(f, rules, meta, f["duration_s"])
     c = classify(f)
+    c.loc[failed.to_numpy(), ["label", "limiter", "basis"]] = ["unknown", "unknown", "failed"]
     res = pd.DataFrame({
         "index": f["index"], "input": f["input"], "id": f["id"], "name": f["name"], "device": f["device"],
         "duration_s": f["duration_s"], "grid": f["grid"], "block": f["block"],
@@ -454,7 +515,12 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         "attainable_flops_s": f["attainable_flops_s"], "achieved_flops_s": f["achieved_flops_s"],
         "label": c["label"], "limiter": c["limiter"],
     })
-    res["evidence"] = explain(f, c)
+    ev = explain(f, c)
+    for i in np.flatnonzero(failed.to_numpy(dtype=bool)).tolist():
+        ev[i] = ["Profile failed: NCU collected no metrics for this launch (no duration; its rule results are "
+                 "errors), so no label, saving or advice is given (lint failed-profile; docs/formulas.md#kernel-labels)"]
+    res["evidence"] = ev
+    res["profile_failed"] = failed.to_numpy(dtype=bool)
     res["ncu_rules"] = _ncu_rules(f, rules)
     res["invocations"] = pd.to_numeric(f["invocations"], errors="coerce").fillna(1).astype("Int64")
     res["nvtx"] = f["nvtx"].astype("object").where(f["nvtx"].notna(), None)
@@ -472,4 +538,7 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     full = [*CEILING_COLUMNS, *(f"src_{col}" for col in CEILING_COLUMNS), *(f"detail_{col}" for col in CEILING_COLUMNS),
             "ceiling_device", "sm_count"]
     lint = lint_kernels(f, meta=meta) + list(f.attrs.get("device_lint", []))
+    failed_item = failed_profile_lint(failed, f, meta)
+    if failed_item is not None:
+        lint.insert(0, failed_item)
     return KernelAnalysis(res, devices, lint, f[full].copy())

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.classify import classify, sol_verdict, tail_effect
+from rooftop.analyzer.classify import classify, sol_verdict, tail_effect, tail_speedup
 from rooftop.analyzer.kernels import analyze_kernels
 from tests.conftest import FIXTURES
 
@@ -46,8 +46,9 @@ def test_sol_verdict_thresholds(sm: float, mem: float, waves: float, expected: s
 
 def test_tail_effect_condition() -> None:
     # partial > 0, whole >= 1, 100 / (1 + whole) >= 20  ->  1 <= waves < 5 with a partial wave
-    t = tail_effect(pd.Series([1.3, 4.5, 5.5, 0.7, 2.0]))
-    assert t.tolist() == [True, True, False, False, False]
+    # and (1 - partial) / (1 + whole) >= 10 %: 4.5 waves -> 0.5 / 5 = 10 %
+    t = tail_effect(pd.Series([1.3, 4.5, 5.5, 0.7, 2.0, 4.6]))
+    assert t.tolist() == [True, True, False, False, False, False]
 
 
 def test_compute_bound_tensor_from_sol() -> None:
@@ -91,8 +92,47 @@ def test_overhead_launch_small_grid_tail_latency() -> None:
 
 
 def test_overhead_without_sol() -> None:
-    assert _one(duration_s=3e-6, bw_util_dram=0.9)[:2] == ("overhead-bound", "launch")
-    assert _one(grid=40.0, sm_count=132.0, waves=NAN, bw_util_dram=0.9)[:2] == ("overhead-bound", "small-grid")
+    # a side >= 60 % is named before any overhead reason (SOLBottleneck order): 3 µs at 90 % of DRAM
+    assert _one(duration_s=3e-6, bw_util_dram=0.9)[:2] == ("memory-bound", "dram")
+    # no side measured: a 3 µs kernel is launch overhead, 40 blocks on 132 SMs is a small grid
+    assert _one(duration_s=3e-6)[:2] == ("overhead-bound", "launch")
+    assert _one(grid=40.0, sm_count=132.0, waves=NAN)[:2] == ("overhead-bound", "small-grid")
+    assert _one(grid=40.0, sm_count=132.0, waves=NAN, bw_util_dram=0.3)[:2] == ("overhead-bound", "small-grid")
+
+
+def test_no_sol_replica_of_solbottleneck_on_rooftop_utilisations() -> None:
+    # every level and the compute side measured, both < 60 %: latency (ncu's "Latency Issue")
+    full = {"bw_util_l1": 0.20, "bw_util_l2": 0.10, "bw_util_dram": 0.005, "compute_util": 0.006, "util_fp32": 0.006}
+    r = classify(_facts(**full)).iloc[0]
+    assert (r["label"], r["limiter"], r["basis"]) == ("overhead-bound", "latency", "roofline-sol")
+    # only DRAM measured (L1/L2 not in the export): too thin to call latency -> unknown (AveryClapp case)
+    thin = {"bw_util_dram": 0.005, "compute_util": 0.006, "util_fp32": 0.006}
+    r = classify(_facts(**thin)).iloc[0]
+    assert (r["label"], r["limiter"], r["basis"]) == ("unknown", "unknown", "thin")
+    # 60-80 %: the side that clears 60 % is named; 59 % vs 40 % names nothing
+    assert _one(compute_util=0.65, util_fp32=0.65, bw_util_dram=0.5, bw_util_l1=0.1, bw_util_l2=0.1)[:2] == \
+        ("compute-bound", "fp32")
+    assert _one(compute_util=0.59, util_fp32=0.59, bw_util_dram=0.4)[:2] == ("unknown", "unknown")
+    # waves < 1 with more blocks than SMs is not a small grid: every SM has work
+    r = classify(_facts(waves=0.77, grid=1024.0, sm_count=148.0, **full)).iloc[0]
+    assert (r["label"], r["limiter"]) == ("overhead-bound", "latency")
+    assert not bool(r["small_grid"])
+    # nothing measured at all, waves < 1 with 1024 blocks on 148 SMs: unknown, not small grid (meinie case)
+    assert _one(waves=0.77, grid=1024.0, sm_count=148.0, duration_s=628e-6)[:2] == ("unknown", "unknown")
+
+
+def test_tail_needs_a_mostly_empty_last_wave() -> None:
+    # 3.9 waves: ncu's potential 1/(1+3) = 25 % >= 20 %, but the last wave is 90 % full:
+    # (1 - 0.9) / 4 = 2.5 % < 10 % -> not a tail problem
+    assert tail_effect(pd.Series([3.9])).tolist() == [False]
+    assert tail_speedup(pd.Series([3.9])).iloc[0] == pytest.approx(2.5)
+    # 1.3 waves: (1 - 0.3) / 2 = 35 % -> tail
+    assert tail_speedup(pd.Series([1.3])).iloc[0] == pytest.approx(35.0)
+    lat = {"sol_compute_pct": 40.0, "sol_memory_pct": 50.0}
+    assert _one(waves=3.9, **lat)[:2] == ("overhead-bound", "latency")
+    # NCU evaluated its launch rules and raised no Tail Effect: its answer wins over the replica
+    assert _one(waves=1.3, ncu_tail=False, **lat)[:2] == ("overhead-bound", "latency")
+    assert _one(waves=2.95, ncu_tail=True, **lat)[:2] == ("overhead-bound", "tail")
 
 
 def test_partial_evidence_and_unknown() -> None:
