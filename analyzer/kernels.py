@@ -390,6 +390,7 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
              "): the grid cannot fill the device (docs/formulas.md#kernel-labels)"))
     ncu_tail = f["ncu_tail"].astype("object").eq(True).to_numpy() if "ncu_tail" in f.columns else np.zeros(n, bool)
     full = 100.0 * (f["waves"] - np.floor(f["waves"]))
+    ncu_no_tail = f["ncu_tail"].astype("object").eq(False).to_numpy() if "ncu_tail" in f.columns else np.zeros(n, bool)
     add(over & (lim == "tail").to_numpy(),
         _cat(_num(f["waves"], "%.2f"), " waves: the last wave is ", _num(full, "%.0f"), "% full, its idle SMs "
              "cost up to ", _num(c["tail_speedup_pct"], "%.1f"), "% of the runtime (est. 100·(1 − partial)/(1 + whole))",
@@ -398,8 +399,11 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     add(over & (lim == "latency").to_numpy(),
         _cat("Compute and memory both below 60 % of peak and the grid gives every SM work: latency-bound (stalls, "
              "occupancy, dependencies), not throughput-bound",
-             _where(f["waves"].notna(), _cat("; ", _num(f["waves"], "%.2f"), " waves, last-wave tail ",
-                                             _num(c["tail_speedup_pct"], "%.1f"), "% < 10 % or NCU raised no Tail Effect"), ""),
+             _where(ncu_no_tail, _cat("; ", _num(f["waves"], "%.2f"), " waves and NCU raised no Tail Effect"),
+                    _where(f["waves"].notna(), _cat("; ", _num(f["waves"], "%.2f"), " waves: no tail effect (NCU's "
+                                                    "condition needs 1 <= waves < 5 with a partial wave, rooftop's an "
+                                                    "idle last-wave share >= 10 %, here ", _num(c["tail_speedup_pct"], "%.1f"),
+                                                    " %)"), "")),
              " (docs/formulas.md#kernel-labels)"))
 
     # 3. work and compute roof
