@@ -15,19 +15,16 @@ unit_<lvl>          SOL breakdown memory-unit throughput % (l1tex/lts/dram)
 pipe_<class>        compute pipe utilization % (tensor, fp64, fp32, fp16, alu)
 ==================  ==================================================================
 
-Rules (docs/research/formulas.md §3.1, §3.3, §5.2-5.3, §8):
+Rules (docs/formulas.md#kernel-labels; sources in docs/research/formulas.md §3, §5):
 
-1. With both SOL % (NVIDIA's ``SOLBottleneck``, thresholds 80/60/10, waves < 1; the verdict stored in
-   the export's rule results, column ``ncu_stored_verdict``, wins over our replica of the rule):
-   "High Throughput" (either side >= 80) -> bound on that side (both >= 80: the evidence below
-   decides); "Small Grid" / "Latency Issue" (both < 60) -> overhead-bound; 60-80 -> the side
-   ncu names ("High Compute/Memory Throughput"; "Balanced" -> the evidence decides).
-2. Without SOL: duration < 5 µs -> overhead (launch); grid < SMs or waves < 1 -> overhead
-   (small grid); else the roofline side with the larger utilization (a side seen alone must reach
-   60 %); else ``unknown``.
-3. Overhead limiter, in order: ``launch`` (< 5 µs, comparable to the 1.2-2.4 µs launch cost,
-   §5.2), ``small-grid`` (grid < SMs or waves < 1), ``tail`` (ncu Tail Effect: 1 <= waves < 5 with a
-   partial wave, §3.3), ``latency``.
+1. With both SOL % or NCU's stored verdict: NVIDIA's ``SOLBottleneck`` (80/60/10, waves < 1); the
+   stored verdict wins over the replay. High Throughput on both sides or Balanced: the busier of
+   rooftop's memory and compute sides decides.
+2. Without SOL: the same thresholds on rooftop's own utilisations; a side is named only at >= 60 %;
+   both < 60 % is latency only with L1, L2 and DRAM measured, else ``unknown`` (basis ``thin``).
+3. Overhead limiter, in order: ``launch`` (< 5 µs), ``small-grid`` (blocks < SMs, or NCU says Small
+   Grid), ``tail`` (NCU's Tail Effect condition and an idle last-wave share >= 10 %; NCU's own
+   Tail Effect result wins), ``latency``.
 4. Which level or pipe: per level the larger of the roofline bandwidth utilization and the SOL
    breakdown unit throughput; per class the larger of the roofline utilization and the pipe
    utilization. The highest wins (``binding level``, ``dominant class``).

@@ -1,20 +1,10 @@
 """Ranked findings: one per kernel family (the problem), ranked by what fixing it could save.
 
-Per family (``results["family"]``, or the kernel name when absent):
-
-- ``time_s``: sum of ``duration_s``; ``time_share`` = ``time_s`` / total kernel time.
-- roofline gap (upper bound): Σ ``duration_s × (1 − achieved_flops_s / attainable_flops_s)``
-  over launches with both numbers (ratio clipped to [0, 1]).
-- NVIDIA estimate: per launch the *largest* ``speedup_pct`` of its ``ncu_rules`` (NVIDIA's
-  estimates are not additive, so they are never summed within a launch), times ``duration_s``;
-  summed over launches.
-- ``est_saving_s``: the NVIDIA estimate where the family has one (vendor-modelled, narrower),
-  else the roofline gap, else ``None`` (partial metrics: ranked by time share, and the finding
-  says so).
-
-Ranking score = ``est_saving_s`` / total time when known, else ``time_share`` (unknown saving is
-treated as its upper bound, the whole time, so an unmeasured hot spot is not buried).
-Severity: score ≥ 0.10 high, ≥ 0.02 medium, else low; without an estimate at most medium.
+Rules in docs/formulas.md#findings: families from :func:`analyzer.families.family_table`
+(invocation-weighted time); per launch the largest *whole-kernel* (``global``) NVIDIA estimate,
+capped at rooftop's roofline gap, else the gap, else unknown (ranked by time share); severity from
+the recoverable share of kernel time (>= 10 % high, >= 2 % medium), at most medium without an
+estimate, with an unknown label or at >= 80 % of the roof; failed profiles get no finding.
 DCGM window findings (``windows.findings``, contract shape) are merged and re-ranked with the
 same severity-then-score order.
 """

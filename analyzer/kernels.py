@@ -534,6 +534,7 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     for col in extras:
         res[col] = f[col]
     res["sol_verdict"] = c["sol_verdict"]
+    res["label_basis"] = c["basis"]
     refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
         list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices,
         builtin_device=f["builtin_device"])
