@@ -322,17 +322,19 @@ def _rows(frags: list[pa.Array], n: int) -> list[list[str]]:
         return [values[a:b] for a, b in zip(starts, ends, strict=True)]
 
 
-def _missing_levels(f: pd.DataFrame, c: pd.DataFrame) -> pd.Series:
-    """"L1 and L2" etc.: the memory levels whose utilisation is unknown, per kernel."""
+def _missing_levels(f: pd.DataFrame) -> pd.Series:
+    """Per kernel, the memory levels whose utilisation is unknown and why, e.g.
+    ``"L1 (no ceiling), L2 (no bytes in the export)"``; ``""`` when every level is known."""
     out = pd.Series("", index=f.index, dtype=object)
     for lvl in M.LEVELS:
-        util = f[f"bw_util_{lvl}"] if f"bw_util_{lvl}" in f.columns else pd.Series(np.nan, index=f.index)
-        unit = f[f"unit_{lvl}"] if f"unit_{lvl}" in f.columns else pd.Series(np.nan, index=f.index)
+        nan = pd.Series(np.nan, index=f.index)
+        util = f[f"bw_util_{lvl}"] if f"bw_util_{lvl}" in f.columns else nan
+        unit = f[f"unit_{lvl}"] if f"unit_{lvl}" in f.columns else nan
+        has_bytes = f[f"bytes_{lvl}"].notna() if f"bytes_{lvl}" in f.columns else nan.notna()
+        why = pd.Series(np.where(has_bytes, " (no ceiling)", " (no bytes in the export)"), index=f.index)
         miss = util.isna() & unit.isna()
-        out = out.where(~miss, out + ", " + LEVEL_NAMES[lvl])
-    out = out.str.lstrip(", ")
-    out = out.where(out != "", "the compute side")
-    return out
+        out = out.where(~miss, out + ", " + LEVEL_NAMES[lvl] + why)
+    return out.str.lstrip(", ")
 
 
 def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
@@ -368,10 +370,10 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
              "utilisations: ", sides, " -> ", _obj(label), " (", _obj(lim), "); a side is named only at >= 60 %, "
              "both below 60 % with L1, L2 and DRAM measured is latency (docs/formulas.md#kernel-labels)"))
     add(basis == "thin",
-        _cat("No SpeedOfLight % in the export and no side reaches 60 % (", sides, "), but ",
-             _obj(_missing_levels(f, c)), " not measured, so a level that is not in the export could bind: "
-             "bound unknown; collect --section SpeedOfLight or l1tex__t_bytes / lts__t_bytes "
-             "(docs/formulas.md#kernel-labels)"))
+        _cat("No SpeedOfLight % in the export and no side reaches 60 % (", sides, "), but the utilisation of ",
+             _obj(_missing_levels(f).where(lambda x: x != "", "the compute side")),
+             " is unknown and could bind: bound unknown; collect --section SpeedOfLight, or the missing bytes "
+             "(l1tex__t_bytes, lts__t_bytes) or ceilings (--device) (docs/formulas.md#kernel-labels)"))
 
     # 2. overhead reasons
     over = (label == "overhead-bound").to_numpy()

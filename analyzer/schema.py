@@ -147,6 +147,7 @@ class NcuRule(TypedDict, total=False):
     rule: str
     title: str
     speedup_pct: Num
+    speedup_type: str | None  # "global" | "local" (ncu_report speedup_type); docs/formulas.md#findings
 
 
 class _KernelBase(TypedDict):

@@ -44,7 +44,7 @@ def test_no_sol_low_utilisation_is_not_compute_bound_averyclapp() -> None:
     assert k["name"].startswith("basic(")
     assert (k["label"], k["limiter"]) == ("unknown", "unknown")
     ev = " | ".join(k["evidence"])
-    assert "no side reaches 60 %" in ev and "L1, L2 not measured" in ev
+    assert "no side reaches 60 %" in ev and "L1 (no bytes in the export), L2 (no bytes in the export)" in ev
     assert "docs/formulas.md#kernel-labels" in ev
     [f] = [f for f in doc["findings"] if f.get("kernels") == [0]]
     assert f["severity"] != "high" and "compute-bound" not in f["title"]

@@ -169,3 +169,40 @@ def test_corpus_ncu_rep_with_nvidia_speedups() -> None:
     assert f["est_saving_s"] == pytest.approx(expected)
     assert f["kernels"] == [0, 1] and f["time_share"] == pytest.approx(1.0)
     assert f["rule"].startswith("ncu.")
+
+
+def test_local_estimates_are_not_savings_and_global_is_capped_at_the_roofline_gap() -> None:
+    # 10 ms at 50 % of attainable (gap 5 ms); NVIDIA: global 80 % (8 ms, above the gap) and local 95 %
+    rules = [{"rule": "Occ", "title": "Achieved Occupancy", "speedup_pct": 80.0, "speedup_type": "global"},
+             {"rule": "Pipe", "title": "Low Utilization", "speedup_pct": 95.0, "speedup_type": "local"}]
+    df = frame([{"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 10e-3,
+                 "achieved_flops_s": 5e11, "attainable_flops_s": 1e12, "ncu_rules": rules}])
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] == pytest.approx(5e-3)  # min(8 ms, 5 ms)
+    ev = " | ".join(f["evidence"])
+    assert "capped at rooftop's roofline bound" in ev and "local estimates (up to 95.0 %" in ev
+    # only a local estimate: no NVIDIA saving, the roofline gap is used
+    df = frame([{"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 10e-3,
+                 "achieved_flops_s": 5e11, "attainable_flops_s": 1e12, "ncu_rules": rules[1:]}])
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] == pytest.approx(5e-3) and "roofline gap" in f["evidence"][0]
+
+
+def test_severity_never_high_at_80_pct_of_roof_or_unknown_label() -> None:
+    # one family: 10 ms, 15 % recoverable (score 0.15 >= 0.10) but at 85 % of its roof -> medium
+    df = frame([{"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 10e-3,
+                 "achieved_flops_s": 8.5e11, "attainable_flops_s": 1e12, "pct_of_roof": 85.0}])
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] == pytest.approx(1.5e-3) and f["severity"] == "medium"
+    # same numbers at 40 % of the roof -> high; an unknown label -> medium
+    df = frame([{"family": "A", "label": "memory-bound", "limiter": "dram", "duration_s": 10e-3,
+                 "achieved_flops_s": 4e11, "attainable_flops_s": 1e12, "pct_of_roof": 40.0}])
+    assert rank_findings(df, NO_WINDOWS, top=10)[0]["severity"] == "high"
+    df.loc[0, "label"] = "unknown"
+    assert rank_findings(df, NO_WINDOWS, top=10)[0]["severity"] == "medium"
+
+
+def test_failed_profiles_get_no_finding() -> None:
+    df = frame([{"family": "A", "label": "unknown", "limiter": "unknown", "profile_failed": True},
+                {"family": "B", "label": "memory-bound", "limiter": "dram", "duration_s": 1e-3}])
+    assert [f["family"] for f in rank_findings(df, NO_WINDOWS, top=10)] == ["B"]

@@ -50,7 +50,9 @@ def test_codegandee_roofline_section_csv() -> None:
     [exp] = [d for d in ai.devices if d["source"] == "export"]
     assert exp["ceilings"]["fp32"] == pytest.approx(93.568e12)
     assert exp["ceilings"]["dram"] == pytest.approx(1.75616e12)
-    assert r["label"] != "unknown"
     text = " ".join(r["evidence"])
+    # DRAM 19.7 %, FP32 0.4 %, no SOL %, no L1/L2: no side reaches 60 % and L1/L2 could bind, so the
+    # bound is unknown (docs/formulas.md#kernel-labels, issue 14 item 1); the point is placed all the same
+    assert r["label"] == "unknown" and "no side reaches 60 %" in text
     assert "No duration in the export" in text and "achieved 344 GFLOP/s" in text and "AI 0.997 FLOP/B" in text
     assert "rates-only" in {i["code"] for i in ai.lint}
