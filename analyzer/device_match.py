@@ -10,7 +10,8 @@ the report's device), a GPU named by the application's own output lines (``Detec
 * A name the table only matches by its family pattern (``V100S`` vs ``V100 PCIe``, a vGPU profile
   ``A10-24Q``, ``GH200 120GB`` vs ``480GB``) takes the nearest entry's ceilings and says so
   (``how="nearest-name"``, linted).
-* CC + SM count that exactly one entry has: that entry, stated as assumed (``how="cc+sms"``).
+* A name the table does not know: no entry (its CC and SM count may equal another GPU's).
+* No name, CC + SM count that exactly one entry has: that entry, stated as assumed (``how="cc+sms"``).
 * Several entries fit (CC alone, or CC + SMs shared): only the ceilings every candidate agrees on
   (same value, same boost clock) are used, as a synthetic entry ``"one of A | B | C"``
   (``how="common"``); the rest stay unknown and the lint says ``pass --device NAME``.
@@ -106,6 +107,9 @@ def match_device(name: str | None, name_basis: str, cc: str | None, sms: int | N
         spec, exact = match_name(name)
         if spec is not None:
             return DeviceMatch(spec, "name" if exact else "nearest-name", name_basis, (spec.name,))
+        # a named GPU the table lacks is none of its entries, whatever its CC and SM count
+        # (an RTX 3080 Ti has the A10G's CC 8.6 and 80 SMs, not its memory)
+        return DeviceMatch(None, "none", name_basis, ())
     where = f"CC {cc}" + (f" and {sms} SMs" if sms else "")
     cands = candidates(cc, sms)
     if len(cands) == 1 and sms:

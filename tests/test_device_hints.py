@@ -61,6 +61,10 @@ def test_exact_nearest_and_vgpu_names() -> None:
 
 
 def test_cc_and_sm_count() -> None:
+    # a name the table lacks is no table device, even with another GPU's CC and SM count (A10G: 8.6, 80)
+    m = match_device("NVIDIA GeForce RTX 3080 Ti", "device name in the export", "8.6", 80)
+    assert m.how == "none" and m.spec is None
+    assert match_device(None, "", "8.6", 80).spec is not None  # unnamed: the A10G, stated as assumed
     m = match_device(None, "", "8.9", 34)  # the only CC 8.9 device with 34 SMs in the table
     assert m.how == "cc+sms" and m.spec is not None and m.spec.name == "NVIDIA GeForce RTX 4060 Ti"
     # three CC 9.0 / 132-SM devices: only what they share (same FP32 peak and boost clock, not DRAM)
@@ -170,3 +174,16 @@ def test_summary_device_group_header_gives_the_cc() -> None:
     ai = analyze_inputs([_file("AveryClapp__ESMM-Research__profiles__summary1024.txt")])
     [item] = _lint(ai.lint, "device-ambiguous")
     assert "CC 8.6 fits" in item["message"]
+
+
+def test_nearest_name_is_stated_in_lint_and_evidence() -> None:
+    row = {"input": "a.csv", "index": 0, "name": "k", "duration_s": 1e-3, "device": "NVIDIA GH200 120GB",
+           "sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 1e9, "dram__bytes.sum": 1e9}
+    ka = analyze_kernels(pd.DataFrame([row]), pd.DataFrame())
+    [item] = _lint(ka.lint, "device-assumed")
+    assert 'Device "NVIDIA GH200 120GB" is not in rooftop\'s table by its exact name' in item["message"]
+    assert "nearest name NVIDIA GH200 480GB" in item["message"]
+    assert any("nearest name NVIDIA GH200 480GB" in e for e in ka.results["evidence"].iloc[0])
+    # an exact name is not linted
+    ka = analyze_kernels(pd.DataFrame([{**row, "device": "NVIDIA GH200 480GB"}]), pd.DataFrame())
+    assert not _lint(ka.lint, "device-assumed")
