@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import click
@@ -27,13 +27,18 @@ from rooftop.reports.terminal import escape_terminal
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
+if TYPE_CHECKING:  # click >= 8.2 types ParamType by its value and input types; older click is not generic
+    _ParamType = click.ParamType[Any, Any]
+else:
+    _ParamType = click.ParamType
+
 EXIT_OK, EXIT_REGRESSION, EXIT_UNUSABLE = 0, 1, 2
 STDOUT = "-"
 
 
 # ----------------------------------------------------------------------------- option types
 
-class Number(click.ParamType):
+class Number(_ParamType):
     """A finite number in ``(low, high]`` (``low`` exclusive when ``open_low``): NaN, inf and
     out-of-range values are usage errors that name the option."""
 
@@ -75,7 +80,7 @@ COUNT = Number(0, 1_000_000, open_low=False, integer=True)
 WORKERS = Number(1, 4096, open_low=False, integer=True)
 
 
-class IsoTime(click.ParamType):
+class IsoTime(_ParamType):
     """An ISO 8601 time; without a zone it is UTC."""
 
     name = "time"
@@ -91,7 +96,7 @@ class IsoTime(click.ParamType):
         return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-class SchedulerAddress(click.ParamType):
+class SchedulerAddress(_ParamType):
     """A Dask scheduler address with its port: ``tcp://HOST:PORT`` (or ``HOST:PORT``, ``tls://``,
     ``ucx://``, ``ws(s)://``); ``inproc://`` names need none."""
 
@@ -162,7 +167,7 @@ def output_options(default_html: str) -> Callable[[F], F]:
         out: Any = wrapper
         for option in reversed(options):
             out = option(out)
-        return out
+        return cast(F, out)
 
     return decorate
 

@@ -117,10 +117,12 @@ def _column_values(results: pd.DataFrame, col: str) -> list[Any]:
             out[i] = None
         return out
     if isinstance(dtype, np.dtype) and dtype.kind in "iub":
-        return list(s.to_numpy().tolist())
+        ints: list[Any] = s.to_numpy().tolist()
+        return ints
     if isinstance(dtype, pd.StringDtype):
-        return list(s.to_numpy(dtype=object, na_value=None).tolist())
-    vals = s.tolist()
+        strs: list[Any] = s.to_numpy(dtype=object, na_value=None).tolist()
+        return strs
+    vals: list[Any] = s.tolist()
     types = set(map(type, vals))
     if types <= _PLAIN:  # strings/None (no NaN, no numpy scalars): already plain
         return vals
