@@ -108,6 +108,7 @@ class AnalyzedInputs:
     results: pd.DataFrame
     devices: list[dict[str, Any]] = field(default_factory=list)
     lint: list[dict[str, Any]] = field(default_factory=list)
+    ceilings: pd.DataFrame | None = None  # every kernel's full ceilings (analyzer.kernels.KernelAnalysis)
 
 
 def analyze_inputs(inputs: list[str], device: str | None = None, *, options: ParseOptions | None = None,
@@ -124,7 +125,7 @@ def analyze_inputs(inputs: list[str], device: str | None = None, *, options: Par
     if len(results):
         results = results.assign(family=assign_families(results))
     return AnalyzedInputs(parsed=parsed, kernels=kernels, results=results, devices=list(ka.devices),
-                          lint=list(ka.lint))
+                          lint=list(ka.lint), ceilings=ka.ceilings)
 
 
 def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
@@ -144,7 +145,10 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     findings = rank_findings(results, wa, top=top)
     devices = ai.devices + [d for d in wa.devices if d not in ai.devices]
     has_windows = wa.windows is not None and len(wa.windows) > 0
-    extra: dict[str, Any] = {}
+    from rooftop.analyzer.view import kernel_view
+
+    records = wa.records()
+    extra: dict[str, Any] = dict(kernel_view(results, ai.ceilings, records, device))
     ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)
     if ta.timeline:
         extra.update(timeline=ta.timeline, steps=ta.steps)
@@ -170,7 +174,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         devices=devices,
         kernels=results,
         findings=findings,
-        windows=wa.records(),
+        windows=records,
         lint=ai.lint + wa.lint + parsed.stream_lint() + ta.lint,
         command=command,
         extra=extra or None,

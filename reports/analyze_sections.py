@@ -3,18 +3,18 @@ top kernels. Rendered only from the document dict."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rooftop.reports.common_sections import devices_table
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 from rooftop.reports.md_widgets import MdSection, md_table
-from rooftop.reports.roofline import roofline_figure
+from rooftop.reports.svg_roofline import roofline_svg
 from rooftop.reports.widgets import Column, Section, esc, kpi, share_bar, table
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "unknown")
 
 
-TABLE_ROWS = 500          # per-kernel table: top rows by time (full data in the JSON output)
 TOP_KERNELS = 10
 
 
@@ -26,7 +26,7 @@ def _kernels(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def summary_section(doc: dict[str, Any]) -> Section:
-    """Device, ceilings and where they came from, totals, label shares."""
+    """Totals and label shares (devices and ceilings are in the collapsed :func:`devices_section`)."""
     kernels = _kernels(doc)
     shares, total = kernel_label_shares(kernels)
     families = {k.get("family") for k in kernels if k.get("family") is not None}
@@ -42,59 +42,90 @@ def summary_section(doc: dict[str, Any]) -> Section:
     if kernels:
         body.append("<h3>Share of kernel time by label</h3>")
         body.append(share_bar(shares, LABELS))
-    body.append("<h3>Devices and ceilings</h3>")
-    body.append(devices_table(doc))
     return Section("Summary", "".join(body), anchor="summary")
 
 
+def panel_title(panel: Mapping[str, Any]) -> str:
+    """``device — ceilings: FP32, DRAM from export; FP16 from builtin`` (which entry each ceiling is)."""
+    by: dict[str, list[str]] = {}
+    for c in panel.get("ceilings") or []:
+        by.setdefault(str(c.get("source")), []).append(str(c.get("name")))
+    what = "; ".join(f"{', '.join(names)} from {src}" for src, names in by.items()) or "no ceilings known"
+    return f"{panel.get('device')} — {panel.get('kernels')} launch(es) — ceilings: {what}"
+
+
+def _level_toggles(pid: str) -> str:
+    boxes = "".join(f'<input type="checkbox" class="t-{lvl}" id="{esc(pid)}-{lvl}" checked>'
+                    f'<label for="{esc(pid)}-{lvl}">{name}</label>'
+                    for lvl, name in (("dram", "DRAM ●"), ("l2", "L2 ■"), ("l1", "L1 ◆")))
+    return f'<span class="note">levels:</span>{boxes}'
+
+
+def _panel_html(p: Mapping[str, Any], families: Sequence[Mapping[str, Any]], *, windows: bool = False) -> str:
+    pid = str(p.get("id"))
+    title = panel_title(p) if not windows else (f"DCGM windows on {p.get('device')} — ceilings: "
+                                                 + ", ".join(f"{c.get('name')} from {c.get('source')}"
+                                                             for c in p.get("ceilings") or []))
+    note = str(p.get("note") or "")
+    more = len(p.get("families") or []) - len(p.get("placed") or [])
+    if more > 0:
+        note += f" {more} famil{'y' if more == 1 else 'ies'} of this chart cannot be placed (no FLOPs or bytes)."
+    toggles = "" if windows else _level_toggles(pid)
+    return (f'<div class="rf" id="rf-{esc(pid)}"><h3>{esc(title)}</h3>{toggles}'
+            f'<div class="svgwrap">{roofline_svg(p, families, title=title)}</div>'
+            f'{f"<p class=note>{esc(note.strip())}</p>" if note.strip() else ""}</div>')
+
+
 def roofline_section(doc: dict[str, Any]) -> Section | None:
-    kernels = _kernels(doc)
-    if not kernels and not any(num(w.get("est_flops_s")) for w in doc.get("windows") or []):
+    """One static SVG per roofline panel of ``doc["roofline"]`` (decided by analyzer/view.py)."""
+    view = doc.get("roofline")
+    if not _kernels(doc) and not (isinstance(view, Mapping) and view.get("windows")):
         return None
-    fig, note = roofline_figure(doc)
-    body = ('<p class="note">Log-log hierarchical roofline. One marker per kernel family and memory '
-            "level (DRAM ●, L2 ■, L1 ◆), sized by time, coloured by label; click a legend group to "
-            "toggle a level. Horizontal lines: compute ceilings per precision; slopes: bandwidth "
-            f"ceilings; ✕: ridge points. {esc(note)}</p>")
-    return Section("Roofline", body, plots=[fig], anchor="roofline")
+    if not isinstance(view, Mapping):
+        return Section("Roofline", '<p class="note">This document has no roofline view (written by an older '
+                                   "rooftop): run rooftop analyze again on the inputs.</p>", anchor="roofline")
+    families = list(doc.get("families") or [])
+    parts = ['<p class="note">Log-log hierarchical roofline, one chart per device and ceiling set, drawn with the '
+             "ceilings used for its kernels (labelled at the line: value and source; dashed: no kernel in the chart "
+             "is bound by it). One marker per kernel family and memory level, sized by share of time, coloured by "
+             "label; numbered families are named under the chart, every marker names its family on hover.</p>"]
+    if view.get("why_empty"):
+        parts = [f'<p class="note why-empty">{esc(view.get("why_empty"))}</p>']
+    parts += [_panel_html(p, families) for p in view.get("panels") or [] if p.get("placed")]
+    parts += [_panel_html(p, families, windows=True) for p in view.get("windows") or []]
+    return Section("Roofline", "".join(parts), anchor="roofline")
 
 
-def kernel_table_section(doc: dict[str, Any]) -> Section | None:
-    kernels = _kernels(doc)
-    if not kernels:
+def devices_section(doc: dict[str, Any]) -> Section | None:
+    """Collapsed: every device entry, and per roofline panel the ceilings its kernels used."""
+    view = doc.get("roofline")
+    panels = list(view.get("panels") or []) if isinstance(view, Mapping) else []
+    if not panels and not doc.get("devices"):
         return None
-    order = sorted(range(len(kernels)), key=lambda i: -(num(kernels[i].get("duration_s")) or 0.0))
-    _, total = kernel_label_shares(kernels)
+    body: list[str] = []
     rows = []
-    for pos in order[:TABLE_ROWS]:
-        k = kernels[pos]
-        d = num(k.get("duration_s"))
-        inten = k.get("intensity") or {}
-        rows.append({
-            "pos": pos, "name": k.get("name"), "family": k.get("family"), "label": k.get("label"),
-            "limiter": k.get("limiter"), "duration_s": d,
-            "share": (d / total) if (d is not None and total > 0) else None,
-            "achieved": num(k.get("achieved_flops_s")), "attainable": num(k.get("attainable_flops_s")),
-            "ai_dram": num(inten.get("dram")), "ai_l2": num(inten.get("l2")),
-            "ai_l1": num(inten.get("l1")), "input": k.get("input"), "index": k.get("index"),
-        })
-    cols = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"),
-            Column("family", "family", css="name"),
-            Column("label", "label"), Column("limiter", "limiter"),
-            Column("duration_s", "duration", fmt_time, numeric=True),
-            Column("share", "share", fmt_pct, numeric=True),
-            Column("achieved", "FLOP/s", fmt_num, numeric=True),
-            Column("attainable", "attainable", fmt_num, numeric=True),
-            Column("ai_dram", "AI DRAM", fmt_num, numeric=True),
-            Column("ai_l2", "AI L2", fmt_num, numeric=True),
-            Column("ai_l1", "AI L1", fmt_num, numeric=True),
-            Column("input", "input"), Column("index", "launch", numeric=True)]
-    html_table = table(rows, cols, css_class="kernels")
-    note = (f"Top {TABLE_ROWS} of {len(kernels)} launches by duration; every launch is in the JSON "
-            "output (--json)." if len(kernels) > TABLE_ROWS else
-            f"All {len(kernels)} launches. Click a header to sort.")
-    return Section("Kernels", f'<p class="note">{esc(note)}</p><div class="tablewrap">{html_table}</div>',
-                   anchor="kernels")
+    for p in panels:
+        for c in p.get("ceilings") or []:
+            rows.append({"panel": f"{p.get('device')} ({p.get('kernels')} launch(es))", "ceiling": c.get("name"),
+                         "value": fmt_num(c.get("value"), str(c.get("unit") or "")),
+                         "spread": (f"{fmt_num(c.get('min'), str(c.get('unit') or ''))} – "
+                                    f"{fmt_num(c.get('max'), str(c.get('unit') or ''))}"),
+                         "entry": c.get("entry"), "bound": c.get("binding_kernels"), "provenance": c.get("provenance")})
+    if rows:
+        body.append("<h3>Ceilings used, per roofline chart</h3>")
+        body.append(table(rows, [Column("panel", "chart (device, launches)"), Column("ceiling", "ceiling"),
+                                 Column("value", "value (time-weighted median)"), Column("spread", "range over launches"),
+                                 Column("entry", "device entry"), Column("bound", "launches bound by it", numeric=True),
+                                 Column("provenance", "how it was obtained", css="prov")], sortable=False))
+    elif panels:
+        body.append('<p class="note">No ceiling is known for these kernels (no export peaks and no built-in device '
+                    "matched): pass --device.</p>")
+    body.append("<h3>Device entries</h3>" + devices_table(doc))
+    n = len(doc.get("devices") or [])
+    summary = (f"{len(panels)} roofline chart(s) · {n} device entr{'y' if n == 1 else 'ies'} — which entry each "
+               "kernel's ceilings came from")
+    return Section("Devices and ceilings", f"<details><summary>{esc(summary)}</summary>{''.join(body)}</details>",
+                   anchor="devices")
 
 
 def top_kernels_md_section(doc: dict[str, Any]) -> MdSection | None:

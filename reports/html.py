@@ -13,6 +13,8 @@ shares are in ``common_sections``. The widgets they build with (``Section``, ``C
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +24,7 @@ from rooftop.reports import common_sections as common
 from rooftop.reports import diff_sections, fleet_sections, timeline_sections, timelines
 from rooftop.reports.escape import script_json
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time
+from rooftop.reports.kernel_table import kernel_table_section
 from rooftop.reports.widgets import Column, Section, SectionBuilder, esc, figure, table
 
 __all__ = [
@@ -37,7 +40,12 @@ __all__ = [
     "table",
 ]
 
-CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+def csp(scripts: Sequence[str]) -> str:
+    """The page's Content-Security-Policy: only rooftop's own inline scripts run (by their SHA-256),
+    so an escaping slip can never execute; nothing is fetched."""
+    hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(js.encode('utf-8')).digest()).decode()}'"
+                      for js in scripts)
+    return f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:"
 
 
 def build_sections(doc: dict[str, Any]) -> list[Section]:
@@ -66,9 +74,9 @@ def render_html(doc: dict[str, Any]) -> str:
 
 
 SECTIONS_BY_KIND: dict[str, list[SectionBuilder]] = {
-    "analyze": [an.summary_section, an.roofline_section, common.findings_section, an.kernel_table_section,
+    "analyze": [an.summary_section, common.findings_section, an.roofline_section, kernel_table_section,
                 timelines.dcgm_sections, timeline_sections.timeline_sections, fleet_sections.join_section,
-                common.lint_section,
+                an.devices_section, common.lint_section,
                 common.inputs_section, common.provenance_section],
     "fleet": [common.overview_section, fleet_sections.sections, common.findings_section,
               common.lint_section, common.inputs_section, common.provenance_section],
@@ -121,9 +129,10 @@ def render_page(doc: dict[str, Any], sections: Sequence[Section]) -> str:
     devices = ", ".join(str(d.get("name")) for d in doc.get("devices") or [] if d.get("name"))
     sub = " · ".join(x for x in (f"rooftop {(doc.get('tool') or {}).get('version', '')}",
                                  str(run.get("created") or ""), devices) if x)
+    scripts = ([_plotly_js()] if figures else []) + [_template("report.js")]
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp(scripts)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="referrer" content="no-referrer">',
         f"<title>{esc(title)}</title><style>{_template('report.css')}</style></head><body>",
@@ -131,7 +140,6 @@ def render_page(doc: dict[str, Any], sections: Sequence[Section]) -> str:
         '<div class="note" id="rooftop-plot-status"></div></header>',
         f'<nav class="toc">{"".join(toc)}</nav><main>{"".join(parts)}</main>',
         f'<script type="application/json" id="rooftop-figures">{script_json(figures)}</script>\n',
-        f"<script>{_plotly_js()}</script>\n",
-        f"<script>{_template('report.js')}</script>",
+        *(f"<script>{js}</script>\n" for js in scripts),
         "</body></html>\n",
     ])

@@ -67,7 +67,8 @@ SectionBuilder = Callable[[dict[str, Any]], "Section | list[Section] | None"]
 @dataclass(frozen=True)
 class Column:
     """A table column: ``key`` into each row, header text, optional cell formatter, and an
-    optional CSS class for its cells (``"name"``: monospace, wraps long kernel names)."""
+    optional CSS class for its cells (``"name"``: monospace, long kernel names clamped to three
+    lines; ``"file"``: a file name). A cell with a CSS class carries the whole value as its title."""
 
     key: str
     header: str
@@ -106,8 +107,8 @@ def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str | tuple[str, 
             text = c.fmt(value) if c.fmt else ("—" if value is None else str(value))
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 out.append(f'<td class="num" data-v="{float(value)!r}">{esc(text)}</td>')
-            elif c.css:
-                out.append(f'<td class="{esc(c.css)}"><div>{esc(text)}</div></td>')
+            elif c.css:  # long text: clamped to a few lines, the whole value on hover and on click
+                out.append(f'<td class="{esc(c.css)}"><div title="{esc(value)}">{esc(text)}</div></td>')
             else:
                 out.append(f"<td>{esc(text)}</td>")
         out.append("</tr>")

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rooftop.analyzer.view import document_view
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -91,7 +93,9 @@ def sample_document() -> dict[str, Any]:
         {"rank": 3, "rule": "dcgm.idle", "severity": "medium", "title": "GPU node-<01>:0 idle 33% of the time",
          "kernels": [], "time_share": 0.33, "est_saving_s": None, "recommendation": "Pack jobs.", "source": "dcgm"},
     ]
-    return {
+    for k in kernels:
+        k.setdefault("extra", {})["ceilings"] = "NVIDIA H100 80GB HBM3|builtin"
+    doc = {
         "schema_version": 1, "tool": {"name": "rooftop", "version": "0.1.0"}, "kind": "analyze",
         "run": {"command": "rooftop analyze run.ncu.csv dmon.txt --md out.md",
                 "created": "2026-11-21T00:00:00Z", "input_sha256": {"run.ncu.csv": "0" * 64, "dmon.txt": None}},
@@ -106,6 +110,8 @@ def sample_document() -> dict[str, Any]:
         "lint": [{"code": "cache-control", "message": "L2 flushed before each replay <all>", "kernels": [0, 1]}],
         "timelines": timelines,
     }
+    doc.update(document_view(doc))  # roofline panels and family rows, as the pipeline adds them
+    return doc
 
 
 def big_document(n: int, families: int = 2000) -> dict[str, Any]:
@@ -122,8 +128,11 @@ def big_document(n: int, families: int = 2000) -> dict[str, Any]:
                                l1=flops / (2 + f % 20), attainable=1e13,
                                label=("memory-bound", "compute-bound", "overhead-bound")[f % 3],
                                limiter=("dram", "fp32", "launch")[f % 3], evidence=["DRAM 80% of peak"]))
+    for k in kernels:
+        k.setdefault("extra", {})["ceilings"] = "NVIDIA H100 80GB HBM3|builtin"
     doc["kernels"] = kernels
     doc["findings"] = doc["findings"][:1]
+    doc.update(document_view(doc))
     return doc
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rooftop.analyzer.view import document_view
 from rooftop.reports.escape import esc, md, script_json
 from rooftop.reports.html import SECTIONS_BY_KIND, Column, Section, figure, render_html, table
 from rooftop.reports.json_report import render_json
@@ -50,17 +51,34 @@ def test_json_is_strict_nan_becomes_null() -> None:
 # ----------------------------------------------------------------------------- HTML
 
 def test_html_self_contained(sample_html: str) -> None:
+    import base64
+    import hashlib
+
     from plotly.offline import get_plotlyjs
 
     js = get_plotlyjs()
-    assert sample_html.count(js[:2000]) == 1  # plotly.js inlined exactly once
+    assert sample_html.count(js[:2000]) == 1  # plotly.js inlined exactly once (DCGM timelines)
     assert sample_html.count('http-equiv="Content-Security-Policy"') == 1
-    assert "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:" in sample_html
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', sample_html).group(1)  # type: ignore[union-attr]
+    assert "unsafe-inline" not in policy.split("script-src", 1)[1].split(";", 1)[0]
+    scripts = re.findall(r"<script>(.*?)</script>", sample_html, re.S)
+    hashes = re.findall(r"'sha256-([^']+)'", policy)
+    assert len(scripts) == 2 and sorted(hashes) == sorted(
+        base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode() for s in scripts)
     page = sample_html.replace(js, "")
     assert not re.search(r"<(script|img|link|iframe)[^>]*\s(src|href)\s*=", page, re.I)
     assert "cdn." not in page.lower()
     markup = re.sub(r"<script[^>]*>.*?</script>", "", page, flags=re.S)
     assert not re.search(r"<[a-z][^>]*\son[a-z]+\s*=", markup, re.I), "no inline event handlers"
+
+
+def test_no_plotly_without_plotly_figures() -> None:
+    doc = sample_document()
+    doc.update(windows=[], timelines={})
+    doc.update(document_view(doc))
+    page = render_html(doc)
+    assert "Plotly" not in page and len(page.encode("utf-8")) < 300_000
+    assert page.count("<script>") == 1 and "'sha256-" in page
 
 
 def test_hostile_names_are_escaped_everywhere(sample_html: str) -> None:
@@ -75,29 +93,31 @@ def test_hostile_names_are_escaped_everywhere(sample_html: str) -> None:
         assert ch not in FIG_RE.search(page).group(1)  # type: ignore[union-attr]
 
 
-def test_embedded_figures_parse_and_hover_text_is_escaped(sample_html: str) -> None:
-    figs = json.loads(FIG_RE.search(sample_html).group(1))  # type: ignore[union-attr]
-    roof = next(f for f in figs.values() if any((t.get("meta") or {}).get("role") == "points" for t in f["data"]))
-    points = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "points"]
-    hover = " ".join(h for t in points for h in t["hovertext"])
-    assert "&lt;img src=x onerror=alert(1)&gt;" in hover and "<img" not in hover
-    # 6 families with FLOPs and bytes at all three levels -> 6 x 3 markers (the unknown one has none)
-    assert sum(len(t["x"]) for t in points) == 5 * 3
-    windows = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "windows"]
-    assert sum(len(t["x"]) for t in windows) == 4  # 2 GPUs x 2 non-idle windows with estimates
-    ceilings = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "ceiling"]
-    assert len(ceilings) == 3 + 3  # fp64, fp32, tensor; DRAM, L2, L1
+def _roofline_svgs(page: str) -> list[str]:
+    return re.findall(r'<svg xmlns="http://www.w3.org/2000/svg"[^>]*class="roofline".*?</svg>', page, re.S)
 
 
-def test_roofline_aggregates_by_family_with_time_weighted_intensity() -> None:
+def test_roofline_svg_draws_the_view_and_escapes_names(sample_html: str) -> None:
     doc = sample_document()
+    kernel_svg, window_svg = _roofline_svgs(sample_html)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in kernel_svg and "<img" not in kernel_svg
+    # 5 placed families (the unknown one has no FLOPs) x 3 levels
+    assert len(re.findall(r"<(circle|rect x=\S+ y=\S+ width=\S+ height=\S+ fill|path d=\S+ \S+ \S+ \S+ fill)", kernel_svg)) >= 15
+    assert kernel_svg.count('class="lvl lvl-') == 3
+    drawn = [float(v) for v in re.findall(r'class="ceiling" data-kind="\w+" data-key="\w+" data-value="([^"]+)"', kernel_svg)]
+    assert sorted(drawn) == sorted(c["value"] for c in doc["roofline"]["panels"][0]["ceilings"])
+    assert "GFLOP/s" in kernel_svg and "TFLOP/s" in kernel_svg and "TB/s" in kernel_svg and "100B" not in kernel_svg
+    assert kernel_svg.count('class="fl point-label"') == 5  # the top families are named on the chart
+    assert window_svg.count("<path d=") == 4  # 2 GPUs x 2 windows with estimates (idle ones have none)
+
+
+def test_roofline_aggregates_by_family_with_time_weighted_intensity(sample_html: str) -> None:
+    doc = sample_document()
+    fam = next(f for f in doc["families"] if f["family"].startswith("add_kernel"))
     # add_kernel: 2 launches, each 1e9 FLOP / 1.2e10 DRAM bytes / 4 ms
-    figs = json.loads(FIG_RE.search(render_html(doc)).group(1))  # type: ignore[union-attr]
-    roof = next(iter(figs.values()))
-    dram = [t for t in roof["data"] if (t.get("meta") or {}).get("level") == "dram"]
-    xs = [(x, y) for t in dram for x, y, h in zip(t["x"], t["y"], t["hovertext"], strict=True) if "add_kernel" in h]
-    # AI = 2e9 / 2.4e10 = 0.08333 FLOP/B; FLOP/s = 2e9 / 8e-3 s = 2.5e11
-    assert xs == [(pytest.approx(2e9 / 2.4e10), pytest.approx(2.5e11))]
+    assert fam["intensity_dram"] == pytest.approx(2e9 / 2.4e10) and fam["achieved_flops_s"] == pytest.approx(2.5e11)
+    assert fam["kernels"] == [0, 1] and fam["panel"] == "p0"
+    assert "DRAM: 0.0833 FLOP/byte · 250 GFLOP/s" in sample_html  # its marker's hover text
 
 
 def test_sections_present(sample_html: str) -> None:
@@ -120,8 +140,11 @@ def test_partial_metrics_document_renders() -> None:
     for k in doc["kernels"]:
         k.update(flops=None, bytes={"l1": None, "l2": None, "dram": None},
                  intensity={"l1": None, "l2": None, "dram": None}, achieved_flops_s=None)
+    doc.update(windows=[], timelines={})
+    doc.update(document_view(doc))
     page = render_html(doc)
-    assert "intensity unknown" in page
+    assert "No roofline: a kernel is placed by its FLOP/s and FLOP/byte" in page and "ncu --set full" in page
+    assert not _roofline_svgs(page)  # no empty chart
 
 
 def test_100k_kernels_under_10_mb() -> None:
@@ -240,13 +263,12 @@ def test_many_dcgm_windows_stay_small() -> None:
             if windows[-1]["label"] == "idle":
                 windows[-1].update(est_flops_s=None, est_dram_bytes_s=None)
     doc.update(windows=windows, timelines={})
+    doc.update(document_view(doc))
     page = render_html(doc)
     assert len(page.encode("utf-8")) < 10 * 1024 * 1024
-    figs = json.loads(FIG_RE.search(page).group(1))  # type: ignore[union-attr]
-    roof = next(iter(figs.values()))
-    wpts = [t for t in roof["data"] if (t.get("meta") or {}).get("role") == "windows"]
     # 19,200 windows > MAX_WINDOW_POINTS -> one point per GPU and label (idle ones have no estimate)
-    assert sum(len(t["x"]) for t in wpts) == 16 * 2
+    assert len(doc["roofline"]["windows"][0]["windows"]) == 16 * 2
+    assert _roofline_svgs(page)[1].count("<path d=") == 16 * 2
     assert "aggregated to one point per GPU and label" in page
 
 

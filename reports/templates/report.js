@@ -19,6 +19,12 @@
   function drawFigures() {
     var figs = readJSON("rooftop-figures") || {};
     var status = document.getElementById("rooftop-plot-status");
+    if (!Object.keys(figs).length) {
+      document.body.setAttribute("data-plots-total", "0");
+      document.body.setAttribute("data-draw-ms", String(Math.round(performance.now())));
+      document.body.setAttribute("data-plots-ready", "0");
+      return;
+    }
     if (typeof Plotly === "undefined") {
       if (status) { status.textContent = "Charts unavailable: plotly.js did not load."; }
       return;
@@ -76,6 +82,36 @@
       th.addEventListener("click", function () { sortTable(th); });
     });
   }
+  function initFilters() {
+    document.querySelectorAll("div.tfilter").forEach(function (box) {
+      var wrap = box.nextElementSibling;
+      var table = wrap && wrap.querySelector("table");
+      if (!table || !table.tBodies[0]) { return; }
+      var search = box.querySelector("input.tsearch"), label = box.querySelector("select.tlabel");
+      var count = box.querySelector(".tcount");
+      var heads = Array.prototype.map.call(table.tHead.rows[0].cells, function (th) { return th.textContent; });
+      var labelCol = heads.indexOf("label");
+      function apply() {
+        var q = (search.value || "").toLowerCase(), lab = label.value, shown = 0, rows = table.tBodies[0].rows;
+        for (var i = 0; i < rows.length; i++) {
+          var r = rows[i];
+          var ok = (!q || r.textContent.toLowerCase().indexOf(q) >= 0 ||
+                    Array.prototype.some.call(r.querySelectorAll("[title]"), function (e) {
+                      return e.getAttribute("title").toLowerCase().indexOf(q) >= 0; })) &&
+                   (!lab || (labelCol >= 0 && r.cells[labelCol].textContent === lab));
+          r.style.display = ok ? "" : "none";
+          if (ok) { shown++; }
+        }
+        count.textContent = shown + " of " + rows.length + " rows";
+      }
+      search.addEventListener("input", apply);
+      label.addEventListener("change", apply);
+    });
+    document.querySelectorAll("td.name > div").forEach(function (d) {
+      d.addEventListener("click", function () { d.classList.toggle("open"); });
+    });
+  }
   initTables();
+  initFilters();
   drawFigures();
 })();

@@ -1,0 +1,374 @@
+"""What the reports draw for kernels, decided here so the reports only draw: roofline panels and family rows.
+
+Rules (docs/formulas.md#report-view):
+
+* **One panel per device and ceiling set.** A kernel belongs to the panel of its ceiling device and of
+  *which entry* each of its ceilings came from (``export``/``builtin``/``user`` per ceiling), so a
+  panel holds exactly the kind of ceilings its kernels were classified against.
+* **A panel's ceiling value** is the time-weighted median of the values its kernels used (per-kernel
+  export ceilings follow each kernel's measured clock); ``min``/``max`` give their spread.
+* **Family rows** come from :func:`rooftop.analyzer.families.family_table` over each panel's kernels
+  (the label and limiter rule the findings use); ``kernels``/``representative`` are positions in the
+  document's ``kernels`` list; ``time_share`` is of all kernel time.
+* **Placed points**: a family with achieved FLOP/s > 0 and an intensity > 0 at a level is a point at
+  that level. The :data:`MAX_LABELLED` largest placed families by time of a panel are named on the chart.
+* **Nothing placeable**: ``why_empty`` says what is missing and what to collect.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.document import jsonable
+
+MAX_LABELLED = 5
+LEVELS = ("dram", "l2", "l1")
+# ceiling key -> (kind, display name, precision or level)
+CEILING_KEYS: dict[str, tuple[str, str, str]] = {
+    "fp64": ("compute", "FP64", "fp64"),
+    "fp32": ("compute", "FP32", "fp32"),
+    "fp16": ("compute", "FP16", "fp16"),
+    "tensor": ("compute", "Tensor FP16/BF16", "tensor"),
+    "dram": ("bandwidth", "DRAM", "dram"),
+    "l2": ("bandwidth", "L2", "l2"),
+    "l1": ("bandwidth", "L1", "l1"),
+}
+COLLECT = ("collect FLOP and byte counters, e.g. `ncu --set full` or `ncu --section SpeedOfLight_RooflineChart "
+           "--section MemoryWorkloadAnalysis_Tables` (a raw-page CSV: `ncu --import FILE --csv --page raw`)")
+
+
+def _col(frame: pd.DataFrame | None, name: str, n: int) -> np.ndarray:
+    if frame is None or name not in frame.columns:
+        return np.full(n, np.nan)
+    return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+
+
+def _text(frame: pd.DataFrame | None, name: str, n: int) -> list[str | None]:
+    if frame is None or name not in frame.columns:
+        return [None] * n
+    return [None if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else str(v)
+            for v in frame[name].tolist()]
+
+
+def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    """The value at half the total weight (values sorted); equal weights where none is positive."""
+    ok = np.isfinite(values)
+    v, w = values[ok], np.nan_to_num(weights[ok], nan=0.0)
+    if not len(v):
+        return math.nan
+    if not (w > 0).any():
+        w = np.ones_like(v)
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    cum = np.cumsum(w)
+    return float(v[int(np.searchsorted(cum, cum[-1] / 2.0))])
+
+
+def _panel_keys(results: pd.DataFrame, ceilings: pd.DataFrame | None) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    n = len(results)
+    dev = _text(ceilings, "ceiling_device", n)
+    own = _text(results, "device", n)
+    srcs = {k: _text(ceilings, f"src_{_cname(k)}", n) for k in CEILING_KEYS}
+    keys = []
+    for i in range(n):
+        name = dev[i] or own[i] or "unknown device"
+        keys.append((name, tuple((k, str(s[i])) for k, s in srcs.items() if s[i])))
+    return keys
+
+
+def _cname(key: str) -> str:
+    return ("peak_" if CEILING_KEYS[key][0] == "compute" else "bw_") + key
+
+
+def _ceiling_rows(ceilings: pd.DataFrame | None, rows: np.ndarray, weights: np.ndarray,
+                  sources: tuple[tuple[str, str], ...], device: str, results: pd.DataFrame) -> list[dict[str, Any]]:
+    """The panel's ceilings; ``binding_kernels``: its kernels whose dominant FLOP class (compute) or
+    binding level (bandwidth) is this ceiling (analyzer.kernels ``dominant_class``/``binding_level``)."""
+    out = []
+    n = 0 if ceilings is None else len(ceilings)
+    for key, source in sources:
+        kind, name, what = CEILING_KEYS[key]
+        col = "dominant_class" if kind == "compute" else "binding_level"
+        binding = np.asarray(_text(results, col, len(results)), dtype=object)[rows]
+        vals = _col(ceilings, _cname(key), n)[rows]
+        if not np.isfinite(vals).any():
+            continue
+        texts = _text(ceilings, f"detail_{_cname(key)}", n)
+        details = [d for d in (texts[i] for i in rows.tolist()) if d]
+        out.append({
+            "key": key, "name": name, "kind": kind,
+            "precision": what if kind == "compute" else None, "level": what if kind == "bandwidth" else None,
+            "value": weighted_median(vals, weights), "min": float(np.nanmin(vals)), "max": float(np.nanmax(vals)),
+            "unit": "FLOP/s" if kind == "compute" else "B/s", "source": source, "entry": f"{device}|{source}",
+            "provenance": max(set(details), key=details.count) if details else source,
+            "kernels": int(np.isfinite(vals).sum()), "binding_kernels": int((binding == key).sum()) if any(b is not None for b in binding) else None,
+        })
+    return out
+
+
+def _families(results: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    try:
+        from rooftop.analyzer.families import family_table  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:  # until analyzer/families.family_table lands
+        family_table = _family_table_interim
+    sub = results.iloc[rows].reset_index(drop=True)
+    fam = family_table(sub)
+    if len(fam):
+        fam["kernels"] = [[int(rows[p]) for p in ks] for ks in fam["kernels"]]
+        if "representative" in fam.columns:
+            fam["representative"] = [int(rows[int(p)]) for p in fam["representative"]]
+    return fam
+
+
+def _family_table_interim(results: pd.DataFrame) -> pd.DataFrame:
+    """Interim stand-in for ``families.family_table`` (same columns; label/limiter of the longest launch)."""
+    df = results.assign(_pos=np.arange(len(results)), _t=pd.to_numeric(results["duration_s"], errors="coerce"))
+    rows = []
+    for fam, g in df.groupby("family", sort=False):
+        rep = g.sort_values("_t", ascending=False, na_position="last").iloc[0]
+        t = g["_t"].sum(min_count=1)
+        fl = pd.to_numeric(g["flops"], errors="coerce")
+        row: dict[str, Any] = {"family": fam, "name": rep.get("name"), "device": rep.get("device"),
+                               "label": rep.get("label"), "limiter": rep.get("limiter"),
+                               "kernels": [int(p) for p in g["_pos"]], "representative": int(rep["_pos"]),
+                               "launches": len(g), "time_s": t, "flops": fl.sum(min_count=1)}
+        ok = fl.notna() & g["_t"].notna()
+        row["achieved_flops_s"] = fl[ok].sum() / g["_t"][ok].sum() if ok.any() and g["_t"][ok].sum() > 0 else np.nan
+        for lvl in LEVELS:
+            b = pd.to_numeric(g.get(f"bytes_{lvl}"), errors="coerce") if f"bytes_{lvl}" in g else fl * np.nan
+            both = b.notna() & fl.notna()
+            row[f"bytes_{lvl}"] = b.sum(min_count=1)
+            row[f"intensity_{lvl}"] = (fl[both].sum() / b[both].sum()) if both.any() and b[both].sum() > 0 else np.nan
+        nv = g["nvtx"].dropna().astype(str).tolist() if "nvtx" in g else []
+        row["nvtx"] = list(dict.fromkeys(nv))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _placed(fam: pd.DataFrame) -> np.ndarray:
+    if not len(fam):
+        return np.zeros(0, dtype=bool)
+    ach = pd.to_numeric(fam["achieved_flops_s"], errors="coerce").to_numpy(dtype=float)
+    any_ai = np.zeros(len(fam), dtype=bool)
+    for lvl in LEVELS:
+        ai = pd.to_numeric(fam[f"intensity_{lvl}"], errors="coerce").to_numpy(dtype=float)
+        any_ai |= np.isfinite(ai) & (ai > 0)
+    return np.isfinite(ach) & (ach > 0) & any_ai
+
+
+def why_empty(results: pd.DataFrame) -> str:
+    """One sentence: why no kernel can be placed on a roofline, and what to collect."""
+    n = len(results)
+    flops = _col(results, "flops", n)
+    dur = _col(results, "duration_s", n)
+    byts = np.column_stack([_col(results, f"bytes_{lvl}", n) for lvl in LEVELS]) if n else np.zeros((0, 3))
+    has_f = int((np.isfinite(flops) & (flops > 0)).sum())
+    has_b = int((np.isfinite(byts) & (byts > 0)).any(axis=1).sum()) if n else 0
+    has_t = int((np.isfinite(dur) & (dur > 0)).sum())
+    missing = [w for w, k in (("FLOP counts", has_f), ("bytes moved", has_b), ("durations", has_t)) if k == 0]
+    if not missing:
+        both = int((np.isfinite(flops) & (flops > 0) & (np.isfinite(byts) & (byts > 0)).any(axis=1)).sum())
+        what = f"only {has_f} launch(es) have FLOPs and {has_b} bytes, and {both} both"
+    else:
+        what = "no launch has " + " or ".join(missing)
+    return (f"No roofline: a kernel is placed by its FLOP/s and FLOP/byte, and among {n} launch(es) "
+            f"{what}; {COLLECT}.")
+
+
+def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
+                windows: Sequence[dict[str, Any]] = (), device: str | None = None) -> dict[str, Any]:
+    """Document keys ``roofline`` (``panels``, ``why_empty``) and ``families`` for ``results``.
+
+    ``ceilings``: the per-kernel ceilings frame of :func:`rooftop.analyzer.kernels.analyze_kernels`
+    (``peak_<class>``, ``bw_<lvl>``, ``src_*``, ``detail_*``, ``ceiling_device``), row-aligned.
+    """
+    n = len(results)
+    wpanels = window_view(windows, device) if windows else []
+    if not n:
+        return {"roofline": {"panels": [], "windows": wpanels, "why_empty": None}, "families": []}
+    if ceilings is not None:
+        ceilings = ceilings.reset_index(drop=True)
+    keys = _panel_keys(results, ceilings)
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    dur = np.nan_to_num(_col(results, "duration_s", n), nan=0.0)
+    panels: list[dict[str, Any]] = []
+    frames: list[pd.DataFrame] = []
+    for (device, sources), idx in sorted(groups.items(), key=lambda kv: -float(dur[kv[1]].sum())):
+        rows = np.asarray(idx, dtype=int)
+        fam = _families(results, rows)
+        pid = f"p{len(panels)}"
+        fam["panel"] = pid
+        fam["placed"] = _placed(fam)
+        frames.append(fam)
+        panels.append({"id": pid, "device": device, "kernels": len(rows), "time_s": float(dur[rows].sum()),
+                       "ceilings": _ceiling_rows(ceilings, rows, dur[rows], sources, device, results)})
+    fams = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    total = float(np.nansum(pd.to_numeric(fams["time_s"], errors="coerce"))) if len(fams) else 0.0
+    if len(fams):
+        t = pd.to_numeric(fams["time_s"], errors="coerce")
+        fams["time_share"] = (t / total) if total > 0 else np.nan
+        fams = fams.assign(_t=t.fillna(-1.0)).sort_values("_t", ascending=False, kind="stable").drop(columns="_t")
+        fams = fams.reset_index(drop=True)
+    for p in panels:
+        mine = fams.index[(fams["panel"] == p["id"])] if len(fams) else pd.Index([])
+        placed = [int(i) for i in mine if bool(fams.at[i, "placed"])]
+        p["families"] = [int(i) for i in mine]
+        p["placed"] = placed
+        p["labelled"] = placed[:MAX_LABELLED]
+    any_placed = any(p["placed"] for p in panels)
+    roofline = {"panels": panels, "windows": wpanels, "why_empty": None if any_placed else why_empty(results)}
+    return {"roofline": jsonable(roofline), "families": _family_records(fams)}
+
+
+def _family_records(fams: pd.DataFrame) -> list[dict[str, Any]]:
+    if not len(fams):
+        return []
+    recs: list[dict[str, Any]] = jsonable(fams.to_dict("records"))
+    return recs
+
+
+def panel_of_kernel(view: dict[str, Any]) -> dict[int, str]:
+    """Kernel position -> panel id (for reports that say which ceilings each kernel used)."""
+    out: dict[int, str] = {}
+    for f in view.get("families") or []:
+        for k in f.get("kernels") or []:
+            out[int(k)] = str(f.get("panel"))
+    return out
+
+
+__all__: Sequence[str] = ("CEILING_KEYS", "MAX_LABELLED", "kernel_view", "panel_of_kernel", "weighted_median",
+                          "why_empty")
+
+
+# ----------------------------------------------------------------------------- DCGM windows
+
+MAX_WINDOW_POINTS = 3000   # above this, one point per GPU and label (time-weighted means)
+WINDOW_CEILINGS = ("tensor", "fp16", "fp32", "fp64", "dram")  # the peaks the window estimates use
+
+
+def _window_points(ws: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    def fnum(v: Any) -> float:
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+    y = np.array([fnum(w.get("est_flops_s")) for w in ws])
+    b = np.array([fnum(w.get("est_dram_bytes_s")) for w in ws])
+    t0 = pd.to_datetime(pd.Series([w.get("start") for w in ws], dtype=object), utc=True, errors="coerce", format="ISO8601")
+    t1 = pd.to_datetime(pd.Series([w.get("end") for w in ws], dtype=object), utc=True, errors="coerce", format="ISO8601")
+    secs = (t1 - t0).dt.total_seconds().fillna(0.0).clip(lower=0.0).to_numpy()
+    ok = np.flatnonzero(np.isfinite(y) & np.isfinite(b) & (y > 0) & (b > 0))
+    pts: list[dict[str, Any]] = [
+        {"gpu": f"{ws[i].get('host') or ''}/{ws[i].get('gpu')}", "label": ws[i].get("label"), "start": ws[i].get("start"),
+         "intensity": float(y[i] / b[i]), "flops_s": float(y[i]), "dram_bytes_s": float(b[i]),
+         "seconds": float(secs[i]), "windows": 1} for i in ok.tolist()]
+    if len(pts) <= MAX_WINDOW_POINTS:
+        return pts, ""
+    agg: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in pts:
+        wt = float(p["seconds"]) or 1.0
+        a = agg.setdefault((p["gpu"], str(p["label"])), {"gpu": p["gpu"], "label": p["label"], "start": None,
+                                                         "fw": 0.0, "bw": 0.0, "w": 0.0, "windows": 0})
+        a["fw"] += p["flops_s"] * wt
+        a["bw"] += p["dram_bytes_s"] * wt
+        a["w"] += wt
+        a["windows"] += 1
+    out = [{"gpu": a["gpu"], "label": a["label"], "start": None, "flops_s": a["fw"] / a["w"],
+            "dram_bytes_s": a["bw"] / a["w"], "intensity": a["fw"] / a["bw"], "seconds": a["w"], "windows": a["windows"]}
+           for a in agg.values()]
+    return out, f"{len(pts)} DCGM windows aggregated to one point per GPU and label (time-weighted means)."
+
+
+def window_view(windows: Sequence[dict[str, Any]], device: str | None = None) -> list[dict[str, Any]]:
+    """Roofline panels for DCGM windows, one per device model: the estimated points (FLOP/s and DRAM
+    bytes/s are activity x the device's peaks, docs/formulas.md#windows) against those same peaks."""
+    from rooftop.analyzer.windows import resolve_devices
+
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for w in windows:
+        by_model.setdefault(str(w.get("model") or ""), []).append(w)
+    specs = resolve_devices(list(by_model), device)
+    panels: list[dict[str, Any]] = []
+    for model, ws in by_model.items():
+        pts, note = _window_points(ws)
+        if not pts:
+            continue
+        spec = specs.get(model)
+        entry = spec.as_contract() if spec is not None else {}
+        ceil = entry.get("ceilings") or {}
+        rows = []
+        for key in WINDOW_CEILINGS:
+            v = ceil.get(key)
+            if isinstance(v, (int, float)) and v > 0:
+                kind, name, what = CEILING_KEYS[key]
+                rows.append({"key": key, "name": name, "kind": kind, "precision": what if kind == "compute" else None,
+                             "level": what if kind == "bandwidth" else None, "value": float(v), "min": float(v),
+                             "max": float(v), "unit": "FLOP/s" if kind == "compute" else "B/s",
+                             "source": entry.get("source"), "entry": f"{entry.get('name')}|{entry.get('source')}",
+                             "provenance": (entry.get("sources") or {}).get(key) or entry.get("source"),
+                             "kernels": 0, "binding_kernels": 1})
+        if any(w.get("mig") not in (None, "") for w in ws):
+            note = (note + " MIG instance windows are estimated against the instance's share of the peaks; the "
+                    "ceilings drawn are the whole GPU's.").strip()
+        panels.append({"id": f"w{len(panels)}", "device": entry.get("name") or model or "unknown device",
+                       "model": model, "ceilings": rows, "windows": pts, "note": note})
+    out: list[dict[str, Any]] = jsonable(panels)
+    return out
+
+
+# ----------------------------------------------------------------------------- from a saved document
+
+def _records_frames(kernels: Sequence[dict[str, Any]], devices: Sequence[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The results and per-kernel ceilings frames back from contract kernel records: each kernel's
+    ``extra.ceilings`` reference (``"<name>|<source>[; keys=<name>|<source>]..."``, analyzer.ceilings.
+    ceiling_refs) into ``devices``, with the kernel's own ``extra.peak_*``/``bw_*`` where they differ."""
+    entries = {f"{d.get('name')}|{d.get('source')}": d for d in devices}
+    res_rows, ceil_rows = [], []
+    for k in kernels:
+        ex: dict[str, Any] = k["extra"] if isinstance(k.get("extra"), dict) else {}
+        row = {c: k.get(c) for c in ("index", "input", "name", "family", "device", "duration_s", "grid", "block",
+                                      "flops", "achieved_flops_s", "attainable_flops_s", "label", "limiter")}
+        for lvl in LEVELS:
+            row[f"bytes_{lvl}"] = (k.get("bytes") or {}).get(lvl)
+            row[f"intensity_{lvl}"] = (k.get("intensity") or {}).get(lvl)
+        row["nvtx"] = k.get("nvtx", ex.get("nvtx"))
+        row["dominant_class"], row["binding_level"] = ex.get("dominant_class"), ex.get("binding_level")
+        res_rows.append(row)
+        ref = ex.get("ceilings")
+        per_key: dict[str, str] = {}
+        if isinstance(ref, str) and ref:
+            head, *rest = ref.split("; ")
+            per_key = dict.fromkeys(CEILING_KEYS, head)
+            for part in rest:
+                keys, _, entry = part.partition("=")
+                for key in keys.split(","):
+                    per_key[key] = entry
+        c: dict[str, Any] = {"ceiling_device": per_key and next(iter(per_key.values())).rsplit("|", 1)[0]}
+        for key, entry in per_key.items():
+            d = entries.get(entry)
+            if key not in CEILING_KEYS or d is None:
+                continue
+            col = _cname(key)
+            own = ex.get(col)
+            c[col] = own if isinstance(own, (int, float)) else (d.get("ceilings") or {}).get(key)
+            c[f"src_{col}"] = d.get("source") if c[col] is not None else None
+            c[f"detail_{col}"] = (d.get("sources") or {}).get(key) or d.get("source")
+        ceil_rows.append(c)
+    return pd.DataFrame(res_rows), pd.DataFrame(ceil_rows)
+
+
+def document_view(doc: dict[str, Any]) -> dict[str, Any]:
+    """``roofline`` and ``families`` for a document that lacks them (one saved by an older rooftop, or
+    built by hand): the same rules as the pipeline, from the kernel records and ``devices``."""
+    kernels = list(doc.get("kernels") or [])
+    results, ceilings = _records_frames(kernels, list(doc.get("devices") or []))
+    if len(results) and results["family"].isna().any():
+        from rooftop.analyzer.families import assign_families
+
+        results["family"] = results["family"].fillna(assign_families(results))
+    return kernel_view(results, ceilings if len(ceilings) else None, list(doc.get("windows") or []))

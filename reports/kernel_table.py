@@ -1,0 +1,115 @@
+"""The kernel table of the ``analyze`` page: sortable, searchable, filterable by label.
+
+Readable at 1400 px: kernel and family names are clamped to three lines (the whole name on hover,
+the cell expands on click), the input is its file name (the path on hover), every launch says which
+roofline chart (device and ceiling set, ``doc["roofline"]["panels"]``) its ceilings are drawn in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
+
+from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
+from rooftop.reports.widgets import Column, Section, esc, table
+
+TABLE_ROWS = 500          # top rows by time (full data in the JSON output)
+
+
+def file_name(path: Any) -> str:
+    """The last component of a path (``—`` for none)."""
+    if path in (None, ""):
+        return "—"
+    s = str(path)
+    return PurePath(s.replace("\\", "/")).name or s
+
+
+def nvtx_of(k: Mapping[str, Any]) -> str | None:
+    """A kernel's NVTX range path (top-level ``nvtx`` or ``extra.nvtx``; lists joined with ``/``)."""
+    v = k.get("nvtx")
+    if v is None and isinstance(k.get("extra"), Mapping):
+        v = k["extra"].get("nvtx")
+    if isinstance(v, (list, tuple)):
+        v = " / ".join(str(x) for x in v)
+    return None if v in (None, "") else str(v)
+
+
+def kernel_panels(doc: Mapping[str, Any]) -> dict[int, str]:
+    """Kernel position -> ``device (entries)`` text of the roofline panel its ceilings come from."""
+    view = doc.get("roofline")
+    panels = {str(p.get("id")): p for p in (view.get("panels") or [])} if isinstance(view, Mapping) else {}
+    text: dict[str, str] = {}
+    for pid, p in panels.items():
+        srcs = sorted({str(c.get("source")) for c in p.get("ceilings") or []})
+        text[pid] = f"{p.get('device')} ({', '.join(srcs) or 'no ceilings'})"
+    out: dict[int, str] = {}
+    for f in doc.get("families") or []:
+        t = text.get(str(f.get("panel")))
+        if t is None:
+            continue
+        for k in f.get("kernels") or []:
+            out[int(k)] = t
+    return out
+
+
+def _rows(kernels: Sequence[Mapping[str, Any]], doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    order = sorted(range(len(kernels)), key=lambda i: -(num(kernels[i].get("duration_s")) or 0.0))
+    _, total = kernel_label_shares(kernels)
+    panel = kernel_panels(doc)
+    rows = []
+    for pos in order[:TABLE_ROWS]:
+        k = kernels[pos]
+        d = num(k.get("duration_s"))
+        inten = k.get("intensity") or {}
+        rows.append({
+            "pos": pos, "name": k.get("name"), "family": k.get("family"), "label": k.get("label"),
+            "limiter": k.get("limiter"), "duration_s": d, "nvtx": nvtx_of(k),
+            "share": (d / total) if (d is not None and total > 0) else None,
+            "achieved": num(k.get("achieved_flops_s")), "attainable": num(k.get("attainable_flops_s")),
+            "ai_dram": num(inten.get("dram")), "ai_l2": num(inten.get("l2")),
+            "ai_l1": num(inten.get("l1")), "input": k.get("input"), "index": k.get("index"),
+            "ceilings": panel.get(pos),
+        })
+    return rows
+
+
+COLUMNS = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"),
+           Column("family", "family", css="name"), Column("nvtx", "NVTX range", css="name"),
+           Column("label", "label"), Column("limiter", "limiter"),
+           Column("duration_s", "duration", fmt_time, numeric=True),
+           Column("share", "share", fmt_pct, numeric=True),
+           Column("achieved", "FLOP/s", lambda v: fmt_num(v, "FLOP/s"), numeric=True),
+           Column("attainable", "roof FLOP/s", lambda v: fmt_num(v, "FLOP/s"), numeric=True),
+           Column("ai_dram", "FLOP/B DRAM", fmt_num, numeric=True),
+           Column("ai_l2", "FLOP/B L2", fmt_num, numeric=True),
+           Column("ai_l1", "FLOP/B L1", fmt_num, numeric=True),
+           Column("ceilings", "ceilings of", css="file"),
+           Column("input", "input", file_name, css="file"), Column("index", "launch", numeric=True)]
+
+
+def _filters(rows: Sequence[Mapping[str, Any]]) -> str:
+    labels = sorted({str(r.get("label")) for r in rows if r.get("label")})
+    opts = "".join(f'<option value="{esc(lab)}">{esc(lab)}</option>' for lab in labels)
+    return ('<div class="tfilter"><input type="search" class="tsearch" placeholder="search kernel, family, NVTX, '
+            'input…" aria-label="search the kernel table"> <select class="tlabel" aria-label="label filter">'
+            f'<option value="">all labels</option>{opts}</select> <span class="note tcount"></span></div>')
+
+
+def kernel_table_section(doc: dict[str, Any]) -> Section | None:
+    kernels = list(doc.get("kernels") or [])
+    if not kernels:
+        return None
+    rows = _rows(kernels, doc)
+    empty = [c for c in COLUMNS if c.key not in ("pos", "name") and not any(r.get(c.key) is not None for r in rows)]
+    cols = [c for c in COLUMNS if c not in empty]
+    html_table = table(rows, cols, css_class="kernels")
+    note = (f"Top {TABLE_ROWS} of {len(kernels)} launches by duration; every launch is in the JSON "
+            "output (--json)." if len(kernels) > TABLE_ROWS else
+            f"All {len(kernels)} launches. Click a header to sort, a name to see it whole.")
+    if empty:
+        note += f" Not in the input, so not shown: {', '.join(c.header for c in empty)}."
+    if not any(r.get("nvtx") for r in rows):
+        note += " (ncu --nvtx records NVTX ranges.)"
+    return Section("Kernels", f'<p class="note">{esc(note)}</p>{_filters(rows)}<div class="tablewrap">{html_table}</div>',
+                   anchor="kernels")

@@ -1,0 +1,245 @@
+"""A roofline panel as one self-contained static SVG (HTML page and the ``--md`` companion file).
+
+Draws what ``doc["roofline"]["panels"][i]`` and ``doc["families"]`` hold and decides nothing: the
+ceilings are the panel's (labelled at the line with name, value in SI units and source), the points
+are the panel's placed families (one marker per memory level, sized by share of time, coloured by
+label), the labelled families are the panel's ``labelled`` list (numbered on the chart and named in
+the key under it); every marker has a ``<title>`` (hover). Levels are groups ``lvl-<level>`` so the
+HTML page can toggle them with CSS. Static SVG instead of plotly: a screenshot shows everything,
+it is a few kB, draws at once and works in a Markdown ticket (docs/formulas.md#report-view).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rooftop.reports.escape import esc
+from rooftop.reports.formatting import fmt_num, fmt_pct, num
+from rooftop.reports.widgets import LABEL_COLORS
+
+W, H = 960, 520
+ML, MR, MT, MB = 92, 24, 18, 50
+LEVELS = (("dram", "DRAM", "circle"), ("l2", "L2", "square"), ("l1", "L1", "diamond"))
+BW_COLORS = {"dram": "#c2255c", "l2": "#e8590c", "l1": "#b08900"}
+NAME_ON_CHART = 34        # characters of a family name written next to its marker
+NAME_IN_KEY = 120         # characters of a family name in the key under the chart
+MAX_POINTS = 3000         # markers drawn per panel (largest families by time); the rest are counted
+
+
+def _decades(lo: float, hi: float, min_span: int = 2) -> tuple[int, int]:
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    while b - a < min_span:
+        a, b = a - 1, b + 1
+    return a, b
+
+
+class _Axes:
+    """Log-log mapping from data to pixels."""
+
+    def __init__(self, x: tuple[int, int], y: tuple[int, int]) -> None:
+        self.x0, self.x1 = x
+        self.y0, self.y1 = y
+        self.pw, self.ph = W - ML - MR, H - MT - MB
+
+    def px(self, v: float) -> float:
+        return ML + (math.log10(v) - self.x0) / (self.x1 - self.x0) * self.pw
+
+    def py(self, v: float) -> float:
+        return MT + self.ph - (math.log10(v) - self.y0) / (self.y1 - self.y0) * self.ph
+
+
+def _x_tick(e: int) -> str:
+    return fmt_num(10.0 ** e) if e >= 0 else f"{10.0 ** e:g}"
+
+
+def _ranges(ceilings: Sequence[Mapping[str, Any]], pts: Sequence[tuple[float, float]]) -> tuple[tuple[int, int], tuple[int, int]]:
+    comp = [c["value"] for c in ceilings if c.get("kind") == "compute" and num(c.get("value"))]
+    bw = [c["value"] for c in ceilings if c.get("kind") == "bandwidth" and num(c.get("value"))]
+    xs = [x for x, _ in pts] + [c / b for c in comp for b in bw]
+    ys = [y for _, y in pts] + comp
+    x = _decades(min(xs) / 2, max(xs) * 2) if xs else (-2, 3)
+    y = _decades(min(ys) / 2, max(ys) * 2) if ys else (9, 15)
+    return x, y
+
+
+def _points(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, float, float]]:
+    """(family index, level, intensity, FLOP/s) for each placed family and level."""
+    out = []
+    for i in list(panel.get("placed") or [])[:MAX_POINTS]:
+        f = families[i]
+        y = num(f.get("achieved_flops_s"))
+        for lvl, _, _ in LEVELS:
+            x = num(f.get(f"intensity_{lvl}"))
+            if x and x > 0 and y and y > 0:
+                out.append((i, lvl, x, y))
+    return out
+
+
+def _marker(shape: str, x: float, y: float, r: float, color: str, title: str) -> str:
+    common = f'fill="{color}" fill-opacity="0.78" stroke="#222" stroke-width="0.6"'
+    if shape == "circle":
+        body = f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" {common}>'
+        end = "</circle>"
+    elif shape == "square":
+        body = f'<rect x="{x - r:.1f}" y="{y - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}" {common}>'
+        end = "</rect>"
+    else:
+        d = r * 1.3
+        body = (f'<path d="M{x:.1f} {y - d:.1f}L{x + d:.1f} {y:.1f}L{x:.1f} {y + d:.1f}L{x - d:.1f} {y:.1f}Z" '
+                f"{common}>")
+        end = "</path>"
+    return f"{body}<title>{esc(title)}</title>{end}"
+
+
+def _ceiling_text(c: Mapping[str, Any]) -> str:
+    spread = ""
+    lo, hi = num(c.get("min")), num(c.get("max"))
+    if lo and hi and hi > lo * 1.01:
+        spread = f" ({fmt_num(lo, c.get('unit', ''))}–{fmt_num(hi, c.get('unit', ''))} across kernels)"
+    return f"{c.get('name')} {fmt_num(c.get('value'), str(c.get('unit', '')))}{spread} · {c.get('source')}"
+
+
+def _ceilings_svg(ax: _Axes, ceilings: Sequence[Mapping[str, Any]]) -> list[str]:
+    out: list[str] = []
+    comp = [c for c in ceilings if c.get("kind") == "compute" and num(c.get("value"))]
+    bw = [c for c in ceilings if c.get("kind") == "bandwidth" and num(c.get("value"))]
+    top = max((c["value"] for c in comp), default=None)
+    best_bw = max((b["value"] for b in bw), default=None)
+    xl, xr = 10.0 ** ax.x0, 10.0 ** ax.x1
+    used_y: list[float] = []
+    for c in sorted(comp, key=lambda c: -c["value"]):
+        y = ax.py(c["value"])
+        xa = max(xl, c["value"] / best_bw) if best_bw else xl
+        dash = ' stroke-dasharray="5 4"' if c.get("binding_kernels") == 0 else ""
+        title = f"{_ceiling_text(c)}: {c.get('provenance') or ''}"
+        ty = y - 4
+        while any(abs(ty - u) < 12 for u in used_y):
+            ty += 13
+        used_y.append(ty)
+        out.append(f'<g class="ceiling" data-kind="compute" data-key="{esc(c.get("key"))}" data-value="{c["value"]!r}">'
+                   f'<line x1="{ax.px(xa):.1f}" y1="{y:.1f}" x2="{ax.px(xr):.1f}" y2="{y:.1f}" stroke="#222" '
+                   f'stroke-width="1.6"{dash}><title>{esc(title)}</title></line>'
+                   f'<text x="{ax.px(xr) - 4:.1f}" y="{ty:.1f}" text-anchor="end" class="cl">{esc(_ceiling_text(c))}</text></g>')
+    for n, b in enumerate(sorted(bw, key=lambda b: b["value"])):
+        xb = min(xr, top / b["value"]) if top else xr
+        # visible part of y = b * x inside the plot: x from max(left edge, bottom edge) to xb
+        xa = max(xl, 10.0 ** ax.y0 / b["value"])
+        if xa >= xb:
+            continue
+        x1, y1, x2, y2 = ax.px(xa), ax.py(b["value"] * xa), ax.px(xb), ax.py(b["value"] * xb)
+        ang = math.degrees(math.atan2(y2 - y1, x2 - x1))
+        lx = x1 + 0.06 * (x2 - x1) + 14 * n
+        ly = y1 + (lx - x1) * (y2 - y1) / (x2 - x1) - 5
+        color = BW_COLORS.get(str(b.get("key")), "#555")
+        dash = ' stroke-dasharray="5 4"' if b.get("binding_kernels") == 0 else ""
+        title = f"{_ceiling_text(b)}: {b.get('provenance') or ''}"
+        out.append(f'<g class="ceiling" data-kind="bandwidth" data-key="{esc(b.get("key"))}" data-value="{b["value"]!r}">'
+                   f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}" stroke-width="1.6"{dash}>'
+                   f'<title>{esc(title)}</title></line>'
+                   f'<text x="{lx:.1f}" y="{ly:.1f}" transform="rotate({ang:.2f} {lx:.1f} {ly:.1f})" class="cl" '
+                   f'fill="{color}">{esc(_ceiling_text(b))}</text></g>')
+    return out
+
+
+def _axes_svg(ax: _Axes) -> list[str]:
+    out = [f'<rect x="{ML}" y="{MT}" width="{ax.pw}" height="{ax.ph}" fill="#fbfbfd" stroke="#c9ced6"/>']
+    for e in range(ax.x0, ax.x1 + 1):
+        x = ax.px(10.0 ** e)
+        out.append(f'<line x1="{x:.1f}" y1="{MT}" x2="{x:.1f}" y2="{MT + ax.ph}" stroke="#e6e8ee"/>'
+                   f'<text x="{x:.1f}" y="{MT + ax.ph + 16}" text-anchor="middle" class="tk">{esc(_x_tick(e))}</text>')
+    for e in range(ax.y0, ax.y1 + 1):
+        y = ax.py(10.0 ** e)
+        out.append(f'<line x1="{ML}" y1="{y:.1f}" x2="{ML + ax.pw}" y2="{y:.1f}" stroke="#e6e8ee"/>'
+                   f'<text x="{ML - 6}" y="{y + 4:.1f}" text-anchor="end" class="tk">{esc(fmt_num(10.0 ** e, "FLOP/s"))}</text>')
+    out.append(f'<text x="{ML + ax.pw / 2:.0f}" y="{H - 12}" text-anchor="middle" class="ax">'
+               "arithmetic intensity (FLOP/byte)</text>")
+    return out
+
+
+def _short(name: Any, limit: int) -> str:
+    s = str(name or "?")
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _hover(f: Mapping[str, Any], lvl_name: str, x: float) -> str:
+    return (f"{f.get('family')}\n{lvl_name}: {x:.3g} FLOP/byte · {fmt_num(f.get('achieved_flops_s'), 'FLOP/s')}\n"
+            f"{fmt_pct(f.get('time_share'))} of kernel time · {f.get('launches')} launch(es)\n"
+            f"{f.get('label')} / {f.get('limiter')}")
+
+
+def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]], *, title: str = "") -> str:
+    """The panel as a standalone SVG document fragment (``<svg xmlns=...>...</svg>``)."""
+    ceilings = list(panel.get("ceilings") or [])
+    pts = _points(panel, families)
+    wpts = [(x, y, w) for w in panel.get("windows") or []
+            if (x := num(w.get("intensity"))) and (y := num(w.get("flops_s"))) and x > 0 and y > 0]
+    ax = _Axes(*_ranges(ceilings, [(x, y) for _, _, x, y in pts] + [(x, y) for x, y, _ in wpts]))
+    labelled = list(panel.get("labelled") or [])
+    key_lines = len(labelled) + 2
+    total_h = H + 18 * key_lines + 8
+    shares = [num(families[i].get("time_share")) or 0.0 for i, _, _, _ in pts]
+    smax = max(shares, default=0.0) or 1.0
+    cid = f"clip-{esc(panel.get('id', 'p'))}"
+    body: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {total_h}" width="{W}" height="{total_h}" '
+        f'class="roofline" data-panel="{esc(panel.get("id"))}" role="img" font-family="system-ui,-apple-system,Segoe UI,sans-serif">',
+        f"<title>{esc(title or 'roofline')}</title>",
+        "<style>.tk{font-size:11px;fill:#444}.ax{font-size:12px;fill:#222}.cl{font-size:11.5px;font-weight:600;"
+        "paint-order:stroke;stroke:#fff;stroke-width:3px}.fl{font-size:11.5px;paint-order:stroke;stroke:#fff;"
+        "stroke-width:3px;fill:#111}.ky{font-size:12px;fill:#222}</style>",
+        f'<defs><clipPath id="{cid}"><rect x="{ML}" y="{MT}" width="{ax.pw}" height="{ax.ph}"/></clipPath></defs>',
+        *_axes_svg(ax),
+        f'<text transform="translate(16 {MT + ax.ph / 2:.0f}) rotate(-90)" text-anchor="middle" class="ax">'
+        "performance (FLOP/s)</text>",
+        f'<g clip-path="url(#{cid})">', *_ceilings_svg(ax, ceilings),
+    ]
+    for lvl, lname, shape in LEVELS:
+        group = [f'<g class="lvl lvl-{lvl}" data-level="{lvl}">']
+        for (i, lv, x, y), s in zip(pts, shares, strict=True):
+            if lv != lvl:
+                continue
+            f = families[i]
+            r = 3.5 + 11 * math.sqrt(s / smax)
+            color = LABEL_COLORS.get(str(f.get("label")), "#555")
+            group.append(_marker(shape, ax.px(x), ax.py(y), r, color, _hover(f, lname, x)))
+        group.append("</g>")
+        body += group
+    if wpts:
+        body.append('<g class="lvl lvl-windows" data-level="windows">')
+        for x, y, w in wpts:
+            px, py = ax.px(x), ax.py(y)
+            color = LABEL_COLORS.get(str(w.get("label")), "#555")
+            title = (f"GPU {w.get('gpu')} · {w.get('label')} · {w.get('windows')} window(s)"
+                     f"{' from ' + str(w.get('start')) if w.get('start') else ''}\n{x:.3g} FLOP/byte (DRAM) · "
+                     f"{fmt_num(y, 'FLOP/s')} · {fmt_num(w.get('dram_bytes_s'), 'B/s')} (estimates)")
+            body.append(f'<path d="M{px:.1f} {py - 6:.1f}L{px + 5.5:.1f} {py + 4:.1f}L{px - 5.5:.1f} {py + 4:.1f}Z" '
+                        f'fill="{color}" fill-opacity="0.6" stroke="#111" stroke-width="0.5"><title>{esc(title)}</title></path>')
+        body.append("</g>")
+    first_level = {i: (lv, x, y) for i, lv, x, y in reversed(pts)}
+    for n, i in enumerate(labelled, 1):
+        if i in first_level:
+            lv, x, y = first_level[i]
+            body.append(f'<text x="{ax.px(x) + 9:.1f}" y="{ax.py(y) - 7:.1f}" class="fl point-label" data-family="{i}">'
+                        f"{n} {esc(_short(families[i].get('family'), NAME_ON_CHART))}</text>")
+    body.append("</g>")
+    ky = H + 4
+    legend = "  ".join(f"{sym} {name}" for (_, name, _), sym in zip(LEVELS, ("●", "■", "◆"), strict=True))
+    labels = sorted({str(families[i].get("label")) for i, _, _, _ in pts} | {str(w.get("label")) for _, _, w in wpts})
+    if wpts:
+        legend = "▲ DCGM window (estimated FLOP/s vs DRAM bytes/s)"
+    body.append(f'<text x="{ML}" y="{ky}" class="ky">{esc(legend)} · colour: '
+                + "".join(f'<tspan fill="{LABEL_COLORS.get(lab, "#555")}">■ {esc(lab)} </tspan>' for lab in labels)
+                + "</text>")
+    ky += 18
+    body.append(f'<text x="{ML}" y="{ky}" class="ky">marker size: share of kernel time · dashed ceiling: no kernel '
+                "in this chart is bound by it · hover a marker or a line for details</text>")
+    for n, i in enumerate(labelled, 1):
+        f = families[i]
+        ky += 18
+        body.append(f'<text x="{ML}" y="{ky}" class="ky"><tspan font-weight="600">{n}</tspan> '
+                    f"{esc(_short(f.get('family'), NAME_IN_KEY))} — {esc(f.get('label'))} ({esc(f.get('limiter'))}), "
+                    f"{esc(fmt_pct(f.get('time_share')))} of kernel time</text>")
+    body.append("</svg>")
+    return "".join(body)
