@@ -334,6 +334,95 @@ class Step(TimelineEntry):
     wall_s: Num
 
 
+# docs/formulas.md#report-view (analyzer/view.py): what the reports draw for kernels.
+CeilingKind = Literal["compute", "bandwidth"]
+
+
+class RooflineCeiling(TypedDict):
+    key: str  # fp64 fp32 fp16 tensor dram l2 l1
+    name: str
+    kind: CeilingKind
+    precision: str | None
+    level: str | None
+    value: float
+    min: float
+    max: float
+    unit: Literal["FLOP/s", "B/s"]
+    source: DeviceSource | None
+    entry: str  # "<device name>|<source>" of the devices[] entry it came from
+    provenance: str | None
+    kernels: int
+    binding_kernels: int | None
+
+
+class RooflinePanel(TypedDict):
+    id: str
+    device: str
+    kernels: int
+    time_s: Num
+    ceilings: list[RooflineCeiling]
+    families: list[int]  # positions in the document's families
+    placed: list[int]
+    labelled: list[int]
+
+
+class WindowPoint(TypedDict):
+    gpu: str
+    label: WindowLabel | None
+    start: str | None
+    intensity: float
+    flops_s: float
+    dram_bytes_s: float
+    seconds: Num
+    windows: int
+
+
+class WindowPanel(TypedDict):
+    id: str
+    device: str
+    model: str
+    ceilings: list[RooflineCeiling]
+    windows: list[WindowPoint]
+    note: str
+
+
+class RooflineView(TypedDict):
+    panels: list[RooflinePanel]
+    windows: list[WindowPanel]
+    why_empty: str | None
+
+
+class _FamilyRowBase(TypedDict):
+    family: str
+    label: KernelLabel
+    limiter: KernelLimiter
+    kernels: list[int]  # positions in the document's kernels
+    launches: Num
+    time_s: Num
+    time_share: Num
+    flops: Num
+    bytes_l1: Num
+    bytes_l2: Num
+    bytes_dram: Num
+    intensity_l1: Num
+    intensity_l2: Num
+    intensity_dram: Num
+    achieved_flops_s: Num
+    nvtx: list[str]
+    panel: str
+    placed: bool
+
+
+class FamilyRow(_FamilyRowBase, total=False):
+    key: Json
+    name: Json
+    device: Json
+    grid: Json
+    block: Json
+    representative: int | None
+    attainable_flops_s: Num
+
+
 class _DocumentBase(TypedDict):
     schema_version: Literal[1]
     tool: Tool
@@ -365,8 +454,8 @@ class Document(_DocumentBase, total=False):
     totals: dict[str, Json]
     verdict: Verdict
     # report / verdict helpers
-    families: list[dict[str, Json]]
-    roofline: list[dict[str, Json]]
+    families: list[FamilyRow] | list[dict[str, Json]]  # analyze: FamilyRow; diff: its own rows
+    roofline: RooflineView
     # timeline helper
     timeline: list[TimelineEntry]
     steps: list[Step]

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.document import jsonable
+from rooftop.analyzer.families import family_table
 
 MAX_LABELLED = 5
 LEVELS = ("dram", "l2", "l1")
@@ -112,10 +113,6 @@ def _ceiling_rows(ceilings: pd.DataFrame | None, rows: np.ndarray, weights: np.n
 
 
 def _families(results: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    try:
-        from rooftop.analyzer.families import family_table  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # until analyzer/families.family_table lands
-        family_table = _family_table_interim
     sub = results.iloc[rows].reset_index(drop=True)
     fam = family_table(sub)
     if len(fam):
@@ -123,31 +120,6 @@ def _families(results: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
         if "representative" in fam.columns:
             fam["representative"] = [int(rows[int(p)]) for p in fam["representative"]]
     return fam
-
-
-def _family_table_interim(results: pd.DataFrame) -> pd.DataFrame:
-    """Interim stand-in for ``families.family_table`` (same columns; label/limiter of the longest launch)."""
-    df = results.assign(_pos=np.arange(len(results)), _t=pd.to_numeric(results["duration_s"], errors="coerce"))
-    rows = []
-    for fam, g in df.groupby("family", sort=False):
-        rep = g.sort_values("_t", ascending=False, na_position="last").iloc[0]
-        t = g["_t"].sum(min_count=1)
-        fl = pd.to_numeric(g["flops"], errors="coerce")
-        row: dict[str, Any] = {"family": fam, "name": rep.get("name"), "device": rep.get("device"),
-                               "label": rep.get("label"), "limiter": rep.get("limiter"),
-                               "kernels": [int(p) for p in g["_pos"]], "representative": int(rep["_pos"]),
-                               "launches": len(g), "time_s": t, "flops": fl.sum(min_count=1)}
-        ok = fl.notna() & g["_t"].notna()
-        row["achieved_flops_s"] = fl[ok].sum() / g["_t"][ok].sum() if ok.any() and g["_t"][ok].sum() > 0 else np.nan
-        for lvl in LEVELS:
-            b = pd.to_numeric(g.get(f"bytes_{lvl}"), errors="coerce") if f"bytes_{lvl}" in g else fl * np.nan
-            both = b.notna() & fl.notna()
-            row[f"bytes_{lvl}"] = b.sum(min_count=1)
-            row[f"intensity_{lvl}"] = (fl[both].sum() / b[both].sum()) if both.any() and b[both].sum() > 0 else np.nan
-        nv = g["nvtx"].dropna().astype(str).tolist() if "nvtx" in g else []
-        row["nvtx"] = list(dict.fromkeys(nv))
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def _placed(fam: pd.DataFrame) -> np.ndarray:

@@ -205,7 +205,8 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
             color = LABEL_COLORS.get(str(f.get("label")), "#555")
             group.append(_marker(shape, ax.px(x), ax.py(y), r, color, _hover(f, lname, x)))
         group.append("</g>")
-        body += group
+        if len(group) > 2:
+            body += group
     if wpts:
         body.append('<g class="lvl lvl-windows" data-level="windows">')
         for x, y, w in wpts:

@@ -31,7 +31,7 @@ def test_readme_demo_labels_every_kernel_as_intended(tmp_path: Path) -> None:
                               "records": 5, "missing": 0, "rejected": 0}]
     assert doc["findings"] and doc["findings"][0]["rank"] == 1
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
-    assert "<svg" in page and "Plotly" not in page  # static SVG roofline; no plotly.js without plotly figures
+    assert "<svg" in page and len(page) < 300_000  # static SVG roofline; no plotly.js without plotly figures
     assert [c["value"] for c in doc["roofline"]["panels"][0]["ceilings"]]  # the ceilings used, handed to the report
     assert "| " in (tmp_path / "r.md").read_text()
 
