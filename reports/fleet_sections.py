@@ -105,6 +105,13 @@ GROUP_COLUMNS: list[Column] = [
 ]  # what moved night over night has its own section (the sentences do not fit a table cell)
 
 
+def _group_columns(rows: list[dict[str, Any]]) -> list[Column]:
+    """The group table's columns without label columns no shown group has time in (the fleet bar
+    above lists every label), so the table fits the page."""
+    empty = {lab for lab in LABELS if not any((r.get(lab) or 0.0) > 0 for r in rows)}
+    return [c for c in GROUP_COLUMNS if c.key not in empty]
+
+
 def sections(doc: dict[str, Any]) -> list[Section]:
     """Fleet-specific HTML sections: period and fleet shares, groups, night-over-night, join."""
     out: list[Section] = []
@@ -128,7 +135,7 @@ def sections(doc: dict[str, Any]) -> list[Section]:
         note = f"{len(rows)} groups; the first {MAX_ROWS} by GPU-hours are shown." if len(rows) > MAX_ROWS else ""
         plot_rows = [{"group": r["group"], **{lab: r[lab] or 0.0 for lab in LABELS}} for r in rows[:PLOT_ROWS]]
         out.append(Section(f"Groups by {by or 'host'}",
-                           f'<div class="tablewrap">{table(shown, GROUP_COLUMNS)}</div>',
+                           f'<div class="tablewrap">{table(shown, _group_columns(shown))}</div>',
                            plots=[label_share_figure(plot_rows, by or "host", LABELS)],
                            anchor="groups", note=note))
         moved = [r for r in rows if r["moved"] and r["moved"] != "new this period"]

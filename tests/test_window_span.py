@@ -173,3 +173,12 @@ def test_window_starts_grid_unchanged_by_coverage() -> None:
     w = W.analyze_windows(as_table(s), window_s=60.0).windows
     assert [(x - T0.value // 10**6) / 1000 for x in w["window_start"]] == [0.0, 60.0, 120.0]
     assert w["covered_s"].tolist() == [55.0, 60.0, 5.0]
+
+
+def test_fleet_group_table_fits_the_page() -> None:
+    from rooftop.reports.fleet_sections import _group_columns
+
+    rows = [{"group": "host=a", "idle": 0.5, "unknown": 0.5, "mixed": 0.0, "compute-bound": None}]
+    keys = [c.key for c in _group_columns(rows)]
+    assert "idle" in keys and "unknown" in keys
+    assert "mixed" not in keys and "compute-bound" not in keys and "moved" not in keys
