@@ -170,9 +170,12 @@ def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]
             traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
                            "name": f"window: {ptext(lab)}", "hoverinfo": "skip",
                            "marker": {"symbol": "square", "size": 10, "color": LABEL_COLORS.get(lab, "#555")}})
-        figs.append(figure(traces, {"shapes": shapes, "yaxis": {"range": [0, 1.12], "title": {"text": "ratio"}},
-                                    "xaxis": {"type": "date"}},
-                           title=f"GPU {ptext(key, 80)}", height=300))
+        layout: dict[str, Any] = {"shapes": shapes, "yaxis": {"range": [0, 1.12], "title": {"text": "ratio"}},
+                                  "xaxis": {"type": "date"}}
+        if not any(t.get("mode") == "lines" for t in traces):  # nothing but the label bands
+            layout["annotations"] = [{"text": "no activity field in this input: label bands only", "xref": "paper",
+                                      "yref": "paper", "x": 0.5, "y": 0.45, "showarrow": False}]
+        figs.append(figure(traces, layout, title=f"GPU {ptext(key, 80)}", height=300))
         if extra is not None:
             figs.append(extra)
     if not windows:

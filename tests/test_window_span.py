@@ -138,6 +138,9 @@ def test_nvidia_smi_csv_without_activity_is_idle_with_reason_not_mixed() -> None
     assert all(any("no CUDA context" in e for e in w["evidence"]) for w in doc["windows"])
     series = next(iter(doc["timelines"].values()))
     assert "power_w" in series and "gpu_util" not in series
+    figs, _note = timeline_figures(doc)
+    assert "label bands only" in figs[0]["layout"]["annotations"][0]["text"]
+    assert figs[1]["layout"]["title"]["text"].endswith("power and clocks (NVML, coarse)")
 
 
 def test_nvidia_smi_dmon_timeline_draws_coarse_signals() -> None:

@@ -9,7 +9,7 @@ partials are arrays (:class:`WindowPartials`, the same content; ``to_frame()`` g
 rows are first reduced to runs of one (key, labels, window, field), the usual layout of series in
 time order, so per-row work is a few vector passes.
 
-Partials columns: ``KEY_COLUMNS``; for every metric in ``PROFILE_METRICS`` ``<m>__sum``,
+Partials columns: ``KEY_COLUMNS``; for every metric in ``WINDOW_FIELDS`` ``<m>__sum``,
 ``<m>__n`` and ``<m>__zero`` (samples exactly 0, for the multiplexing lint); ``n_samples``;
 ``first_ts``/``last_ts`` (epoch ms); ``window_s``; and for each workload label (``namespace``,
 ``pod``, ``container``, ``job``, ``mig_profile``) its most frequent value ``<l>`` with its count
@@ -46,6 +46,7 @@ from rooftop.analyzer.windows.fields import (
     PIPES,
     PROFILE_METRICS,
     RATIO_METRICS,
+    WINDOW_FIELDS,
 )
 from rooftop.analyzer.windows.partials import WindowPartials
 from rooftop.analyzer.windows.reduce import combine_partials, finish_windows
@@ -69,7 +70,7 @@ from rooftop.analyzer.windows.scan import _run_starts, window_partials, window_p
 __all__ = [
     "DOMINANT_MIN", "DRAM_HIGH", "DRAM_PRACTICAL_PEAK", "GR_BUSY", "IDLE_MAX", "KEY_COLUMNS", "LABEL_COLUMNS",
     "METRICS", "PIPES", "PIPE_HIGH", "PROFILE_METRICS", "RATIO_METRICS", "SM_EFFECTIVE", "SM_INEFFECTIVE",
-    "SM_LOW", "WindowAnalysis", "WindowPartials", "_epoch_ms", "_run_starts", "analyze_windows",
+    "SM_LOW", "WINDOW_FIELDS", "WindowAnalysis", "WindowPartials", "_epoch_ms", "_run_starts", "analyze_windows",
     "classify_windows", "combine_partials", "finish_windows", "mig_share", "resolve_devices",
     "window_devices", "window_partials", "window_partials_arrow",
 ]

@@ -23,11 +23,11 @@ PROFILE_METRICS: dict[int, str] = {
     203: "gpu_util",
     204: "mem_copy_util",
     155: "power_w",
-    100: "sm_clock_mhz",
-    101: "mem_clock_mhz",
     252: "fb_used_mib",
 }
-METRICS: tuple[str, ...] = tuple(PROFILE_METRICS.values())
+# windows also average the clocks, drawn on the timeline as coarse signals (not used by any label)
+WINDOW_FIELDS: dict[int, str] = {**PROFILE_METRICS, 100: "sm_clock_mhz", 101: "mem_clock_mhz"}
+METRICS: tuple[str, ...] = tuple(WINDOW_FIELDS.values())
 KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
 LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")
 PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active", "fp16": "fp16_active"}
@@ -40,9 +40,9 @@ _KEY_KEEP = [c for c in KEY_COLUMNS if c != "window_start"]
 
 Codes = tuple[np.ndarray, np.ndarray]  # (int64 codes sorted like the values, missing = len(uniques); uniques)
 Slices = tuple[tuple[int, int], ...]
-_FID_MAX = max(PROFILE_METRICS) + 1
+_FID_MAX = max(WINDOW_FIELDS) + 1
 _FID_LUT = np.full(_FID_MAX + 1, -1, dtype="int8")  # field id -> metric column; -1 at both ends: "other"
-_FID_LUT[list(PROFILE_METRICS)] = np.arange(len(PROFILE_METRICS))
+_FID_LUT[list(WINDOW_FIELDS)] = np.arange(len(WINDOW_FIELDS))
 
 
 def gpu_key(host: object, gpu: object, mig: object = None) -> str:
