@@ -272,6 +272,8 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
     matches: list[tuple[DeviceMatch, str | None, list[int]]] = []
     if base is not None:
         ids, specs = pd.Series(0, index=idx, dtype="int64"), {0: base}
+    elif option is not None and option.source == "builtin":
+        ids, specs = pd.Series(-1, index=idx, dtype="int64"), {}  # --device decides; no other entry mixes in
     else:
         ids, specs, matches = _spec_per_row(keys, None)
     b_vals, b_detail, b_src = _spec_values(ids, specs, sm_hz, tensor_ops)

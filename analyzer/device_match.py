@@ -186,24 +186,30 @@ def lint_items(matches: list[tuple[DeviceMatch, str | None, list[int]]]) -> list
 def device_lint(keys: pd.DataFrame, matches: list[tuple[DeviceMatch, str | None, list[int]]],
                  option: DeviceSpec | None) -> tuple[list[dict[str, Any]], pd.Series]:
     """Lint items and the per-kernel evidence sentence for the device assumed (docs/formulas.md#ceilings)."""
-    lint: list[dict[str, Any]] = list(lint_items(matches))
     assumed = pd.Series(None, index=keys.index, dtype="object")
-    for m, name, rows in matches:
-        text = assumption(m, name)
-        if text and rows:
-            assumed.iloc[rows] = text
-    if option is not None:
-        k = keys.astype("object").where(keys.notna(), None)
-        combos = k[["cc", "sms"]].drop_duplicates()
-        for cc, sms in combos.itertuples(index=False):
-            why = contradiction(option, None if cc is None else str(cc), None if sms is None else int(sms))
-            if not why:
-                continue
-            rows = ((k["cc"] == cc) if cc is not None else k["cc"].isna()) & \
-                ((k["sms"] == sms) if sms is not None else k["sms"].isna())
-            pos = [int(i) for i in np.flatnonzero(rows.to_numpy(dtype=bool))]
-            lint.append({"code": "device-contradiction", "kernels": pos, "message":
-                         f"{len(pos)} kernel(s): --device {option.name} contradicts the export ({why}): "
-                         "its ceilings are used as asked, but they are probably not this GPU's."})
-            assumed.iloc[pos] = f"--device {option.name} contradicts the export ({why})"
+    if option is None:
+        for m, name, rows in matches:
+            text = assumption(m, name)
+            if text and rows:
+                assumed.iloc[rows] = text
+        return list(lint_items(matches)), assumed
+    # --device decides: the export's hints only check it (no ambiguity or assumption to report)
+    lint: list[dict[str, Any]] = []
+    k = keys.astype("object").where(keys.notna(), None)
+    combos = k[["cc", "sms"]].drop_duplicates()
+    for cc, sms in combos.itertuples(index=False):
+        rows = ((k["cc"] == cc) if cc is not None else k["cc"].isna()) & \
+            ((k["sms"] == sms) if sms is not None else k["sms"].isna())
+        pos = [int(i) for i in np.flatnonzero(rows.to_numpy(dtype=bool))]
+        why = contradiction(option, None if cc is None else str(cc), None if sms is None else int(sms))
+        if not why:
+            seen = " and ".join(x for x in (f"CC {cc}" if cc is not None else "",
+                                           f"{int(sms)} SMs" if sms is not None else "") if x)
+            assumed.iloc[pos] = f"Device {option.name} from --device" + (
+                f", which agrees with the export's {seen}" if seen else " (the export has no CC or SM count to check)")
+            continue
+        lint.append({"code": "device-contradiction", "kernels": pos, "message":
+                     f"{len(pos)} kernel(s): --device {option.name} contradicts the export ({why}): "
+                     "its ceilings are used as asked, but they are probably not this GPU's."})
+        assumed.iloc[pos] = f"--device {option.name} contradicts the export ({why})"
     return lint, assumed
