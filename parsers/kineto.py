@@ -53,6 +53,12 @@ def to_ns(v: Any) -> int:
     if isinstance(v, Decimal):
         return int((v * _THOUSAND).to_integral_value(rounding=ROUND_HALF_EVEN))
     if isinstance(v, str):
+        whole, dot, frac = v.partition(".")
+        if dot and whole.lstrip("-").isdigit() and frac.isdigit() and len(frac) <= 3:
+            ns = int(whole) * 1000 + int(frac.ljust(3, "0")) * (-1 if whole.startswith("-") else 1)
+            return ns
+        if not dot and v.lstrip("-").isdigit():
+            return int(v) * 1000
         try:
             return to_ns(Decimal(v.strip()))
         except InvalidOperation as exc:

@@ -67,14 +67,13 @@ class _Db:
         have = [c for c in candidates if c in self.cols(table)]
         if not have:
             return "NULL", ""
-        parts, joins = [], []
+        parts = []
         strings = "StringIds" in self.tables
-        for i, c in enumerate(have):
+        for c in have:  # scalar subqueries: COALESCE stops at the first hit (no join per column)
             if strings:
-                joins.append(f"LEFT JOIN StringIds s{i} ON s{i}.id = {alias}.{c}")
-                parts.append(f"s{i}.value")
+                parts.append(f"(SELECT value FROM StringIds WHERE id = {alias}.{c})")
             parts.append(f"CASE WHEN typeof({alias}.{c}) = 'text' THEN {alias}.{c} END")
-        return _coalesce(parts), " ".join(joins)
+        return _coalesce(parts), ""
 
 
 def _coalesce(parts: list[str]) -> str:

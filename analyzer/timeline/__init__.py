@@ -15,6 +15,7 @@ import pandas as pd
 from rooftop.analyzer.timeline.labels import Verdict, label_device, summary_verdict
 from rooftop.analyzer.timeline.metrics import (
     GPU_KINDS,
+    Acts,
     DeviceTimeline,
     Union,
     device_metrics,
@@ -103,21 +104,22 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
                                     "empty (docs/formulas.md#timelines)"})
         return
     covers: dict[str, Union] = {}
+    acts = Acts.from_frame(act)
+    devices = act["device"].to_numpy(dtype=object)
     for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
-        dact = act[act["device"] == device]
-        dt = device_metrics(dact)
+        dt = device_metrics(acts.subset(devices == device))
         covers[device] = sync_cover(ev, device)
         v = label_device(dt, covers[device])
         out.devices[(path, device)] = (dt, v)
         out.timeline.append(_entry(path, device, gpus.get(device), dt.metrics, v))
-    _steps(r, ev, act, covers, out)
+    _steps(r, ev, act, acts, covers, out)
 
 
 def _dev_key(d: str) -> tuple[int, str]:
     return (int(d), d) if d.lstrip("-").isdigit() else (1 << 30, d)
 
 
-def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, covers: dict[str, Union],
+def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, acts: Acts, covers: dict[str, Union],
            out: TimelineAnalysis) -> None:
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
     ranges, left_out = top_level_ranges(ev[ev["kind"] == "range"])
@@ -131,10 +133,8 @@ def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, covers: dict[str
         mask = step_members(rng, launch, act_pid)
         if not mask.any():
             continue
-        members = act[mask]
         for device in sorted(set(devices[mask].tolist()) - {None}, key=_dev_key):
-            dact = members[members["device"] == device]
-            dt = device_metrics(dact)
+            dt = device_metrics(acts.subset(mask & (devices == device)))
             v = label_device(dt, covers[device])
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
             step["busy_strip"] = None  # the device entry draws the strip

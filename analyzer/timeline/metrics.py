@@ -74,17 +74,6 @@ def gap_stats(gaps: np.ndarray) -> dict[str, Any]:
     }
 
 
-def top_kernels(names: pd.Series, dur: np.ndarray, n: int = TOP_KERNELS) -> list[dict[str, Any]]:
-    """Grouped by exact name, by total (plain sum) descending, ties by name ascending."""
-    if not len(dur):
-        return []
-    g = pd.DataFrame({"name": names.to_numpy(dtype=object), "d": dur}).groupby("name", sort=False)["d"]
-    agg = pd.DataFrame({"count": g.size(), "total": g.sum()}).reset_index()
-    agg = agg.sort_values(["total", "name"], ascending=[False, True], kind="mergesort").head(n)
-    return [{"name": r.name, "count": int(r.count), "total_s": _sec(int(r.total))}
-            for r in agg.itertuples(index=False)]
-
-
 STRIP_BINS = 200
 GAP_EDGES_NS = (0, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000)
 
@@ -134,13 +123,61 @@ class DeviceTimeline:
     short_busy_ns: int
 
 
-def device_metrics(act: pd.DataFrame, top: int = TOP_KERNELS) -> DeviceTimeline:
-    """``act``: the kernel/memcpy/memset events of one device (``EVENT_COLUMNS``)."""
-    kind = act["kind"].to_numpy(dtype=object)
-    start = act["start_ns"].to_numpy(dtype=np.int64)
-    end = act["end_ns"].to_numpy(dtype=np.int64)
+@dataclass
+class Acts:
+    """GPU activity as arrays (one row per kernel/memcpy/memset): fast subsets for steps."""
+
+    kind: np.ndarray  # 0 kernel, 1 memcpy, 2 memset
+    start: np.ndarray
+    end: np.ndarray
+    name: np.ndarray  # codes into ``names`` (-1: none)
+    names: np.ndarray  # object
+    name_rank: np.ndarray  # alphabetical rank of each name (ties broken by name in top_kernels)
+    nccl: np.ndarray  # per name: contains "nccl" (any case)
+    stream: np.ndarray  # codes into ``streams`` (-1: none)
+    streams: np.ndarray
+
+    @classmethod
+    def from_frame(cls, act: pd.DataFrame) -> Acts:
+        kind = pd.Categorical(act["kind"].astype(object), categories=list(GPU_KINDS)).codes.astype(np.int8)
+        name, names = pd.factorize(act["name"].astype(object), sort=False)
+        names = np.asarray(names, dtype=object)
+        order = np.argsort(names.astype(str), kind="stable")
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[order] = np.arange(len(names))
+        stream, streams = pd.factorize(act["stream"], sort=True)
+        return cls(kind, act["start_ns"].to_numpy(dtype=np.int64), act["end_ns"].to_numpy(dtype=np.int64),
+                   name, names, rank, np.array(["nccl" in str(n).lower() for n in names], dtype=bool),
+                   stream, np.asarray(streams, dtype=object))
+
+    def subset(self, mask: np.ndarray) -> Acts:
+        return Acts(self.kind[mask], self.start[mask], self.end[mask], self.name[mask], self.names,
+                    self.name_rank, self.nccl, self.stream[mask], self.streams)
+
+
+def _top(a: Acts, is_k: np.ndarray, kd: np.ndarray, n: int) -> list[dict[str, Any]]:
+    """Grouped by exact name, by total (plain sum) descending, ties by name ascending."""
+    codes = a.name[is_k]
+    ok = codes >= 0
+    if not ok.any():
+        return []
+    k = len(a.names)
+    total = np.bincount(codes[ok], weights=kd[ok].astype(np.float64), minlength=k)
+    count = np.bincount(codes[ok], minlength=k)
+    exact = np.zeros(k, dtype=np.int64)
+    np.add.at(exact, codes[ok], kd[ok])  # integer ns sums (the float sum only orders)
+    seen = np.flatnonzero(count)
+    order = seen[np.lexsort((a.name_rank[seen], -exact[seen]))][:n]
+    del total
+    return [{"name": a.names[i], "count": int(count[i]), "total_s": _sec(int(exact[i]))} for i in order]
+
+
+def device_metrics(act: pd.DataFrame | Acts, top: int = TOP_KERNELS) -> DeviceTimeline:
+    """``act``: the kernel/memcpy/memset events of one device (``EVENT_COLUMNS`` or :class:`Acts`)."""
+    a = act if isinstance(act, Acts) else Acts.from_frame(act)
+    kind, start, end = a.kind, a.start, a.end
     dur = end - start
-    is_k = kind == "kernel"
+    is_k = kind == 0
     ks, ke, kd = start[is_k], end[is_k], dur[is_k]
     busy = union(start, end)
     kbusy = union(ks, ke).busy
@@ -149,22 +186,22 @@ def device_metrics(act: pd.DataFrame, top: int = TOP_KERNELS) -> DeviceTimeline:
     gaps = busy.gaps
     span = busy.span
     idle = span - busy.busy
-    streams = act["stream"].dropna().unique()
+    scodes = np.unique(a.stream[a.stream >= 0])
+    kcodes = a.name[is_k]
     m: dict[str, Any] = {
         "kernels": int(is_k.sum()),
-        "memcpy": int((kind == "memcpy").sum()),
-        "memset": int((kind == "memset").sum()),
+        "memcpy": int((kind == 1).sum()),
+        "memset": int((kind == 2).sum()),
         "zero_or_negative_duration": int((dur <= 0).sum()),
-        "streams": [str(s) for s in sorted(streams.tolist())],
-        "nccl_kernels": int(act.loc[is_k, "name"].str.contains("nccl", case=False, regex=False)
-                            .fillna(False).sum()),
+        "streams": [str(s) for s in a.streams[scodes].tolist()],
+        "nccl_kernels": int(a.nccl[kcodes[kcodes >= 0]].sum()),
         "first_start_ns": int(busy.starts[0]) if span else None,
         "last_end_ns": int(busy.ends[-1]) if span else None,
         "span_s": _sec(span),
         "kernel_sum_s": _sec(int(kd.sum())),
         "kernel_busy_s": _sec(kbusy),
-        "memcpy_sum_s": _sec(int(dur[kind == "memcpy"].sum())),
-        "memset_sum_s": _sec(int(dur[kind == "memset"].sum())),
+        "memcpy_sum_s": _sec(int(dur[kind == 1].sum())),
+        "memset_sum_s": _sec(int(dur[kind == 2].sum())),
         "gpu_busy_s": _sec(busy.busy),
         "idle_s": _sec(idle),
         "idle_fraction": _ratio(idle, span),
@@ -176,7 +213,7 @@ def device_metrics(act: pd.DataFrame, top: int = TOP_KERNELS) -> DeviceTimeline:
             "share_of_kernel_busy": _ratio(sbusy, kbusy),
             "share_of_kernel_sum": _ratio(int(kd[short].sum()), int(kd.sum())),
         },
-        "top_kernels": top_kernels(act.loc[is_k, "name"], kd, top),
+        "top_kernels": _top(a, is_k, kd, top),
         "gap_histogram": gap_histogram(gaps),
         "busy_strip": busy_strip(busy),
     }
