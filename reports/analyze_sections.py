@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from rooftop.reports.common_sections import devices_table
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
-from rooftop.reports.md_widgets import MdSection, md_table
+from rooftop.reports.md_widgets import MdSection, md_esc, md_table
 from rooftop.reports.svg_roofline import roofline_svg
 from rooftop.reports.widgets import Column, Section, esc, kpi, share_bar, table
 
@@ -128,19 +129,53 @@ def devices_section(doc: dict[str, Any]) -> Section | None:
                    anchor="devices")
 
 
+def roofline_md_section(doc: dict[str, Any], svg_names: Sequence[str] = ()) -> MdSection | None:
+    """The roofline charts as linked SVG files (written next to the Markdown), or why there is none."""
+    view = doc.get("roofline")
+    if not isinstance(view, Mapping) or (not _kernels(doc) and not view.get("windows")):
+        return None
+    lines = []
+    if view.get("why_empty"):
+        lines.append(md_esc(view.get("why_empty")))
+    panels = [p for p in view.get("panels") or [] if p.get("placed")] + list(view.get("windows") or [])
+    for p, name in zip(panels, svg_names, strict=False):
+        title = md_esc(panel_title(p), limit=300)
+        lines.append(f"![roofline: {title}]({quote(name)})")
+    if panels and not svg_names:
+        lines.append("Roofline charts: written next to the Markdown file when it is written with --md FILE.")
+    return MdSection("Roofline", "\n\n".join(lines)) if lines else None
+
+
+def distinct_names(names: Sequence[str], limit: int = NAME_LIMIT) -> list[str]:
+    """Names shortened to ``limit`` characters keeping both ends (``head…tail``: CUTLASS names differ
+    at the end), so rows stay told apart; names still equal get `` #n`` (their row)."""
+    def short(s: str) -> str:
+        if len(s) <= limit:
+            return s
+        head = (limit - 1) * 3 // 5
+        return s[:head] + "…" + s[len(s) - (limit - 1 - head):]
+
+    out = [short(str(n)) for n in names]
+    counts: dict[str, int] = {}
+    for s in out:
+        counts[s] = counts.get(s, 0) + 1
+    return [f"{s} #{i + 1}" if counts[s] > 1 else s for i, s in enumerate(out)]
+
+
 def top_kernels_md_section(doc: dict[str, Any]) -> MdSection | None:
     kernels = doc.get("kernels") or []
     if not kernels:
         return None
     total = sum(num(k.get("duration_s")) or 0.0 for k in kernels)
     top = sorted(kernels, key=lambda k: -(num(k.get("duration_s")) or 0.0))[:TOP_KERNELS]
-    rows = [{"name": k.get("name"), "label": k.get("label"), "limiter": k.get("limiter"),
+    shown = distinct_names([str(k.get("name") or "") for k in top])
+    rows = [{"name": nm, "label": k.get("label"), "limiter": k.get("limiter"),
              "d": k.get("duration_s"),
              "share": (num(k.get("duration_s")) or 0.0) / total if total > 0 else None,
              "flops": k.get("achieved_flops_s"), "ai": (k.get("intensity") or {}).get("dram")}
-            for k in top]
+            for nm, k in zip(shown, top, strict=True)]
     cols: list[Any] = [("name", "kernel"), ("label", "label"), ("limiter", "limiter"),
                        ("d", "duration", fmt_time), ("share", "share", fmt_pct),
-                       ("flops", "FLOP/s", lambda v: fmt_num(v)), ("ai", "AI DRAM", lambda v: fmt_num(v))]
+                       ("flops", "FLOP/s", lambda v: fmt_num(v, "FLOP/s")), ("ai", "FLOP/B DRAM", lambda v: fmt_num(v))]
     more = f"\n\n_Top {TOP_KERNELS} of {len(kernels)} launches by duration._" if len(kernels) > TOP_KERNELS else ""
-    return MdSection("Top kernels", md_table(rows, cols, limit=NAME_LIMIT) + more)
+    return MdSection("Top kernels", md_table(rows, cols, limit=NAME_LIMIT + 8) + more)

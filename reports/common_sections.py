@@ -3,10 +3,11 @@ provenance, key numbers, how to reproduce. Rendered only from the document dict.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares
-from rooftop.reports.md_widgets import MdSection, md_esc, md_table
+from rooftop.reports.md_widgets import CELL_LIMIT, MdSection, md_esc, md_table
 from rooftop.reports.roofline import ceilings_of
 from rooftop.reports.widgets import Column, Section, esc, finding_html, kpi, table
 
@@ -126,13 +127,64 @@ def findings_md_section(doc: dict[str, Any]) -> MdSection:
     findings = doc.get("findings") or []
     if not findings:
         return MdSection("Top findings", "No findings.")
+    recs = _recommendation_ids(findings)
     rows = [{"rank": f.get("rank"), "severity": f.get("severity"), "title": f.get("title"),
-             "share": f.get("time_share"), "saving": f.get("est_saving_s"),
-             "rec": f.get("recommendation")} for f in findings]
+             "share": f.get("time_share"), "saving": f.get("est_saving_s"), "rule": f.get("rule"),
+             "bound": " / ".join(str(x) for x in (f.get("label"), f.get("limiter")) if x) or None,
+             "rec": recs.get(str(f.get("recommendation") or ""))} for f in findings]
     cols: list[Any] = [("rank", "rank"), ("severity", "severity"), ("title", "finding"),
-                       ("share", "GPU time", fmt_pct), ("saving", "est. saving", fmt_time),
-                       ("rec", "recommendation")]
+                       ("bound", "label / limiter"), ("share", "GPU time", fmt_pct),
+                       ("saving", "est. saving", fmt_time), ("rule", "rule"), ("rec", "recommendation")]
     return MdSection("Top findings", md_table(rows, cols))
+
+
+def _recommendation_ids(findings: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each distinct recommendation text once: ``R1``, ``R2``... in order of first finding."""
+    out: dict[str, str] = {}
+    for f in findings:
+        text = str(f.get("recommendation") or "")
+        if text and text not in out:
+            out[text] = f"R{len(out) + 1}"
+    return out
+
+
+def _ncu_rules(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) -> list[str]:
+    """NVIDIA's rules on the finding's launches: title (rule, est. speedup), quoting the rule's text
+    where the export has it."""
+    seen: dict[str, str] = {}
+    for pos in list(f.get("kernels") or [])[:50]:
+        if not isinstance(pos, int) or not 0 <= pos < len(kernels):
+            continue
+        for r in kernels[pos].get("ncu_rules") or []:
+            key = f"{r.get('rule')}|{r.get('title')}"
+            if key in seen:
+                continue
+            sp = r.get("speedup_pct")
+            text = next((r.get(k) for k in ("message", "text", "body", "description") if r.get(k)), None)
+            seen[key] = (f"{r.get('title')} ({r.get('rule')}"
+                         + (f", est. speedup {sp:.1f} %" if isinstance(sp, (int, float)) else "") + ")"
+                         + (f': "{text}"' if text else ""))
+    return list(seen.values())[:4]
+
+
+def recommendations_md_section(doc: dict[str, Any]) -> MdSection | None:
+    """Each recommendation once, with the findings it answers and the evidence behind it."""
+    findings = doc.get("findings") or []
+    recs = _recommendation_ids(findings)
+    if not recs:
+        return None
+    kernels = list(doc.get("kernels") or [])
+    lines = []
+    for text, rid in recs.items():
+        mine = [f for f in findings if str(f.get("recommendation") or "") == text]
+        ranks = ", ".join(f"#{f.get('rank')}" for f in mine)
+        lines.append(f"- **{rid}** (findings {md_esc(ranks)}): {md_esc(text, limit=CELL_LIMIT)}")
+        first = mine[0]
+        for e in list(first.get("evidence") or [])[:4]:
+            lines.append(f"  - {md_esc(e, limit=300)}")
+        for r in _ncu_rules(first, kernels):
+            lines.append(f"  - NVIDIA rule: {md_esc(r, limit=400)}")
+    return MdSection("Recommendations", "\n".join(lines))
 
 
 def lint_md_section(doc: dict[str, Any]) -> MdSection | None:

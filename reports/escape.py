@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -127,5 +128,15 @@ def md(value: Any, *, limit: int | None = None) -> str:
     text = str(value)
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 1)] + "…"
-    text = text.translate(_MD_SPECIAL)
-    return "".join(ch if ch >= " " else " " for ch in text)
+    text = _AUTOLINK.sub(lambda m: m.group(0)[:-1] + _WJ + m.group(0)[-1], text.translate(_MD_SPECIAL))
+    return text.translate(_MD_CONTROLS)
+
+
+# GitHub turns bare URLs, www. hosts and e-mail addresses into live links (GFM autolink extension), even
+# in table cells: a WORD JOINER (U+2060, invisible) before the ':' of a scheme, the '.' after 'www' and
+# the '@' of an address breaks the pattern and leaves the text as it reads.
+_WJ = "\u2060"
+_AUTOLINK = re.compile(r"(?i)(?<![a-z0-9])(?:[a-z][a-z0-9+.-]{1,20}:(?=//)|www\.|xmpp:|mailto:)|(?<=[a-z0-9._+-])@")
+# C0/C1 controls -> space; bidi embeddings, overrides, isolates and marks -> their visible code point
+_MD_CONTROLS = {**{c: " " for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))},
+                **{c: f"U+{c:04X}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}}

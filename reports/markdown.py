@@ -9,6 +9,7 @@ the widgets they build with (``MdSection``, ``md_table``, ``md_esc``) are in
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rooftop.reports import analyze_sections as an
@@ -19,7 +20,8 @@ from rooftop.reports.md_widgets import MdBuilder, MdSection, md_esc, md_table
 __all__ = ["MD_SECTIONS_BY_KIND", "MdSection", "md_esc", "md_table", "render_markdown"]
 
 MD_SECTIONS_BY_KIND: dict[str, list[MdBuilder]] = {
-    "analyze": [common.key_numbers_section, common.findings_md_section, an.top_kernels_md_section,
+    "analyze": [common.key_numbers_section, common.findings_md_section, common.recommendations_md_section,
+                an.roofline_md_section, an.top_kernels_md_section,
                 timeline_sections.timeline_md_sections, fleet_sections.join_md_section, common.lint_md_section, common.reproduce_md_section],
     "fleet": [common.key_numbers_section, fleet_sections.markdown_sections,
               common.findings_md_section, common.lint_md_section, common.reproduce_md_section],
@@ -30,13 +32,32 @@ MD_SECTIONS_BY_KIND: dict[str, list[MdBuilder]] = {
 TITLES = {"analyze": "rooftop report", "fleet": "rooftop fleet report", "diff": "rooftop diff report"}
 
 
-def render_markdown(doc: dict[str, Any]) -> str:
-    """The whole Markdown report."""
+def roofline_svg_files(doc: dict[str, Any], md_path: str) -> list[tuple[str, str]]:
+    """``(path, svg)`` per roofline chart to write next to ``md_path``: ``<stem>.roofline.svg``, then
+    ``<stem>.roofline-2.svg``... (static, self-contained: the chart of the HTML report)."""
+    from rooftop.reports.svg_roofline import roofline_svg
+
+    raw = doc.get("roofline")
+    view: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    families = list(doc.get("families") or [])
+    panels = [p for p in view.get("panels") or [] if p.get("placed")] + list(view.get("windows") or [])
+    base = Path(md_path)
+    stem = base.name[:-3] if base.name.lower().endswith(".md") else base.name
+    out = []
+    for n, p in enumerate(panels, 1):
+        name = f"{stem}.roofline{'' if n == 1 else f'-{n}'}.svg"
+        svg = roofline_svg(p, families, title=an.panel_title(p))
+        out.append((str(base.with_name(name)), '<?xml version="1.0" encoding="utf-8"?>\n' + svg + "\n"))
+    return out
+
+
+def render_markdown(doc: dict[str, Any], svg_names: list[str] | None = None) -> str:
+    """The whole Markdown report; ``svg_names``: the roofline SVG files written next to it (linked)."""
     kind = str(doc.get("kind") or "analyze")
     builders = MD_SECTIONS_BY_KIND.get(kind) or MD_SECTIONS_BY_KIND["analyze"]
     parts = [f"# {TITLES.get(kind, 'rooftop report')}"]
     for b in builders:
-        res = b(doc)
+        res = an.roofline_md_section(doc, svg_names or []) if b is an.roofline_md_section else b(doc)
         if res is None:
             continue
         for sec in res if isinstance(res, list) else [res]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rooftop.analyzer.schema import validate_document
@@ -16,9 +17,12 @@ def write_outputs(doc: dict[str, Any], html: str | None, md: str | None, json_pa
 
         write_atomic(json_path, render_json_bytes(doc))  # bytes: no 250 MB str to encode again
     if md:
-        from rooftop.reports.markdown import render_markdown
+        from rooftop.reports.markdown import render_markdown, roofline_svg_files
 
-        write_atomic(md, render_markdown(doc))
+        svgs = roofline_svg_files(doc, md)  # self-contained SVG rooflines next to the Markdown, linked from it
+        for path, text in svgs:
+            write_atomic(path, text)
+        write_atomic(md, render_markdown(doc, svg_names=[Path(p).name for p, _ in svgs]))
     if html:
         from rooftop.reports.html import render_html
 

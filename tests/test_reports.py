@@ -304,3 +304,40 @@ def test_large_documents_are_compact_but_equal() -> None:
     assert json.loads(text) == big
     small = {"schema_version": 1, "kernels": kernels[:2]}
     assert "\n " in render_json(small)
+
+
+def test_markdown_cells_neutralise_autolinks_bidi_and_c1() -> None:
+    """Issue 19 item 15: GitHub autolinks bare URLs, www. hosts and e-mails even in table cells."""
+    text = md("k<http://evil.example/x> www.evil.example a.b@evil.example mailto:x@y.z \u202eexe.txt \x85\x9b2J")
+    for live in ("http://", "www.evil", "b@evil", "mailto:"):
+        assert live not in text
+    assert "\u2060" in text and "\u202e" not in text and "U+202E" in text
+    assert not any(0x80 <= ord(c) < 0xA0 or c < " " for c in text)
+    assert md("plain name::f<int>") == "plain name::f&lt;int&gt;"  # nothing else changes
+
+
+def test_md_writes_the_svg_roofline_next_to_it_and_links_it(tmp_path: Path) -> None:
+    doc = sample_document()
+    md_path = tmp_path / "ticket.md"
+    write_outputs(doc, html=None, md=str(md_path), json_path=None)
+    text = md_path.read_text(encoding="utf-8")
+    svg = (tmp_path / "ticket.roofline.svg").read_text(encoding="utf-8")
+    assert "](ticket.roofline.svg)" in text and "](ticket.roofline-2.svg)" in text  # kernels + DCGM windows
+    assert svg.startswith("<?xml") and 'xmlns="http://www.w3.org/2000/svg"' in svg and "<script" not in svg
+    assert "href" not in svg  # self-contained: nothing external
+    assert text.rstrip().split("## ")[-1].startswith("How to reproduce")
+
+
+def test_md_names_kernels_distinctly_and_says_each_recommendation_once() -> None:
+    from rooftop.reports.analyze_sections import distinct_names
+
+    cutlass = ["void cutlass::Kernel<cutlass::gemm::kernel::Gemm<" + "X" * 120 + f"Tile{i}>>(Params)" for i in range(3)]
+    short = distinct_names(cutlass, limit=100)
+    assert len(set(short)) == 3 and all(len(s) <= 100 for s in short)  # the differing tails are kept
+    assert distinct_names(["k" * 200, "k" * 200]) == [distinct_names(["k" * 200])[0] + " #1",
+                                                     distinct_names(["k" * 200])[0] + " #2"]
+    doc = sample_document()
+    doc["findings"][2]["recommendation"] = doc["findings"][0]["recommendation"]
+    text = render_markdown(doc)
+    assert text.count("Cut DRAM traffic: fuse.") == 1
+    assert "(findings \\#1, \\#3)" in text
