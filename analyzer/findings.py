@@ -190,7 +190,11 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     agg["local_max"] = groups["local"].max().reindex(agg.index)
     agg = agg[~groups["failed"].all().reindex(agg.index).fillna(False).astype(bool)]  # failed profiles: no advice
 
-    agg["est"] = np.where(agg["n_nv"] > 0, agg["nv_s"], np.where(agg["n_gap"] > 0, agg["gap_s"], np.nan))
+    # an unknown label: the gap at the measured levels bounds nothing recoverable (an unmeasured level may
+    # bind lower), so only NVIDIA's whole-kernel estimate counts (docs/formulas.md#findings)
+    unknown = (agg["label"].fillna("unknown") == "unknown").to_numpy()
+    agg["est"] = np.where(agg["n_nv"] > 0, agg["nv_s"],
+                          np.where((agg["n_gap"] > 0) & ~unknown, agg["gap_s"], np.nan))
     agg["share"] = agg["time_s"].fillna(0.0) / total if total > 0 else 0.0
     agg["score"] = np.where(agg["est"].notna(), agg["est"] / total if total > 0 else 0.0, agg["share"])
     sev = np.where(agg["score"] >= HIGH, 0, np.where(agg["score"] >= MEDIUM, 1, 2))
@@ -240,6 +244,12 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
                 ev.append(f"roofline gap (upper bound): {_fmt_s(float(gap_s))}")
             rec += " NVIDIA's rules for these launches: " + "; ".join(
                 str(t) for (_, t) in top_rules.index if isinstance(t, str) and t) + "." if len(top_rules) else ""
+        elif gap_s is not None and label == "unknown":
+            est, basis = None, ""
+            ev.append(f"no saving claimed: the roofline gap at the measured levels ({_fmt_s(float(gap_s))}) is no "
+                      "estimate while the bound is unknown, since an unmeasured level may bind lower (less would be "
+                      "recoverable) and NVIDIA gives no whole-kernel estimate; severity from the time share, at most medium "
+                      "(docs/formulas.md#findings)")
         elif gap_s is not None:
             est = float(gap_s)
             basis = "the roofline gap, duration × (1 − achieved/attainable), an upper bound"
@@ -265,7 +275,15 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
         score = float(row["score"])
         short = _short(str(fam))
         launches = round(float(row["launches"]))
-        what = "unclassified (metrics missing)" if label == "unknown" else f"{label} ({limiter})"
+        if label == "unknown":
+            missing = _missing_named(k_ev)
+            what = f"unknown ({', '.join(missing)} not in the export)" if missing else "unknown"
+            decide = _what_decides(missing, k_ev)
+            if decide:
+                ev.insert(0, f"what would decide it: {decide}")
+                rec = f"Bound unknown: {decide}. " + rec
+        else:
+            what = f"{label} ({limiter})"
         title = f"{short}: {what}, {share * 100:.1f}% of kernel time in {launches} launch(es)"
         findings.append({
             "rank": 0, "rule": rule, "severity": _severity(score, est is not None, bool(row["capped"])), "title": title,
@@ -275,6 +293,37 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
             "_score": score,
         })
     return findings
+
+
+_NOT_EVALUATED = "Not in the export, so not evaluated: "
+_DECIDES = {  # what a missing input needs (docs/formulas.md#findings)
+    "SpeedOfLight %": "--section SpeedOfLight (sm__throughput, gpu__compute_memory_throughput)",
+    "L1 bytes": "the L1 bytes (--section SpeedOfLight_HierarchicalSingleRooflineChart, or l1tex__t_bytes)",
+    "L2 bytes": "the L2 bytes (--section SpeedOfLight_HierarchicalSingleRooflineChart, or lts__t_bytes)",
+    "DRAM bytes": "dram__bytes (--section SpeedOfLight_RooflineChart)",
+    "FLOP counters": "the FLOP counters (--section SpeedOfLight_RooflineChart)",
+    "duration": "gpu__time_duration",
+}
+
+
+def _missing_named(k_ev: Any) -> list[str]:
+    """The inputs a kernel's evidence names as not in the export."""
+    if not isinstance(k_ev, (list, tuple, np.ndarray)):
+        return []
+    for e in k_ev:
+        if isinstance(e, str) and e.startswith(_NOT_EVALUATED):
+            return [w.strip() for w in e[len(_NOT_EVALUATED):].split(",") if w.strip()]
+    return []
+
+
+def _what_decides(missing: list[str], k_ev: Any) -> str:
+    """The collection (and ``--device``) that would decide an unknown bound, in words."""
+    parts = [_DECIDES[m] for m in missing if m in _DECIDES]
+    texts = [str(e) for e in k_ev] if isinstance(k_ev, (list, tuple, np.ndarray)) else []
+    out = ["collect " + ", ".join(parts)] if parts else []
+    if any("pass --device NAME" in t or "pass `--device NAME`" in t for t in texts):
+        out.append("pass --device NAME (the ceilings)")
+    return "; ".join(out)
 
 
 def _short(family: str) -> str:

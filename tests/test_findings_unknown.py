@@ -1,0 +1,67 @@
+"""Findings on kernels whose bound is unknown: no roofline-gap saving, what would decide it.
+
+Rule: docs/formulas.md#findings.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from rooftop.analyzer.findings import rank_findings
+from rooftop.analyzer.pipeline import run_analysis
+from tests.conftest import corpus_dir
+from tests.test_findings import frame
+
+NO_WINDOWS = SimpleNamespace(findings=[])
+MISSING = "Not in the export, so not evaluated: L1 bytes, L2 bytes, SpeedOfLight %"
+
+
+def test_unknown_label_claims_no_roofline_gap_saving() -> None:
+    # 10 ms at 1 % of the DRAM/compute roof: the gap (9.9 ms) would be 99 % of the time, but L1/L2 are unknown
+    df = frame([{"family": "A", "duration_s": 10e-3, "achieved_flops_s": 1e10, "attainable_flops_s": 1e12,
+                 "evidence": ["bound unknown", MISSING]},
+                {"family": "B", "label": "memory-bound", "limiter": "dram", "duration_s": 1e-3,
+                 "achieved_flops_s": 5e11, "attainable_flops_s": 1e12}])
+    out = rank_findings(df, NO_WINDOWS, top=10)
+    a = next(f for f in out if f["family"] == "A")
+    assert a["est_saving_s"] is None
+    assert a["severity"] == "medium"  # share 10/11 >= 10 %, but no estimate -> at most medium
+    assert a["title"].startswith("A: unknown (L1 bytes, L2 bytes, SpeedOfLight % not in the export)")
+    assert "unclassified" not in a["title"]
+    ev = " | ".join(a["evidence"])
+    assert "no saving claimed" in ev and "9.9 ms" in ev
+    assert "what would decide it: collect the L1 bytes (--section SpeedOfLight_HierarchicalSingleRooflineChart" in ev and "--section SpeedOfLight " in ev
+    assert a["recommendation"].startswith("Bound unknown: collect the L1 bytes")
+    # the measured family keeps its roofline-gap estimate
+    b = next(f for f in out if f["family"] == "B")
+    assert b["est_saving_s"] == pytest.approx(0.5e-3)
+
+
+def test_unknown_label_uses_nvidia_global_estimate_only() -> None:
+    rules = [{"rule": "Occ", "title": "Achieved Occupancy", "speedup_pct": 30.0, "speedup_type": "global"},
+             {"rule": "Pipe", "title": "Low Utilization", "speedup_pct": 90.0, "speedup_type": "local"}]
+    df = frame([{"family": "A", "duration_s": 10e-3, "achieved_flops_s": 1e10, "attainable_flops_s": 1e12,
+                 "ncu_rules": rules, "evidence": [MISSING]}])
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] == pytest.approx(3e-3)  # 30 % x 10 ms, NVIDIA's global estimate
+    assert f["severity"] == "medium"  # unknown label: capped
+    assert "whole-kernel" in f["evidence"][1] or "whole-kernel" in " ".join(f["evidence"])
+    # only a local estimate: nothing claimed
+    df.at[0, "ncu_rules"] = rules[1:]
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] is None
+
+
+@pytest.mark.corpus
+def test_avery_unknown_kernels_claim_no_saving() -> None:
+    path = corpus_dir("ncu") / "AveryClapp__ESMM-Research__metrics.csv"
+    doc = run_analysis([str(path)], device="NVIDIA A10G")
+    unknown = [f for f in doc["findings"] if f.get("label") == "unknown"]
+    assert unknown
+    for f in unknown:
+        assert f["est_saving_s"] is None
+        assert f["severity"] in ("medium", "low")
+        assert "unknown (L1 bytes, L2 bytes, SpeedOfLight % not in the export)" in f["title"]
+        assert any(e.startswith("what would decide it: collect") for e in f["evidence"])
