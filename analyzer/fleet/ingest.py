@@ -2,9 +2,11 @@
 
 Per input: checksum (streamed) → skip when the manifest already holds that SHA-256 → stream the
 samples (``parsers.stream_path``: bounded batches in file order) into one temporary file per
-``date/host`` partition → rename → manifest entry. The manifest is rewritten atomically every
-:data:`COMMIT_EVERY` inputs and at the end, so a crash loses at most the inputs since the last
-commit (they are re-ingested next time; their orphan files are removed).
+``date/host`` partition → rename → manifest entry (small inputs: held and written together per
+commit, ``fleet/batch.py``). The manifest is rewritten atomically every :data:`COMMIT_EVERY` inputs
+(or an eighth of the manifest's entries, whichever is more, so the bytes rewritten stay linear in
+the inputs), every :data:`COMMIT_BYTES` of input, and at the end, so a crash loses at most the
+inputs since the last commit (they are re-ingested next time; their orphan files are removed).
 
 Memory is bounded whatever the input size: the parser holds one chunk and one batch (Prometheus
 text: ~8 MB of text, batches of ~128 k samples; nvidia-smi: segments of 128 k lines; parsers without
@@ -72,7 +74,8 @@ from rooftop.parsers import (
 )
 
 BATCH_ROWS = 1_000_000
-COMMIT_EVERY = 64
+COMMIT_EVERY = 64  # inputs per manifest commit, at least (more once the manifest is large)
+COMMIT_BYTES = 256 << 20  # input bytes read before a commit, at most
 READ_ATTEMPTS = 3  # digests and reads of a file that changes while it is read, before it is unusable
 MAX_REJECTED_KEPT = 50
 # formats whose samples come out in line order, so a longer file's first samples are the shorter one's
@@ -203,7 +206,7 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
             jobs += [(Path(path), replace(options, host=host)) for host, path in repair_manifest(manifest, summary)
                      if path not in given or host != options.host]
         summary.orphans_removed = remove_orphans(dataset, manifest)
-        pending = 0
+        pending = pending_bytes = 0
         group = Group(dataset)  # small inputs written together before each commit
         with _progress(jobs, progress) as items:
             for path, opts in items:
@@ -212,13 +215,16 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
                     continue
                 manifest.entries.append(entry)
                 pending += 1
+                pending_bytes += int(entry["size"])
                 if group.full:
                     group.flush()
-                if pending >= COMMIT_EVERY:
+                # commits grow with the manifest (each rewrites it whole: total bytes stay linear in
+                # the inputs), and come at least every COMMIT_BYTES of input read
+                if pending >= max(COMMIT_EVERY, len(manifest.entries) // 8) or pending_bytes >= COMMIT_BYTES:
                     group.flush()
                     lock.check()
                     manifest.save()
-                    pending = 0
+                    pending = pending_bytes = 0
         if pending or summary.repaired or not (dataset / "_manifest.json").exists():
             group.flush()
             lock.check()
