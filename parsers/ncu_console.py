@@ -10,7 +10,8 @@ Layouts (corpus FORMATS.md §2, §5):
   Average``. The row's metrics are the **Average**; ``invocations`` is N; minimum and maximum are
   kept as extra columns ``<metric>.min_over_invocations`` / ``<metric>.max_over_invocations``
   (same SI units; for the duration ``gpu__time_duration.sum.min_over_invocations``). These suffixes
-  are not ncu rollups, so no metric lookup mistakes them for one.
+  are not ncu rollups, so no metric lookup mistakes them for one. The accounting counts launches:
+  such a row adds N to ``records`` (or ``missing``), so records + missing + rejected = launches.
 
 Table rows are cut into cells by the column spans of the ``----`` rule above them (labels such as
 ``Compute (SM) Throughput`` contain single spaces; values are right-aligned); rows that do not fit
@@ -442,11 +443,12 @@ def _result(st: _State, cut: bool, last_line: int) -> ParseResult:
     path = st.path
     rows: list[dict[str, Any]] = []
     rejected: list[Rejected] = []
-    records = missing = 0
+    records = missing = cut_launches = 0
     for i, launch in enumerate(st.launches):
         if cut and i == len(st.launches) - 1:
             where = f"inside section {st.section!r}" if st.section else "before its first section"
             rejected.append(Rejected(path, launch.line, f"launch cut off by the end of the file at line {last_line}, {where}"))
+            cut_launches = max(1, int(launch.ident.get("invocations") or 1))
             continue
         failed = launch.values_present == 0 or launch.ident.get("grid") == 0
         row: dict[str, Any] = {"input": path, "index": i, "line": launch.line, "name": launch.name,
@@ -456,10 +458,11 @@ def _result(st: _State, cut: bool, last_line: int) -> ParseResult:
             row["invocations"] = 1
         if launch.nvtx:
             row["nvtx"] = " > ".join(launch.nvtx)
+        launches = max(1, int(row["invocations"]))  # a --print-summary row stands for N launches
         if failed:
-            missing += 1
+            missing += launches
         else:
-            records += 1
+            records += launches
             metrics = dict(launch.metrics)
             row["duration_s"] = metrics.pop(DURATION, None)
             for col, metric in (("grid", "launch__grid_size"), ("block", "launch__block_size")):
@@ -485,7 +488,8 @@ def _result(st: _State, cut: bool, last_line: int) -> ParseResult:
         meta["unknown_units"] = sorted(st.unknown_units)
     if st.conflicts:
         meta["conflicting_labels"] = sorted(st.conflicts)
-    acc = InputAccounting(path=path, format=FORMAT, records=records, missing=missing, rejected=len(rejected))
+    # launches, not rows: records + missing + rejected = the launches the file stands for
+    acc = InputAccounting(path=path, format=FORMAT, records=records, missing=missing, rejected=cut_launches)
     rejected.extend(st.bad_cells)
     return ParseResult(accounting=acc, kernels=kernels, rules=rules_df, rejected=rejected, meta=meta)
 

@@ -274,8 +274,10 @@ def check_result(res: ParseResult, path: Path, context: str = "") -> None:
         assert isinstance(rej.reason, str) and rej.reason.strip(), f"{where}: rejection without reason"
         assert "\n" not in rej.reason, f"{where}: multi-line reason {rej.reason[:200]!r}"
     if res.kind == "ncu":
-        assert len(res.kernels) == acc.records + acc.missing, (
-            f"{where}: kernel table has {len(res.kernels)} rows, accounting records+missing = "
+        inv = res.kernels["invocations"] if "invocations" in res.kernels else pd.Series(1, index=res.kernels.index)
+        launches = int(pd.to_numeric(inv, errors="coerce").fillna(1).clip(lower=1).sum())
+        assert launches == acc.records + acc.missing, (  # a --print-summary row is N launches
+            f"{where}: kernel table stands for {launches} launches, accounting records+missing = "
             f"{acc.records}+{acc.missing}")
         if len(res.kernels):
             validate_kernels(normalize_kernels(res.kernels))

@@ -128,6 +128,9 @@ def test_print_summary_rows_weighted_by_invocations_ishana() -> None:
     ks = doc["kernels"]
     inv = [k["extra"]["invocations"] for k in ks]
     assert sorted(inv) == [4, 10, 20]
+    # the input accounting counts launches: 3 rows stand for 4 + 10 + 20 = 34
+    [acc] = doc["inputs"]
+    assert (acc["records"], acc["missing"], acc["rejected"]) == (34, 0, 0)
     total = sum(k["duration_s"] * k["extra"]["invocations"] for k in ks)
     for f in doc["findings"]:
         [p] = f["kernels"]

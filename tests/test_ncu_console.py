@@ -179,6 +179,8 @@ def test_print_summary_uses_average_and_keeps_min_max(tmp_path: Path) -> None:
     assert row["gpu__time_duration.sum.max_over_invocations"] == pytest.approx(2.24e-6)
     assert row["gpc__cycles_elapsed.max"] == pytest.approx(4513)
     assert row["gpc__cycles_elapsed.max.min_over_invocations"] == pytest.approx(4271)
+    # records count launches: the one row stands for 4 (records + missing + rejected = launches)
+    assert (res.accounting.records, res.accounting.missing, res.accounting.rejected) == (4, 0, 0)
 
 
 FAILED = """\
