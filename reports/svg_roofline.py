@@ -19,12 +19,12 @@ from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, num
 from rooftop.reports.widgets import LABEL_COLORS
 
-W, H = 960, 520
-ML, MR, MT, MB = 92, 24, 18, 50
+W, H = 1040, 520
+ML, MR, MT, MB = 92, 282, 18, 50  # compute ceilings are labelled in the right margin, clear of the points
 LEVELS = (("dram", "DRAM", "circle"), ("l2", "L2", "square"), ("l1", "L1", "diamond"))
 BW_COLORS = {"dram": "#c2255c", "l2": "#e8590c", "l1": "#b08900"}
 NAME_ON_CHART = 34        # characters of a family name written next to its marker
-NAME_IN_KEY = 120         # characters of a family name in the key under the chart
+NAME_IN_KEY = 80          # characters of a family name in the key under the chart
 MAX_POINTS = 3000         # markers drawn per panel (largest families by time); the rest are counted
 
 
@@ -97,7 +97,7 @@ def _ceiling_text(c: Mapping[str, Any]) -> str:
     spread = ""
     lo, hi = num(c.get("min")), num(c.get("max"))
     if lo and hi and hi > lo * 1.01:
-        spread = f" ({fmt_num(lo, c.get('unit', ''))}–{fmt_num(hi, c.get('unit', ''))} across kernels)"
+        spread = f" (±{100 * (hi - lo) / 2 / float(c['value']):.0f} %)"
     return f"{c.get('name')} {fmt_num(c.get('value'), str(c.get('unit', '')))}{spread} · {c.get('source')}"
 
 
@@ -121,7 +121,7 @@ def _ceilings_svg(ax: _Axes, ceilings: Sequence[Mapping[str, Any]]) -> list[str]
         out.append(f'<g class="ceiling" data-kind="compute" data-key="{esc(c.get("key"))}" data-value="{c["value"]!r}">'
                    f'<line x1="{ax.px(xa):.1f}" y1="{y:.1f}" x2="{ax.px(xr):.1f}" y2="{y:.1f}" stroke="#222" '
                    f'stroke-width="1.6"{dash}><title>{esc(title)}</title></line>'
-                   f'<text x="{ax.px(xr) - 4:.1f}" y="{ty:.1f}" text-anchor="end" class="cl">{esc(_ceiling_text(c))}</text></g>')
+                   f'<text x="{ax.px(xr) + 6:.1f}" y="{ty + 8:.1f}" class="cl">{esc(_ceiling_text(c))}</text></g>')
     for n, b in enumerate(sorted(bw, key=lambda b: b["value"])):
         xb = min(xr, top / b["value"]) if top else xr
         # visible part of y = b * x inside the plot: x from max(left edge, bottom edge) to xb
@@ -189,7 +189,7 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
         "<style>.tk{font-size:11px;fill:#444}.ax{font-size:12px;fill:#222}.cl{font-size:11.5px;font-weight:600;"
         "paint-order:stroke;stroke:#fff;stroke-width:3px}.fl{font-size:11.5px;paint-order:stroke;stroke:#fff;"
         "stroke-width:3px;fill:#111}.ky{font-size:12px;fill:#222}</style>",
-        f'<defs><clipPath id="{cid}"><rect x="{ML}" y="{MT}" width="{ax.pw}" height="{ax.ph}"/></clipPath></defs>',
+        f'<defs><clipPath id="{cid}"><rect x="{ML}" y="{MT}" width="{W - ML}" height="{ax.ph}"/></clipPath></defs>',
         *_axes_svg(ax),
         f'<text transform="translate(16 {MT + ax.ph / 2:.0f}) rotate(-90)" text-anchor="middle" class="ax">'
         "performance (FLOP/s)</text>",
@@ -222,8 +222,13 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
     for n, i in enumerate(labelled, 1):
         if i in first_level:
             lv, x, y = first_level[i]
-            body.append(f'<text x="{ax.px(x) + 9:.1f}" y="{ax.py(y) - 7:.1f}" class="fl point-label" data-family="{i}">'
-                        f"{n} {esc(_short(families[i].get('family'), NAME_ON_CHART))}</text>")
+            text = f"{n} {_short(families[i].get('family'), NAME_ON_CHART)}"
+            px = ax.px(x)
+            # stay inside the plot (the right margin holds the compute ceiling labels): left of the marker if needed
+            right = px + 9 + 6.6 * len(text) > ML + ax.pw
+            tx, anchor = (px - 9, ' text-anchor="end"') if right else (px + 9, "")
+            body.append(f'<text x="{tx:.1f}" y="{ax.py(y) + (14 if right else -7):.1f}"{anchor} class="fl point-label" '
+                        f'data-family="{i}">{esc(text)}</text>')
     body.append("</g>")
     ky = H + 4
     legend = "  ".join(f"{sym} {name}" for (_, name, _), sym in zip(LEVELS, ("●", "■", "◆"), strict=True))

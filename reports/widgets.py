@@ -173,7 +173,9 @@ def finding_html(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) -> 
             name = name if len(name) <= 400 else name[:399] + "…"
             names = f'<div class="meta">e.g. <span class="kname">{esc(name)}</span></div>'
     ev = f.get("evidence") or []
-    ev_html = ("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in ev[:8]) + "</ul>") if ev else ""
+    # the evidence behind the label and the numbers, one click away (keeps the findings list short)
+    ev_html = (f'<details class="ev"><summary>evidence ({len(ev)})</summary><ul>'
+               + "".join(f"<li>{esc(e)}</li>" for e in ev[:8]) + "</ul></details>") if ev else ""
     return (f'<li class="finding"><div class="t"><span class="sev sev-{esc(sev)}">{esc(sev)}</span>'
             f'{esc(f.get("title"))}</div><div class="meta">{" · ".join(meta)}</div>{names}'
             f'<div class="rec">{esc(f.get("recommendation"))}</div>{ev_html}</li>')
