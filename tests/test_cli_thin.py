@@ -129,6 +129,20 @@ def test_file_size_limit_names_the_file_and_the_fix(tmp_path: Path) -> None:
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE semantics")
+def test_file_size_limit_while_ingesting_names_the_dataset(tmp_path: Path) -> None:
+    def tiny_limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3_000, 3_000))  # smaller than one partition
+
+    res = _run("ingest", str(FIXTURES / "dcgm"), "--to", str(tmp_path / "ds"), preexec_fn=tiny_limit)
+    err = res.stderr.decode()
+    assert res.returncode == 2, err
+    assert str(tmp_path / "ds") in err and "file-size limit" in err and "ulimit -f" in err, err
+    assert "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
 HOSTILE = "run\x1b]52;c;ZXZpbA==\x07\u202eevil\nname"
 
 
