@@ -398,9 +398,14 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
              "cost up to ", _num(c["tail_speedup_pct"], "%.1f"), "% of the runtime (est. 100·(1 − partial)/(1 + whole))",
              _where(ncu_tail, "; NCU raised Tail Effect", "; NCU's Tail Effect condition 1/(1 + whole) >= 20 % holds"),
              " (docs/formulas.md#kernel-labels)"))
+    fills = (f["grid"].astype("float64") >= f["sm_count"]).fillna(False).to_numpy(dtype=bool)
     add(over & (lim == "latency").to_numpy(),
-        _cat("Compute and memory both below 60 % of peak and the grid gives every SM work: latency-bound (stalls, "
-             "occupancy, dependencies), not throughput-bound",
+        _cat("Compute and memory both below 60 % of peak",
+             _where(fills, " and the grid gives every SM work",
+                    _where(np.asarray(basis == "ncu-sol"),
+                           " (grid or SM count not in the export: NCU's verdict rules out a small grid)",
+                           " (grid or SM count not in the export: a small grid is not ruled out)")),
+             ": latency-bound (stalls, occupancy, dependencies), not throughput-bound",
              _where(ncu_no_tail, _cat("; ", _num(f["waves"], "%.2f"), " waves and NCU raised no Tail Effect"),
                     _where(f["waves"].notna(), _cat("; ", _num(f["waves"], "%.2f"), " waves: no tail effect (NCU's "
                                                     "condition needs 1 <= waves < 5 with a partial wave, rooftop's an "
@@ -472,9 +477,14 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
     # 6. provenance and gaps
     if "device_assumed" in f.columns:
         add(f["device_assumed"].notna(), _cat(_obj(f["device_assumed"]), " (docs/formulas.md#ceilings)"))
-    add(f["bytes_convention"].isin(["nersc", "mixed"]),
+    nersc = f["bytes_convention"].isin(["nersc", "mixed"]).to_numpy()
+    ceil_12 = (f["bw_l1"].notna() | f["bw_l2"].notna()).to_numpy()
+    add(nersc & ceil_12,
         "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention with the device table's L1/L2 ceilings "
         "(docs/formulas.md#work-bytes)")
+    add(nersc & ~ceil_12,
+        "L1/L2 bytes in NERSC's l1tex__t_bytes / lts__t_bytes convention; no L1/L2 ceiling (no device table entry "
+        "or .peak_sustained), so those levels are shown but not evaluated (docs/formulas.md#work-bytes)")
     add(f["bytes_convention"] == "t_bytes",
         "L1/L2 bytes and ceilings both from l1tex__t_bytes / lts__t_bytes and their .peak_sustained "
         "(one convention per kernel, docs/formulas.md#work-bytes)")
