@@ -376,3 +376,19 @@ def test_report_sections_escape_and_place_arrows() -> None:
     assert "**FAIL**" in md and "<img" not in md
     assert [s.title for s in markdown_sections(doc)] == ["Verdict", "Regressions", "Improvements",
                                                          "New and vanished kernels"]
+
+
+def test_family_split_by_label_in_one_run_still_pairs() -> None:
+    """assign_families splits a key whose launches disagree in label (``key [label limiter]``);
+    the diff pairs such launches with the same kernel of the other run by the unsplit key."""
+    from rooftop.analyzer.families import assign_families
+
+    rows_b = [kernel("x", 1e-3, name="gemm_kernel(float*)"), kernel("x", 1e-3, name="gemm_kernel(float*)")]
+    rows_c = [kernel("x", 2e-3, name="gemm_kernel(float*)"),
+              kernel("x", 2e-3, name="gemm_kernel(float*)", label="memory-bound", limiter="dram")]
+    b, c = frame(rows_b), frame(rows_c)
+    b["family"], c["family"] = assign_families(b), assign_families(c)
+    assert c["family"].str.endswith("]").all() and not b["family"].str.endswith("]").any()
+    r = compare(b, c, fail_on=5)
+    assert len(r.pairs) == 2 and not len(r.new) and not len(r.vanished)
+    assert set(r.pairs["family"]) == set(b["family"])

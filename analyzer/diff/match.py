@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.families import family_key
+
 SIDES = ("baseline", "candidate")
 KEY = ["family", "grid", "block", "nvtx"]
 """Series key. A pair also matches on ``ordinal`` (position within the series, launch order)."""
@@ -48,7 +50,7 @@ def identify(results: pd.DataFrame) -> pd.DataFrame:
     """
     out = results.copy()
     name = _str_col(out, "name")
-    family = _str_col(out, "family")
+    family = _unsplit(out, _str_col(out, "family"))
     out["family"] = family.where(family != "", name)
     out["grid"] = _int_col(out, "grid")
     out["block"] = _int_col(out, "block")
@@ -60,6 +62,18 @@ def identify(results: pd.DataFrame) -> pd.DataFrame:
     out["ordinal"] = out.groupby(KEY, sort=False).cumcount().astype("int64")
     out["series"] = series_ids(out)
     return out
+
+
+def _unsplit(results: pd.DataFrame, family: pd.Series) -> pd.Series:
+    """The family without the verdict split of :func:`assign_families` (``key [label limiter]``
+    -> ``key``): a kernel whose launches were split by label in one run still pairs with the same
+    kernel in the other, which is what a diff must show (docs/formulas.md#families)."""
+    if "name" not in results.columns or not len(results):
+        return family
+    key = family_key(results).astype(object).fillna("").astype(str)
+    split = pd.Series([f.startswith(k + " [") and f.endswith("]") for f, k in
+                       zip(family, key, strict=True)], index=family.index, dtype=bool)
+    return family.where(~split, key)
 
 
 def series_ids(frame: pd.DataFrame) -> pd.Series:
