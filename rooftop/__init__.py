@@ -25,11 +25,12 @@ __all__ = ["__version__", "analyze", "load"]
 
 
 def analyze(paths: Iterable[str | PathLike[str]] | str | PathLike[str], device: str | None = None,
-            *, top: int = 10, window_s: float = 60.0) -> dict[str, Any]:
+            *, top: int = 10, window_s: float | None = None) -> dict[str, Any]:
     """Analyse files or folders of any format rooftop reads; returns the analysis document.
 
     ``device`` is a built-in device name or a JSON/YAML ceilings file, as ``--device`` on the
-    command line. Unusable input raises :class:`rooftop.parsers.InputError`."""
+    command line; ``window_s`` None chooses the DCGM window from the capture, as the command line
+    does (docs/formulas.md#windows). Unusable input raises :class:`rooftop.parsers.InputError`."""
     from rooftop.analyzer.pipeline import run_analysis
 
     items = [paths] if isinstance(paths, (str, PathLike)) else list(paths)
