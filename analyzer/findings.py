@@ -164,6 +164,11 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     capped_nv = np.isfinite(nv_raw) & np.isfinite(gap) & (nv_raw > gap)
     nv = np.where(capped_nv, gap, nv_raw)
     roof_pct = num("pct_of_roof")
+    # NCU's SOL % of the side the label names counts as the roof too (its >= 80 % "High Throughput")
+    lab = results["label"].astype("object").to_numpy() if "label" in results else np.full(n, None, dtype=object)
+    side = np.where(lab == "memory-bound", num("sol_memory_pct"),
+                    np.where(lab == "compute-bound", num("sol_compute_pct"), np.nan))
+    roof_pct = np.where(np.isfinite(side) & ~(roof_pct >= side), side, roof_pct)
     failed = results["profile_failed"].fillna(False).to_numpy(dtype=bool) if "profile_failed" in results else \
         np.zeros(n, dtype=bool)
 
@@ -267,8 +272,9 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
             ev.append(f"NVIDIA's local estimates (up to {float(row['local_max']):.1f} % of one unit or pipe) are "
                       "not whole-kernel savings and are not counted (docs/formulas.md#findings)")
         if pd.notna(row["roof_pct"]) and row["roof_pct"] >= ROOF_HIGH:
-            ev.append(f"already at {float(row['roof_pct']):.0f} % of its roof (>= {ROOF_HIGH:.0f} %): severity at most "
-                      "medium (docs/formulas.md#findings)")
+            ev.append(f"already at {float(row['roof_pct']):.0f} % of its roof (rooftop's roofline, or NCU's SpeedOfLight % "
+                      f"of the side its label names; >= {ROOF_HIGH:.0f} %): severity at most medium "
+                      "(docs/formulas.md#findings)")
         k_ev = evidence_col[int(row["representative"])]
         if isinstance(k_ev, (list, tuple, np.ndarray)):
             ev += [str(e) for e in list(k_ev)[:4]]

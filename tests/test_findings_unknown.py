@@ -65,3 +65,26 @@ def test_avery_unknown_kernels_claim_no_saving() -> None:
         assert f["severity"] in ("medium", "low")
         assert "unknown (L1 bytes, L2 bytes, SpeedOfLight % not in the export)" in f["title"]
         assert any(e.startswith("what would decide it: collect") for e in f["evidence"])
+
+
+def test_ncu_sol_at_80_pct_of_the_labelled_side_caps_severity() -> None:
+    # NVIDIA estimates 40 % of 10 ms (score 0.4 -> high), rooftop's roofline says 10 % of roof,
+    # but NCU's SOL puts the memory side the label names at 83 %: NCU's "High Throughput" -> medium
+    rules = [{"rule": "Lg", "title": "Lg Throttle Stalls", "speedup_pct": 40.0, "speedup_type": "global"}]
+    df = frame([{"family": "A", "label": "memory-bound", "limiter": "l1", "duration_s": 10e-3,
+                 "achieved_flops_s": 1e11, "attainable_flops_s": 1e12, "pct_of_roof": 10.0,
+                 "sol_memory_pct": 83.0, "sol_compute_pct": 83.0, "ncu_rules": rules}])
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] == pytest.approx(4e-3) and f["severity"] == "medium"
+    assert any("already at 83 % of its roof" in e for e in f["evidence"])
+    # the side the label does not name does not cap: compute-bound with memory at 83 %, compute at 30 %
+    df.loc[0, ["label", "limiter", "sol_compute_pct"]] = ["compute-bound", "fp32", 30.0]
+    assert rank_findings(df, NO_WINDOWS, top=10)[0]["severity"] == "high"
+
+
+@pytest.mark.corpus
+def test_lakshya_naive_gemm_at_ncu_high_throughput_is_not_high() -> None:
+    path = corpus_dir("ncu") / "LakshyaSingh354__CudaCode__gemm__reps__naive.ncu-rep"
+    doc = run_analysis([str(path)])
+    [f] = [f for f in doc["findings"] if f["family"].startswith("naive_gemm")]
+    assert f["severity"] == "medium" and f["est_saving_s"] is not None
