@@ -154,6 +154,11 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     with np.errstate(divide="ignore", invalid="ignore"):
         gap_frac = np.clip(1.0 - ach / att, 0.0, 1.0)
     gap = np.where(np.isfinite(gap_frac) & (att > 0) & np.isfinite(dur), dur * gap_frac, np.nan)
+    # a unit NCU measured at X % of its peak needs X % of the time at 100 %: no saving above 1 − X
+    busiest = np.fmax(num("sol_compute_pct"), num("sol_memory_pct"))
+    sol_cap = np.where(np.isfinite(busiest) & np.isfinite(dur), dur * np.clip(1.0 - busiest / 100.0, 0.0, 1.0), np.nan)
+    # (only the roofline-gap estimate, which assumes the same work; NVIDIA's rules may remove work)
+    gap_est = np.where(np.isfinite(gap) & np.isfinite(sol_cap), np.fmin(gap, sol_cap), gap)
     rules = results["ncu_rules"] if "ncu_rules" in results else pd.Series([None] * n, index=results.index)
     rule_lists = rules.tolist()
     best = [_best_rules(r) for r in rule_lists]
@@ -178,7 +183,7 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     for fam, ks in zip(fams["family"], fams["kernels"], strict=True):
         pos_family[ks] = fam
     ok_roof = np.isfinite(roof_pct) & np.isfinite(dur)
-    frame = pd.DataFrame({"family": pos_family, "gap": gap, "nv": nv, "nv_raw": nv_raw, "capped": capped_nv,
+    frame = pd.DataFrame({"family": pos_family, "gap": gap_est, "sol_capped": gap_est < gap, "nv": nv, "nv_raw": nv_raw, "capped": capped_nv,
                           "roof_t": np.where(ok_roof, roof_pct * dur, np.nan), "t_roof": np.where(ok_roof, dur, np.nan),
                           "failed": failed,
                           "local": [b[0] if b[0] is not None else np.nan for b in local]})
@@ -191,6 +196,7 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     agg["rows"] = agg["kernels"].map(len)
     agg["nv_raw_s"] = groups["nv_raw"].sum(min_count=1).reindex(agg.index)
     agg["n_capped"] = groups["capped"].sum().reindex(agg.index).fillna(0)
+    agg["n_sol_capped"] = groups["sol_capped"].sum().reindex(agg.index).fillna(0)
     agg["roof_pct"] = (groups["roof_t"].sum(min_count=1) / groups["t_roof"].sum(min_count=1)).reindex(agg.index)
     agg["local_max"] = groups["local"].max().reindex(agg.index)
     agg = agg[~groups["failed"].all().reindex(agg.index).fillna(False).astype(bool)]  # failed profiles: no advice
@@ -257,6 +263,9 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
                       "(docs/formulas.md#findings)")
         elif gap_s is not None:
             est = float(gap_s)
+            if row["n_sol_capped"] > 0:
+                ev.append(f"capped in {int(row['n_sol_capped'])} launch record(s) at duration × (1 − NCU's busier "
+                          "SpeedOfLight % / 100): the busiest unit cannot run above its peak (docs/formulas.md#findings)")
             basis = "the roofline gap, duration × (1 − achieved/attainable), an upper bound"
             if row["n_gap"] < row["rows"]:
                 ev.append(f"{int(row['rows'] - row['n_gap'])} of {int(row['rows'])} launch records lack "

@@ -88,3 +88,17 @@ def test_lakshya_naive_gemm_at_ncu_high_throughput_is_not_high() -> None:
     doc = run_analysis([str(path)])
     [f] = [f for f in doc["findings"] if f["family"].startswith("naive_gemm")]
     assert f["severity"] == "medium" and f["est_saving_s"] is not None
+
+
+def test_roofline_gap_saving_capped_by_ncu_sol() -> None:
+    # 10 ms at 20 % of the roofline (gap 8 ms) but NCU's busier unit at 65 %: at most 3.5 ms with the same work
+    df = frame([{"family": "A", "label": "memory-bound", "limiter": "l1", "duration_s": 10e-3,
+                 "achieved_flops_s": 2e11, "attainable_flops_s": 1e12, "pct_of_roof": 20.0,
+                 "sol_memory_pct": 65.0, "sol_compute_pct": 40.0}])
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] == pytest.approx(3.5e-3)
+    assert any("busiest unit cannot run above its peak" in e for e in f["evidence"])
+    # NVIDIA's estimate (may remove work) is capped only by the roofline gap: 60 % -> 6 ms
+    df.at[0, "ncu_rules"] = [{"rule": "U", "title": "Uncoalesced", "speedup_pct": 60.0, "speedup_type": "global"}]
+    [f] = rank_findings(df, NO_WINDOWS, top=10)
+    assert f["est_saving_s"] == pytest.approx(6e-3)
