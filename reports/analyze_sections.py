@@ -123,8 +123,8 @@ def devices_section(doc: dict[str, Any]) -> Section | None:
                     "matched): pass --device.</p>")
     body.append("<h3>Device entries</h3>" + devices_table(doc))
     n = len(doc.get("devices") or [])
-    summary = (f"{len(panels)} roofline chart(s) · {n} device entr{'y' if n == 1 else 'ies'} — which entry each "
-               "kernel's ceilings came from")
+    summary = (f"{len(panels)} device and ceiling set(s) · {n} device entr{'y' if n == 1 else 'ies'} — which entry "
+               "each kernel's ceilings came from")
     return Section("Devices and ceilings", f"<details><summary>{esc(summary)}</summary>{''.join(body)}</details>",
                    anchor="devices")
 

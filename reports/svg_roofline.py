@@ -239,8 +239,9 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
                 + "".join(f'<tspan fill="{LABEL_COLORS.get(lab, "#555")}">■ {esc(lab)} </tspan>' for lab in labels)
                 + "</text>")
     ky += 18
-    body.append(f'<text x="{ML}" y="{ky}" class="ky">marker size: share of kernel time · dashed ceiling: no kernel '
-                "in this chart is bound by it · hover a marker or a line for details</text>")
+    explain = ("marker size: share of kernel time · dashed ceiling: no kernel in this chart is bound by it · "
+               if pts else "")
+    body.append(f'<text x="{ML}" y="{ky}" class="ky">{explain}hover a marker or a line for details</text>')
     for n, i in enumerate(labelled, 1):
         f = families[i]
         ky += 18
