@@ -126,7 +126,9 @@ def render_page(doc: dict[str, Any], sections: Sequence[Section]) -> str:
         note = f'<p class="note">{esc(sec.note)}</p>' if sec.note else ""
         parts.append(f'<section id="{esc(anchor)}"><h2>{esc(sec.title)}</h2>{note}{sec.html_body}'
                      f'{"".join(plots_html)}</section>')
-    devices = ", ".join(str(d.get("name")) for d in doc.get("devices") or [] if d.get("name"))
+    # a device listed twice (export and builtin entries of one GPU) is named once in the header
+    devices = ", ".join(dict.fromkeys(str(d.get("name")) for d in doc.get("devices") or []
+                                      if d.get("name")))
     sub = " · ".join(x for x in (f"rooftop {(doc.get('tool') or {}).get('version', '')}",
                                  str(run.get("created") or ""), devices) if x)
     scripts = ([_plotly_js()] if figures else []) + [_template("report.js")]

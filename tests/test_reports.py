@@ -341,3 +341,13 @@ def test_md_names_kernels_distinctly_and_says_each_recommendation_once() -> None
     text = render_markdown(doc)
     assert text.count("Cut DRAM traffic: fuse.") == 1
     assert "(findings \\#1, \\#3)" in text
+
+
+def test_header_names_a_gpu_once_when_it_has_export_and_builtin_entries() -> None:
+    doc = sample_document()
+    first = dict(doc["devices"][0])
+    doc["devices"] = [first, {**first, "source": "builtin"}]
+    page = render_html(doc)
+    sub = re.search(r'<div class="sub">([^<]*)</div>', page)
+    assert sub is not None
+    assert sub.group(1).count(esc(str(first["name"]))) == 1
