@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares
+from rooftop.reports.formatting import (
+    device_sources,
+    fmt_num,
+    fmt_pct,
+    fmt_time,
+    kernel_label_shares,
+)
 from rooftop.reports.md_widgets import CELL_LIMIT, MdSection, md_esc, md_table
 from rooftop.reports.roofline import ceilings_of
 from rooftop.reports.widgets import Column, Section, esc, finding_html, kpi, table
@@ -105,8 +111,8 @@ def key_numbers_section(doc: dict[str, Any]) -> MdSection:
     windows = doc.get("windows") or []
     lines = []
     devs = doc.get("devices") or []
-    for d in devs:
-        lines.append(f"- Device: **{md_esc(d.get('name'))}** (ceilings: {md_esc(d.get('source'))})")
+    for name, sources in device_sources(devs):
+        lines.append(f"- Device: **{md_esc(name)}** (ceilings: {md_esc(sources)})")
     if kernels:
         shares, total = kernel_label_shares(kernels)
         fams = {k.get("family") for k in kernels}

@@ -95,3 +95,15 @@ def finite_pos(a: Any) -> np.ndarray:
     """True where ``a`` is a finite number above zero."""
     x = np.asarray(a, dtype=float)
     return np.isfinite(x) & (x > 0)
+
+
+def device_sources(devices: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each named device once with the entries its ceilings come from (``export, builtin``), in
+    document order: a GPU with an export and a builtin entry is one device, not two."""
+    seen: dict[str, list[str]] = {}
+    for d in devices:
+        if d.get("name"):
+            srcs = seen.setdefault(str(d.get("name")), [])
+            if str(d.get("source")) not in srcs:
+                srcs.append(str(d.get("source")))
+    return [(name, ", ".join(srcs)) for name, srcs in seen.items()]

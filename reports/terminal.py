@@ -42,15 +42,15 @@ def plain(value: Any, limit: int | None = NAME_LIMIT) -> str:
 
 def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None = None) -> str:
     """The summary printed after a run."""
-    from rooftop.reports.formatting import fmt_time, kernel_label_shares, num
+    from rooftop.reports.formatting import device_sources, fmt_time, kernel_label_shares, num
 
     kind = str(doc.get("kind") or "analyze")
     kernels = doc.get("kernels") or []
     windows = doc.get("windows") or []
     lines = [f"rooftop {kind}: {len(doc.get('inputs') or [])} input(s), "
              f"{len(doc.get('rejected') or [])} rejected record(s)"]
-    for d in doc.get("devices") or []:
-        lines.append(f"  device: {plain(d.get('name'))} (ceilings: {plain(d.get('source'))})")
+    for name, sources in device_sources(doc.get("devices") or []):
+        lines.append(f"  device: {plain(name)} (ceilings: {plain(sources)})")
     if kernels:
         shares, total = kernel_label_shares(kernels)
         lines.append(f"  kernels: {len(kernels)} launches, {fmt_time(total)} GPU time")

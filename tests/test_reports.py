@@ -351,3 +351,16 @@ def test_header_names_a_gpu_once_when_it_has_export_and_builtin_entries() -> Non
     sub = re.search(r'<div class="sub">([^<]*)</div>', page)
     assert sub is not None
     assert sub.group(1).count(esc(str(first["name"]))) == 1
+
+
+def test_markdown_and_terminal_name_a_gpu_once_with_both_ceiling_entries(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    doc = sample_document()
+    first = dict(doc["devices"][0])
+    doc["devices"] = [{**first, "source": "export"}, {**first, "source": "builtin"}]
+    md_text = render_markdown(doc)
+    assert md_text.count("- Device:") == 1 and "(ceilings: export, builtin)" in md_text
+    print_summary(doc, 5, [])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert text.count("device: ") == 1 and "(ceilings: export, builtin)" in text
