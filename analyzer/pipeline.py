@@ -60,6 +60,12 @@ class ParsedInputs:
                             "message": f"{r.accounting.path}: {n} DCGM blank/not-supported sentinel "
                                        "value(s) counted as missing (field not supported or not "
                                        "watched on this GPU)"})
+            if r.meta.get("start_from") == "file mtime" and r.accounting.records:
+                out.append({"code": "dmon-time-assumed", "kernels": [],
+                            "message": f"{r.accounting.path}: dcgmi dmon prints no timestamps; the "
+                                       f"window times assume samples {r.meta.get('interval_s')} s "
+                                       "apart (--interval) ending at the file's modification time. "
+                                       "Pass --start T and --interval S (dmon's -d) for real times."})
         return out
 
     def inputs(self) -> list[dict[str, Any]]:

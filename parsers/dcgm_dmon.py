@@ -556,6 +556,7 @@ class _Parser:
             "errors": self.errors, "ticks": self.ticks, "headers": self.headers, "rows": self.rows,
             "interval_s": float(opts.interval_s), "sentinels": self.sentinels,
             "start": datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat(),
+            "start_from": "--start" if opts.start is not None else "file mtime",
         }
         self.rejected.sort(key=lambda r: r.line or 0)
         return ParseResult(accounting=acc, rejected=self.rejected, meta=meta)

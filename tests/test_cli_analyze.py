@@ -53,6 +53,16 @@ def test_dcgm_stream_gives_windows(tmp_path: Path) -> None:
     assert acc["format"] == "prometheus-text" and acc["records"] > 0
 
 
+def test_dmon_times_without_start_are_said_to_be_assumed(tmp_path: Path) -> None:
+    dmon = str(FIXTURES / "dcgm" / "dmon_v3_phases.txt")
+    _, _, doc = _analyze(tmp_path, dmon)
+    lint = [x for x in doc["lint"] if x["code"] == "dmon-time-assumed"]
+    assert len(lint) == 1 and "--start" in lint[0]["message"] and "modification time" in lint[0]["message"]
+    _, _, given = _analyze(tmp_path, dmon, "--start", "2026-11-21T22:00:00Z", "--interval", "1")
+    assert not [x for x in given["lint"] if x["code"] == "dmon-time-assumed"]
+    assert given["windows"][0]["start"].startswith("2026-11-21T22:0")
+
+
 def test_folder_with_one_unusable_file_keeps_going_and_lists_it(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
