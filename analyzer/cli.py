@@ -178,9 +178,9 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: Any,
                            progress=progress_bar if show_progress(quiet) else None, finished=finished,
                            repair=repair)
     if not quiet:
-        echo("\n".join([*pulled, summary.describe()]))
+        echo([*pulled, *summary.lines()])
     elif summary.unusable:  # -q: the inputs that were not ingested are still said (on stderr)
-        echo("\n".join(f"unusable: {exc}" for exc in summary.unusable), err=True)
+        echo([f"unusable: {exc}" for exc in summary.unusable], err=True)
 
 
 @main.command()

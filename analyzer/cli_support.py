@@ -198,9 +198,11 @@ def _to_stdout(data: bytes) -> None:
     stream.flush()
 
 
-def echo(text: str, err: bool = False) -> None:
-    """Print lines rooftop composed: each line's control and bidi characters escaped."""
-    click.echo("\n".join(escape_terminal(line) for line in text.split("\n")), err=err)
+def echo(text: str | list[str], err: bool = False) -> None:
+    """Print lines rooftop composed: each line's control and bidi characters escaped. A list is
+    printed one entry per line, so a newline inside an entry (a file name) is escaped too."""
+    lines = text if isinstance(text, list) else text.split("\n")
+    click.echo("\n".join(escape_terminal(line) for line in lines), err=err)
 
 
 # ----------------------------------------------------------------------------- progress

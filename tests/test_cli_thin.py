@@ -182,6 +182,20 @@ def test_hostile_names_in_summaries_are_escaped(tmp_path: Path) -> None:
     _no_raw_controls(res.stderr)
 
 
+def test_a_newline_in_a_file_name_stays_in_its_ingest_summary_line(tmp_path: Path) -> None:
+    good = tmp_path / "good.txt"
+    good.write_bytes(Path(DMON).read_bytes())
+    bad = tmp_path / (HOSTILE + ".txt")
+    bad.write_text("not a dcgm capture\n", encoding="utf-8")
+    res = _run("ingest", str(good), str(bad), "--to", str(tmp_path / "ds"))
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.decode()
+    _no_raw_controls(res.stdout)
+    unusable = [line for line in out.splitlines() if line.startswith("unusable:")]
+    assert len(unusable) == 1 and "evil\\nname" in unusable[0], out
+    assert not any(line.startswith("name") for line in out.splitlines()), out
+
+
 def test_library_does_not_import_click() -> None:
     code = (
         "import importlib, pkgutil, sys\n"

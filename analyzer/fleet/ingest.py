@@ -117,6 +117,12 @@ class IngestSummary:
         return [e for e in self.ingested if e.get("kind") == "append"]
 
     def describe(self) -> str:
+        """The summary as text, one line per :meth:`lines` entry."""
+        return "\n".join(self.lines())
+
+    def lines(self) -> list[str]:
+        """The summary, one entry per printed line (a file name with a newline stays in its line:
+        the command line escapes each entry, docs/contract.md)."""
         rej = sum(int(e["rejected"]) for e in self.ingested)
         miss = sum(int(e["missing"]) for e in self.ingested)
         lines = [
@@ -167,7 +173,7 @@ class IngestSummary:
             lines.append(f"unusable: {exc}")
         if self.orphans_removed:
             lines.append(f"removed {self.orphans_removed} file(s) left by an interrupted ingest")
-        return "\n".join(lines)
+        return lines
 
 
 def _first(paths: list[str], n: int = 5) -> str:
