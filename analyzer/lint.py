@@ -117,9 +117,18 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
         out.append(_item("tensor-peak-unknown", f"No peak for tensor variant(s) with work on {count(tpm)}: no tensor roof; "
                          "collect sm__ops_path_tensor_*.sum.peak_sustained or pass --device.", tpm))
     nersc = f["bytes_convention"].isin(["nersc", "mixed"])
-    out.append(_item("bytes-convention", f"L1/L2 bytes for {count(nersc)} use NERSC's l1tex__t_bytes / lts__t_bytes "
+    ceil_12 = pd.Series(False, index=f.index)
+    for col in ("bw_l1", "bw_l2"):
+        if col in f.columns:
+            ceil_12 |= f[col].notna()
+    with_ceil, no_ceil = nersc & ceil_12, nersc & ~ceil_12
+    out.append(_item("bytes-convention", f"L1/L2 bytes for {count(with_ceil)} use NERSC's l1tex__t_bytes / lts__t_bytes "
                      "(all tag-stage traffic) with the device table's L1/L2 ceilings, not ncu's lsu_writeback / lts2xbar: "
-                     "intensities are not comparable with ncu's hierarchical roofline (docs/formulas.md#work-bytes).", nersc))
+                     "intensities are not comparable with ncu's hierarchical roofline (docs/formulas.md#work-bytes).",
+                     with_ceil))
+    out.append(_item("bytes-convention", f"L1/L2 bytes for {count(no_ceil)} use NERSC's l1tex__t_bytes / lts__t_bytes "
+                     "(all tag-stage traffic) and no L1/L2 ceiling is known (no device table entry or .peak_sustained): "
+                     "those levels are shown but not evaluated (docs/formulas.md#work-bytes).", no_ceil))
     tb = f["bytes_convention"] == "t_bytes"
     out.append(_item("bytes-convention", f"L1/L2 bytes and ceilings for {count(tb)} both from l1tex__t_bytes / "
                      "lts__t_bytes and their .peak_sustained x unit cycles/s, the hierarchical-roofline metrics the export "

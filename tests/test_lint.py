@@ -26,6 +26,16 @@ def test_missing_groups_name_the_levels_and_use_positions() -> None:
     assert msgs["L2 bytes (lts__lts2xbar_cycles_active.sum)"] == [0]
     assert msgs["DRAM bytes (dram__bytes.sum)"] == [1]
     assert lint["bytes-convention"][0]["kernels"] == [1]
+    # no device, no .peak_sustained: the lint must not cite L1/L2 ceilings that do not exist
+    msg = lint["bytes-convention"][0]["message"]
+    assert "no L1/L2 ceiling is known" in msg and "device table's L1/L2 ceilings" not in msg
+
+
+def test_nersc_bytes_with_table_ceilings_say_so() -> None:
+    k = pd.DataFrame([_k(0, **{"lts__t_bytes.sum": 5e6, "l1tex__t_bytes.sum": 1e7, "dram__bytes.sum": 1e6})])
+    lint = _codes(analyze_kernels(k, pd.DataFrame(), device="NVIDIA A100-SXM4-80GB").lint)
+    msg = lint["bytes-convention"][0]["message"]
+    assert "device table's L1/L2 ceilings" in msg and lint["bytes-convention"][0]["kernels"] == [0]
 
 
 def test_achieved_above_roof() -> None:
