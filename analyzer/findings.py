@@ -136,6 +136,7 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     stands for (``invocations``). Scores and order are computed for all families at once; dicts
     are built only for the kept ones.
     """
+    from rooftop.analyzer.advice import advise
     from rooftop.analyzer.families import family_table, launch_weights
 
     n = len(results)
@@ -178,6 +179,7 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
         np.zeros(n, dtype=bool)
 
     fams = family_table(results)
+    fam_rows = fams.set_index("family").to_dict("index")
     total = float(np.nansum(dur))
     pos_family = np.empty(n, dtype=object)
     for fam, ks in zip(fams["family"], fams["kernels"], strict=True):
@@ -230,7 +232,8 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
         time_s = float(row["time_s"]) if pd.notna(row["time_s"]) else 0.0
         share = time_s / total if total > 0 else 0.0
         ev: list[str] = []
-        rec = recommendation(label, limiter)
+        rec = advise(label, limiter, recommendation(label, limiter), fam_rows.get(fam, {}),
+                     float(row["roof_pct"]) if pd.notna(row["roof_pct"]) else math.nan)
         rule = _rule_id(label, limiter)
         nv_s = row["nv_s"] if row["n_nv"] > 0 else None
         gap_s = row["gap_s"] if row["n_gap"] > 0 else None

@@ -1,0 +1,74 @@
+"""Recommendations from the evidence: the numbers that motivate the advice first, then the advice
+those numbers select (docs/formulas.md#findings). A finding whose numbers are not in the export
+gets the label's general advice, without a motivating sentence."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+STREAMING_FLOP_PER_BYTE = 1.0
+"""Below this DRAM intensity a kernel uses each byte about once (elementwise 1/12-1/4, FP32 GEMV
+1/2 FLOP/B): blocking cannot raise its intensity, only moving fewer bytes helps."""
+NEAR_ROOF_PCT = 80.0
+"""At or above this share of its roof (SOLBottleneck's 80 %) only less work or fewer bytes help."""
+
+_LEVEL = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
+_PIPE = {"tensor": "tensor-core", "fp32": "FP32", "fp64": "FP64", "fp16": "FP16"}
+
+STREAMING_ADVICE = (
+    "It streams its data: each byte is used about once, so blocking cannot help and only moving fewer "
+    "bytes does: fuse it with its producer or consumer, use a narrower data type where accuracy allows, "
+    "or process several inputs per pass (e.g. batch GEMVs into a GEMM) so loaded data is reused.")
+NEAR_MEMORY_ROOF = (
+    "It already runs near this roof: only moving fewer {level} bytes per FLOP makes it faster (more reuse "
+    "of each byte loaded, e.g. register or shared-memory tiling; fusion; a narrower data type), or less work.")
+NEAR_COMPUTE_ROOF = (
+    "It already runs near this roof: only less work (a better algorithm, fusion, no padded work) or a faster "
+    "pipe for the same work (e.g. a narrower tensor-core data type where accuracy allows) makes it faster.")
+
+
+def _num(row: Mapping[str, Any], key: str) -> float:
+    try:
+        v = float(row.get(key))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def motivation(label: str, limiter: str, row: Mapping[str, Any], roof_pct: float) -> str:
+    """One sentence of the numbers that motivate the advice ('' when the export lacks them)."""
+    pct = f" at {roof_pct:.0f} % of its roof" if math.isfinite(roof_pct) else ""
+    if label == "memory-bound" and limiter in _LEVEL:
+        ai = _num(row, f"intensity_{limiter}")
+        if math.isfinite(ai):
+            return f"Why: {_LEVEL[limiter]} bandwidth binds{pct}, at {_g(ai)} FLOP/byte of {_LEVEL[limiter]} traffic."
+    if label == "compute-bound" and limiter in _PIPE:
+        ach = _num(row, "achieved_flops_s")
+        if math.isfinite(ach):
+            return f"Why: the {_PIPE[limiter]} pipe binds{pct}, at {_g(ach / 1e12)} TFLOP/s achieved."
+    if label == "overhead-bound" and limiter == "launch":
+        t, n = _num(row, "time_s"), _num(row, "launches")
+        if math.isfinite(t) and n > 0:
+            return f"Why: {n:.0f} launch(es) averaging {_g(t / n * 1e6)} µs each, the order of a launch's own cost."
+    return ""
+
+
+def advise(label: str, limiter: str, general: str, row: Mapping[str, Any], roof_pct: float) -> str:
+    """The recommendation: the motivating numbers, then the advice they select, else ``general``."""
+    why = motivation(label, limiter, row, roof_pct)
+    if not why:
+        return general
+    near = math.isfinite(roof_pct) and roof_pct >= NEAR_ROOF_PCT
+    if label == "memory-bound" and limiter == "dram" and _num(row, "intensity_dram") < STREAMING_FLOP_PER_BYTE:
+        return f"{why} {STREAMING_ADVICE}"
+    if near and label == "memory-bound":
+        return f"{why} {NEAR_MEMORY_ROOF.format(level=_LEVEL[limiter])}"
+    if near and label == "compute-bound":
+        return f"{why} {NEAR_COMPUTE_ROOF}"
+    return f"{why} {general}"
