@@ -7,7 +7,10 @@ Imports only the standard library at import time: the command line imports it fo
 
 from __future__ import annotations
 
+import re
+import shutil
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 NAME_LIMIT = 90
@@ -67,19 +70,61 @@ def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None =
     if kind == "diff" and isinstance(doc.get("verdict"), dict):
         v = doc["verdict"]
         lines.append(f"  verdict: {plain(v.get('summary') or ('FAIL' if v.get('fail') else 'ok'))}")
+    lines += _unusable_lines(doc)
     findings = (doc.get("findings") or [])[: max(top, 0)]
     if findings:
         lines.append("top findings:")
-        for f in findings:
-            share = num(f.get("time_share"))
-            saving = f.get("est_saving_s")
-            extra = f"{100 * share:.1f}% of time" if share is not None else ""
-            if saving is not None:
-                extra += f", est. saving {fmt_time(saving)}"
-            lines.append(f"  {f.get('rank')}. [{plain(f.get('severity'), 10)}] {plain(f.get('title'))}"
-                         + (f" ({extra})" if extra else ""))
+        width = max(60, shutil.get_terminal_size((100, 24)).columns)
+        lines += [_finding_line(f, width, fmt_time, num) for f in findings]
     else:
         lines.append("no findings")
     if outputs:
         lines.append("wrote: " + ", ".join(plain(p, None) for p in outputs))
     return "\n".join(lines)
+
+
+def _unusable_lines(doc: dict[str, Any], limit: int = 5) -> list[str]:
+    """Inputs that could not be used, each named with its reason (not only counted)."""
+    bad = [str(i.get("path")) for i in doc.get("inputs") or [] if i.get("format") == "unusable"]
+    reasons = {str(r.get("path")): str(r.get("reason")) for r in doc.get("rejected") or []
+               if str(r.get("path")) in bad}
+    out = [f"  unusable: {plain(p, None)}: {plain(reasons.get(p, 'not a format rooftop reads'), None)}"
+           for p in bad[:limit]]
+    if len(bad) > limit:
+        out.append(f"  … and {len(bad) - limit} more unusable input(s) (listed in the report and the JSON)")
+    return out
+
+
+_CONFIG = re.compile(r"\s\(grid [^()]*, block [^()]*\)(\s\[[^\[\]]*\])?$")
+
+
+def shorten_name(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters at its end, keeping a launch configuration suffix
+    (``(grid G, block B)``, and a split ``[label limiter]``) whole: it tells launches apart."""
+    if len(text) <= limit:
+        return text
+    m = _CONFIG.search(text)
+    tail = m.group(0) if m else ""
+    base = text[: len(text) - len(tail)]
+    keep = max(limit - len(tail) - 1, 12)
+    return base[:keep] + "…" + tail
+
+
+def _finding_line(f: dict[str, Any], width: int, fmt_time: Callable[[Any], str],
+                  num: Callable[[Any], float | None]) -> str:
+    """``N. [severity] label (limiter) · share · saving · name``: the label and the numbers always
+    whole; the name shortened in the middle to fit ``width``."""
+    share = num(f.get("time_share"))
+    saving = f.get("est_saving_s")
+    facts = [f"{100 * share:.1f}% of time"] if share is not None else []
+    if saving is not None:
+        facts.append(f"est. saving {fmt_time(saving)}")
+    label = f.get("label")
+    if label:
+        verdict = plain(label, None) + (f" ({plain(f.get('limiter'), None)})" if f.get("limiter") else "")
+        name = plain(f.get("family") or f.get("title"), None)
+    else:  # window and fleet findings carry their verdict in the title
+        verdict, name = "", plain(f.get("title"), None)
+    head = f"  {f.get('rank')}. [{plain(f.get('severity'), 10)}] " + " · ".join([x for x in (verdict, *facts) if x])
+    room = width - len(head) - 3
+    return f"{head} · {shorten_name(name, max(room, 40))}"

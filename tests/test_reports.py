@@ -218,7 +218,7 @@ def test_markdown_cell_cannot_break_table(name: str) -> None:
 def test_write_outputs_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = sample_document()
     doc["kernels"][2]["name"] = "evil\x1b[2J\x1b]0;title\x07"
-    doc["findings"][0]["title"] = "bad\x1b[31mred\nline"
+    doc["findings"][0]["title"] = doc["findings"][0]["family"] = "bad\x1b[31mred\nline"
     paths = [tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.json"]
     write_outputs(doc, html=str(paths[0]), md=str(paths[1]), json_path=str(paths[2]))
     assert all(p.stat().st_size > 0 for p in paths)
@@ -364,3 +364,31 @@ def test_markdown_and_terminal_name_a_gpu_once_with_both_ceiling_entries(
     out = capsys.readouterr()
     text = out.out + out.err
     assert text.count("device: ") == 1 and "(ceilings: export, builtin)" in text
+
+
+def test_terminal_finding_line_keeps_label_and_numbers_and_shortens_the_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rooftop.reports.terminal import shorten_name, summary_text
+
+    monkeypatch.setenv("COLUMNS", "80")
+    doc = sample_document()
+    f = doc["findings"][0]
+    f["family"] = "cutlass::gemm::kernel::GemmUniversal<" + "cutlass::half_t, " * 12 + "> (grid 4096, block 384)"
+    f["label"], f["limiter"], f["est_saving_s"], f["time_share"] = "compute-bound", "tensor", 1.69e-4, 0.434
+    line = next(x for x in summary_text(doc, top=1).splitlines() if x.startswith("  1. "))
+    assert "compute-bound (tensor) · 43.4% of time · est. saving 169 µs" in line
+    assert line.endswith("… (grid 4096, block 384)") and "cutlass::gemm" in line
+    assert shorten_name("abcdefghijklmnopqrstuvwxyz (grid 1, block 2)", 30) == "abcdefghijkl… (grid 1, block 2)"
+    assert shorten_name("short (grid 1, block 2)", 30) == "short (grid 1, block 2)"
+    assert shorten_name("window finding title that is long", 20) == "window finding titl…"
+
+
+def test_terminal_names_unusable_inputs_with_their_reason() -> None:
+    from rooftop.reports.terminal import summary_text
+
+    doc = sample_document()
+    doc["inputs"] = [*doc["inputs"], {"path": "dir/bad.txt", "format": "unusable", "records": 0,
+                                       "missing": 0, "rejected": 0}]
+    doc["rejected"] = [*doc["rejected"], {"path": "dir/bad.txt", "line": None,
+                                           "reason": "is not a format rooftop reads"}]
+    assert "  unusable: dir/bad.txt: is not a format rooftop reads" in summary_text(doc).splitlines()
