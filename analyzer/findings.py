@@ -116,6 +116,23 @@ def _best_rules(rules: Any, local: bool = False) -> tuple[float | None, str | No
     return best
 
 
+QUOTE_CHARS = 400
+"""NVIDIA's rule text is quoted up to this many characters (then cut at a word, with …)."""
+
+
+def _rule_message(results: pd.DataFrame, kernels: Any, rule: Any) -> str:
+    """NVIDIA's text for ``rule`` on the first of ``kernels`` that has it ('' when none does)."""
+    if "ncu_rules" not in results or not isinstance(rule, str):
+        return ""
+    col = results["ncu_rules"]
+    for k in list(kernels):
+        for r in col.iloc[int(k)] if isinstance(col.iloc[int(k)], (list, tuple)) else []:
+            if isinstance(r, Mapping) and r.get("rule") == rule and r.get("message"):
+                text = str(r["message"])
+                return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
+    return ""
+
+
 def _fmt_s(s: float) -> str:
     for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if abs(s) >= f:
@@ -258,6 +275,9 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
                 ev.append(f"roofline gap (upper bound): {_fmt_s(float(gap_s))}")
             rec += " NVIDIA's rules for these launches: " + "; ".join(
                 str(t) for (_, t) in top_rules.index if isinstance(t, str) and t) + "." if len(top_rules) else ""
+            quote = _rule_message(results, row["kernels"], top_rules.index[0][0]) if len(top_rules) else ""
+            if quote:
+                rec += f" NVIDIA's rule text: “{quote}”"
         elif gap_s is not None and label == "unknown":
             est, basis = None, ""
             ev.append(f"no saving claimed: the roofline gap at the measured levels ({_fmt_s(float(gap_s))}) is no "

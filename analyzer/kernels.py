@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -110,6 +111,19 @@ def stored_sol_verdicts(rules: pd.DataFrame) -> pd.Series:
     return out[~out.index.duplicated()]
 
 
+_NCU_LINKS = ((re.compile(r"@url:([^:@]+):[^@]*@"), r"\1"),          # @url:Text:https://…@ -> Text
+              (re.compile(r"@section:[^:@]*:([^@]*)@"), r"\1"),     # @section:Id:Name@ -> Name
+              (re.compile(r"@[a-z]+:([^@]*)@"), r"\1"))             # @metric:name@ and others
+
+
+def ncu_plain_text(text: str) -> str:
+    """NVIDIA's rule text as plain words: its ``@url:``/``@section:`` link markup reduced to the
+    link's name, whitespace runs to one space."""
+    for pat, rep in _NCU_LINKS:
+        text = pat.sub(rep, text)
+    return " ".join(text.split())
+
+
 def _ncu_rules(kernels: pd.DataFrame, rules: pd.DataFrame) -> list[list[dict[str, Any]]]:
     n = len(kernels)
     if rules is None or not len(rules):
@@ -119,11 +133,15 @@ def _ncu_rules(kernels: pd.DataFrame, rules: pd.DataFrame) -> list[list[dict[str
     r = r[~rule_errors(r).to_numpy()].reset_index(drop=True)  # NCU failing to run a rule is no finding
     speed = pd.to_numeric(r.get("speedup_pct"), errors="coerce") if "speedup_pct" in r.columns else pd.Series(np.nan, index=r.index)
     stype = r["speedup_type"].astype("string").fillna("").tolist() if "speedup_type" in r.columns else [""] * len(r)
+    # NVIDIA's own rule text (ncu-rep message, details "Rule Description", console paragraph), quoted
+    # by findings; only where the export has it (docs/formulas.md#findings)
+    msgs = ([ncu_plain_text(m) for m in r["description"].astype("string").fillna("").tolist()]
+            if "description" in r.columns else [""] * len(r))
     items = [{"rule": rule, "title": title, "speedup_pct": None if pd.isna(sp) else float(sp),
-              "speedup_type": st or None}
-             for rule, title, sp, st in zip(r["rule"].astype("string").fillna("").tolist(),
-                                            r.get("title", pd.Series("", index=r.index)).astype("string").fillna("").tolist(),
-                                            speed.tolist(), stype, strict=True)]
+              "speedup_type": st or None, **({"message": msg} if msg else {})}
+             for rule, title, sp, st, msg in zip(r["rule"].astype("string").fillna("").tolist(),
+                                                 r.get("title", pd.Series("", index=r.index)).astype("string").fillna("").tolist(),
+                                                 speed.tolist(), stype, msgs, strict=True)]
     keys = list(zip(r["input"].astype("string").tolist(), r["index"].astype("Int64").tolist(), strict=True))
     grouped: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for k, it in zip(keys, items, strict=True):

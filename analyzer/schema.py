@@ -148,6 +148,7 @@ class NcuRule(TypedDict, total=False):
     title: str
     speedup_pct: Num
     speedup_type: str | None  # "global" | "local" (ncu_report speedup_type); docs/formulas.md#findings
+    message: str  # NVIDIA's rule text where the export has it (quoted by findings)
 
 
 class _KernelBase(TypedDict):
