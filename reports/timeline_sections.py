@@ -48,16 +48,20 @@ def _strip_figure(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not rows:
         return None
     data = []
-    for e in rows:
+    # one heatmap row per device at a numeric y named by tick labels: plotly.js throws on several
+    # heatmap traces that each bring their own category on one axis (no chart is drawn at all)
+    for row, e in enumerate(rows):
         st = e["busy_strip"]
         frac = st["busy_fraction"]
         xs = [round(i * st["bin_s"], 9) for i in range(len(frac))]
-        data.append({"type": "heatmap", "x": xs, "y": [ptext(_where(e))], "z": [frac], "zmin": 0, "zmax": 1,
+        data.append({"type": "heatmap", "x": xs, "y": [row], "z": [frac], "zmin": 0, "zmax": 1,
                      "colorscale": [[0, "#f1f3f5"], [1, LABEL_COLORS.get("compute-bound", "#1c7ed6")]],
                      "showscale": e is rows[0], "colorbar": {"title": {"text": "busy"}},
                      "hovertemplate": "t=%{x:.6f} s<br>busy %{z:.0%}<extra></extra>"})
     return figure(data, {"xaxis": {"title": {"text": "seconds from the first GPU activity"}},
-                         "yaxis": {"automargin": True}}, title="GPU busy / idle per device",
+                         "yaxis": {"automargin": True, "tickvals": list(range(len(rows))),
+                                   "ticktext": [ptext(_where(e)) for e in rows]}},
+                  title="GPU busy / idle per device",
                   height=120 + 40 * len(rows))
 
 

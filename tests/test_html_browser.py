@@ -217,3 +217,23 @@ def test_lazy_figures_draw_when_scrolled_into_view(sample: Loaded) -> None:
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     page.wait_for_function(f"document.querySelectorAll('.plot[data-drawn]').length === {total}", timeout=30_000)
     assert sample.errors == [] and sample.external_requests() == []
+
+
+def test_timeline_report_draws_every_chart_without_errors(browser: Any, tmp_path: Path) -> None:
+    """A trace of several devices: the busy strip (one heatmap row per device) and the gap
+    histogram draw, with no script error (several per-device heatmap traces on one category axis
+    made plotly.js throw and leave the section blank)."""
+    import rooftop
+    from tests.test_timeline import _make_trace
+
+    trace = _make_trace().write_nsys(tmp_path / "trace.sqlite")
+    doc = rooftop.analyze([trace])
+    assert len(doc["timeline"]) >= 2
+    path = tmp_path / "trace.html"
+    path.write_text(render_html(doc), encoding="utf-8")
+    loaded = Loaded(browser, path)
+    assert loaded.errors == []
+    drawn = loaded.page.evaluate("""() => Array.from(document.querySelectorAll('#timelines .plot'))
+        .map(el => [el.id, (el.data || []).length])""")
+    assert drawn and all(n > 0 for _, n in drawn), drawn
+    loaded.page.close()
