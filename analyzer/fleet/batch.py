@@ -21,8 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rooftop.analyzer.fleet.dataset import PartitionWriter
-from rooftop.parsers.model import SAMPLE_SCHEMA
+from rooftop.analyzer.fleet.dataset import PartitionWriter, canonical_samples, widen_span
 
 SMALL_BYTES = 1 << 20  # inputs up to this size are held and written with their commit group
 MAX_HELD_BYTES = 64 << 20  # Arrow bytes held over a group before it is written early
@@ -42,11 +41,9 @@ class HeldInput:
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
-        table = table.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA)
-        ms = table.column("timestamp").cast(pa.int64())
-        lo, hi = pc.min_max(ms).values()
-        self.start_ms = lo.as_py() if self.start_ms is None else min(self.start_ms, lo.as_py())
-        self.end_ms = hi.as_py() if self.end_ms is None else max(self.end_ms, hi.as_py())
+        table = canonical_samples(table)
+        lo, hi = pc.min_max(table.column("timestamp").cast(pa.int64())).values()
+        self.start_ms, self.end_ms = widen_span(self.start_ms, self.end_ms, lo.as_py(), hi.as_py())
         self.tables.append(table)
         self.rows += table.num_rows
         self.nbytes += table.nbytes

@@ -170,6 +170,16 @@ def remove_orphans(root: Path, manifest: Manifest) -> int:
 # writing one input's samples
 
 
+def canonical_samples(table: pa.Table) -> pa.Table:
+    """``table`` with exactly the SAMPLE_SCHEMA columns, in order and types (what a writer stores)."""
+    return table.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA)
+
+
+def widen_span(start_ms: int | None, end_ms: int | None, lo: int, hi: int) -> tuple[int, int]:
+    """The time span ``[start_ms, end_ms]`` widened to cover ``[lo, hi]`` (None: nothing yet)."""
+    return (lo if start_ms is None else min(start_ms, lo), hi if end_ms is None else max(end_ms, hi))
+
+
 class PartitionWriter:
     """Stream sample batches of one input into one Parquet file per ``date/host`` partition.
 
@@ -197,7 +207,7 @@ class PartitionWriter:
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
-        table = table.select(SAMPLE_SCHEMA.names).cast(SAMPLE_SCHEMA)
+        table = canonical_samples(table)
         ms = table.column("timestamp").cast(pa.int64()).to_numpy()
         days = ms // MS_PER_DAY
         hosts = pc.dictionary_encode(table.column("host")).combine_chunks()
@@ -226,9 +236,7 @@ class PartitionWriter:
             self._flush(max(self._bytes, key=self._bytes.__getitem__))
         self.rows += table.num_rows
         self.batches += 1
-        lo, hi_ms = int(ms.min()), int(ms.max())
-        self.start_ms = lo if self.start_ms is None else min(self.start_ms, lo)
-        self.end_ms = hi_ms if self.end_ms is None else max(self.end_ms, hi_ms)
+        self.start_ms, self.end_ms = widen_span(self.start_ms, self.end_ms, int(ms.min()), int(ms.max()))
 
     def _flush(self, part: str) -> None:
         tables = self._buffers.pop(part, [])
