@@ -342,3 +342,28 @@ def test_diff_corpus_before_after_pair() -> None:
     assert rows["0"]["idle_fraction"]["candidate"] == 0.19763484
     assert rows["0"]["kernels"]["delta"] == 1793 - 1993
     assert "Timelines: before → after" in render_html(doc)
+
+
+def test_a_range_whose_gaps_other_work_fills_is_not_called_idle() -> None:
+    """Range A launches two 1 µs kernels 100 µs apart; range B's 80 µs kernel runs between them on
+    the same GPU. A's own activity leaves 98 % of its span without A's work, but 80 of its 98 µs of
+    gaps the GPU was busy with B: 'idle' does not follow (docs/formulas.md#timelines)."""
+    from rooftop.analyzer.timeline.labels import Verdict
+    from rooftop.analyzer.timeline.metrics import Acts
+    from rooftop.analyzer.timeline.steps import interleaved
+
+    def acts(spans: list[tuple[int, int]]) -> Acts:
+        return Acts.from_frame(pd.DataFrame({"kind": "kernel", "name": "k", "stream": 7,
+                                             "start_ns": [s for s, _ in spans], "end_ns": [e for _, e in spans]}))
+
+    a = acts([(0, 1_000), (99_000, 100_000)])
+    b = acts([(10_000, 90_000)])
+    idle = Verdict("idle", "sync", ["idle 98 %"])
+    v = interleaved(idle, a, b)
+    assert (v.label, v.limiter) == ("unknown", "unknown")
+    assert v.evidence[0].startswith("the GPU ran other ranges' work in 82% of this range's gaps "
+                                    "(0.000080 s of 0.000098 s)")
+    assert interleaved(idle, a, acts([(200_000, 300_000)])) is idle  # other work outside the span
+    assert interleaved(idle, a, acts([(10_000, 12_000)])) is idle   # 2 of 98 µs: below 10 %
+    kernel = Verdict("kernel-bound", "unknown")
+    assert interleaved(kernel, a, b) is kernel

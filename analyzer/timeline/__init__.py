@@ -21,7 +21,12 @@ from rooftop.analyzer.timeline.metrics import (
     device_metrics,
     union,
 )
-from rooftop.analyzer.timeline.steps import launch_times, step_members, top_level_ranges
+from rooftop.analyzer.timeline.steps import (
+    interleaved,
+    launch_times,
+    step_members,
+    top_level_ranges,
+)
 from rooftop.parsers.model import ParseResult
 
 # blocking host calls (the CUDA/HIP runtime and driver APIs that wait for the GPU); names are
@@ -134,8 +139,10 @@ def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, acts: Acts, cove
         if not mask.any():
             continue
         for device in sorted(set(devices[mask].tolist()) - {None}, key=_dev_key):
-            dt = device_metrics(acts.subset(mask & (devices == device)))
-            v = label_device(dt, covers[device])
+            own = mask & (devices == device)
+            dt = device_metrics(acts.subset(own))
+            v = interleaved(label_device(dt, covers[device]), acts.subset(own),
+                            acts.subset(~mask & (devices == device)))
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
             step["busy_strip"] = None  # the device entry draws the strip
             kind = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"

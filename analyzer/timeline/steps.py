@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.timeline.labels import Verdict
+from rooftop.analyzer.timeline.metrics import Acts, Union, union
+
 MAX_STEPS = 200  # ProfilerStep ranges listed per input; the rest are counted (lint)
 MAX_RANGES = 50  # other top-level ranges listed per input: the longest
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
@@ -62,3 +65,34 @@ def step_members(rng: Any, launch: np.ndarray, act_pid: np.ndarray | None) -> np
     if act_pid is not None and not pd.isna(rng.pid):
         mask &= (act_pid == int(rng.pid)) | (act_pid < 0)
     return mask
+
+
+INTERLEAVED_SHARE = 0.1
+"""A step whose idle time is at least this share filled by other ranges' GPU work is not idle."""
+
+
+def _busy_within(u: Union, lo: int, hi: int) -> int:
+    """ns of the merged intervals ``u`` inside ``[lo, hi)``."""
+    return int(np.clip(np.minimum(u.ends, hi) - np.maximum(u.starts, lo), 0, None).sum())
+
+
+def interleaved(v: Verdict, own: Acts, others: Acts) -> Verdict:
+    """A step's ``idle``/``overhead-bound`` verdict, unless the GPU ran other ranges' work in its
+    gaps: then the gaps are not this step's idle time and the verdict is ``unknown``, saying how
+    much of them other work filled (docs/formulas.md#timelines)."""
+    if v.label not in ("idle", "overhead-bound"):
+        return v
+    mine = union(own.start, own.end)
+    if not len(mine.starts):
+        return v
+    lo, hi = int(mine.starts[0]), int(mine.ends[-1])
+    idle = (hi - lo) - mine.busy
+    both = union(np.concatenate([own.start, others.start]), np.concatenate([own.end, others.end]))
+    filled = _busy_within(both, lo, hi) - mine.busy
+    if idle <= 0 or filled < INTERLEAVED_SHARE * idle:
+        return v
+    return Verdict("unknown", "unknown", [
+        f"the GPU ran other ranges' work in {filled / idle:.0%} of this range's gaps "
+        f"({filled / 1e9:.6f} s of {idle / 1e9:.6f} s): they are not idle time of this range, so "
+        f"'{v.label}' does not follow; its own kernels' busy time is {mine.busy / 1e9:.6f} s "
+        "(docs/formulas.md#timelines)", *v.evidence], v.idle_split)
