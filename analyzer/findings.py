@@ -319,7 +319,8 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
             decide = _what_decides(missing, k_ev)
             if decide:
                 ev.insert(0, f"what would decide it: {decide}")
-                rec = f"Bound unknown: {decide}. " + rec
+                # the named metrics replace the generic "re-profile with --set full" advice
+                rec = f"Bound unknown: {decide}." + ("" if rec == UNKNOWN else " " + rec)
         else:
             what = f"{label} ({limiter})"
         title = f"{short}: {what}, {share * 100:.1f}% of kernel time in {launches} launch(es)"

@@ -34,6 +34,7 @@ def test_unknown_label_claims_no_roofline_gap_saving() -> None:
     assert "no saving claimed" in ev and "9.9 ms" in ev
     assert "what would decide it: collect the L1 bytes (--section SpeedOfLight_HierarchicalSingleRooflineChart" in ev and "--section SpeedOfLight " in ev
     assert a["recommendation"].startswith("Bound unknown: collect the L1 bytes")
+    assert "ncu --set full" not in a["recommendation"]  # the named metrics, not the generic advice too
     # the measured family keeps its roofline-gap estimate
     b = next(f for f in out if f["family"] == "B")
     assert b["est_saving_s"] == pytest.approx(0.5e-3)
