@@ -1,4 +1,6 @@
-"""Shared machinery for Nsight Compute ``--csv`` exports (raw page and details page).
+"""Nsight Compute ``--csv`` exports (raw page and details page): finding and reading the CSV blocks.
+
+Rules (docs/formulas.md#inputs; corpus FORMATS.md):
 
 * :func:`locate_blocks` finds every CSV block in a file: a block starts at a line beginning
   ``"ID","Process ID"`` (or ``"ID";"Process ID"``: a file re-saved in a decimal-comma locale) and
@@ -9,12 +11,9 @@
   first screened by its quote count; lines that do not look like ``k`` plain quoted fields are
   re-checked exactly with :mod:`csv`, so a truncated line (open quote, too few or too many fields)
   is rejected with its line number while the rows around it are kept.
-* :func:`identity_frame` maps the identity columns of both header generations (ncu <= 2022: ``Kernel
-  Time`` and no dims; ncu >= 2023: ``Block Size, Grid Size, Device, CC``) to the canonical kernel
-  columns of :mod:`parsers.model`.
-* :func:`numeric_column` converts printed values to floats, vectorized: thousands separators,
-  decimal commas, missing tokens (``n/a``, ``nan``, ``(!) nan``, ``no data``, empty) and instanced
-  values ``"a; b; c"`` (reduced by the metric's rollup, see :func:`instance_reducer`).
+
+Launch identity is in :mod:`rooftop.parsers.ncu_csv_identity`, printed values to numbers in
+:mod:`rooftop.parsers.ncu_csv_values`; their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -28,41 +27,38 @@ from io import StringIO
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from rooftop.parsers.model import IDENTITY_COLUMNS, InputError
-from rooftop.parsers.numbers import MISSING_TOKENS, looks_decimal_comma, parse_series
+from rooftop.parsers.model import InputError
+from rooftop.parsers.ncu_csv_identity import (
+    INT_RE,
+    NON_METRIC_COLUMNS,
+    factorize_columns,
+    fill_launch_identity,
+    identity_frame,
+    measured_columns,
+)
+from rooftop.parsers.ncu_csv_values import (
+    detect_decimal_comma,
+    instance_reducer,
+    is_missing_text,
+    numeric_column,
+    numeric_frame,
+    regex_mask,
+    sample_values,
+    sanitize_values,
+)
+
+# re-exported for ncu_raw / ncu_details, which import them from here
+__all__ = [
+    "NON_METRIC_COLUMNS", "BadRow", "BlockReader", "CsvBlock", "detect_decimal_comma", "error_lines",
+    "factorize_columns", "fill_launch_identity", "identity_frame", "instance_reducer", "is_missing_text",
+    "locate_blocks", "measured_columns", "no_data_error", "numeric_column", "numeric_frame", "read_block",
+    "read_blocks", "rejected_launches", "sample_values", "sanitize_values", "split_valid_ids",
+]
 
 HEADER_RE = re.compile(r'^\ufeff?"ID"(?P<sep>[,;])"Process ID"', re.M)
 ERROR_RE = re.compile(r"^==ERROR==.*$", re.M)
-
-# Identity columns of both header generations, ncu header name -> canonical kernel column.
-IDENTITY_MAP: dict[str, str] = {
-    "ID": "id",
-    "Process ID": "pid",
-    "Process Name": "process",
-    "Host Name": "host",
-    "Kernel Name": "name",
-    "Context": "context",
-    "Stream": "stream",
-    "Block Size": "block_dim",
-    "Grid Size": "grid_dim",
-    "Device": "device_index",
-    "CC": "cc",
-}
-# Identity-like columns that are not metrics and have no canonical column.
-EXTRA_IDENTITY = ("Kernel Time",)
-NON_METRIC_COLUMNS = frozenset(IDENTITY_MAP) | frozenset(EXTRA_IDENTITY)
-
-# Metric-name prefixes that describe the device or launch configuration rather than a measurement:
-# a failed launch still has them, so they do not make a launch count as "measured".
-STATIC_PREFIXES = ("device__", "launch__", "profiler__", "numa__", "nvlink__", "c2clink__")
-
-_DIMS_RE = r"^\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*$"
-_INT_RE = r"^\s*\d+\s*$"
-_CC_RE = r"^\d+[.,]\d+$"  # "8,6" in a file re-saved with a decimal comma
-_GROUPED_DOTS = r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$"
 
 
 @dataclass
@@ -261,35 +257,9 @@ def rejected_launches(bad: list[BadRow], accepted: set[tuple[str, str]]) -> int:
     return len(lost) + unknown
 
 
-def regex_mask(s: pd.Series, pattern: str) -> np.ndarray:
-    """Boolean array: where ``s`` matches ``pattern`` (RE2 via Arrow, no per-cell Python)."""
-    a = pa.array(s.astype(str))
-    return np.asarray(pc.fill_null(pc.match_substring_regex(a, pattern), False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def factorize_columns(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-    """Codes of the distinct value combinations of ``cols`` (first-appearance order) and the
-    combinations themselves; no per-row string building."""
-    combined = np.zeros(len(df), dtype=np.int64)
-    uniques = []
-    for c in cols:
-        codes, uniq = pd.factorize(df[c])
-        uniques.append(np.asarray(uniq, dtype=object))
-        combined = combined * (len(uniq) + 1) + codes
-    codes, first_combo = pd.factorize(combined)
-    # Decode each distinct combination back to its column values.
-    combos: list[tuple[str, ...]] = []
-    if len(codes):
-        first_row = np.full(len(first_combo), -1)
-        first_row[codes[::-1]] = np.arange(len(codes))[::-1]
-        cols_vals = [df[c].to_numpy(dtype=object)[first_row] for c in cols]
-        combos = [tuple(str(v) for v in t) for t in zip(*cols_vals, strict=True)]
-    return np.asarray(codes), combos
-
-
 def split_valid_ids(df: pd.DataFrame, line_nos: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
     """Drop rows whose ``ID`` or ``Process ID`` is not an integer; they become :class:`BadRow`."""
-    ok = pd.Series(regex_mask(df["ID"], _INT_RE) & regex_mask(df["Process ID"], _INT_RE), index=df.index)
+    ok = pd.Series(regex_mask(df["ID"], INT_RE) & regex_mask(df["Process ID"], INT_RE), index=df.index)
     if ok.all():
         return df, line_nos, []
     badrows = [
@@ -298,267 +268,6 @@ def split_valid_ids(df: pd.DataFrame, line_nos: np.ndarray) -> tuple[pd.DataFram
     ]
     keep = ok.to_numpy()
     return df.loc[keep].reset_index(drop=True), line_nos[keep], badrows
-
-
-def sample_values(cols: list[pd.Series], n: int = 2000) -> list[str]:
-    """A sample of non-empty printed values (for decimal-comma detection)."""
-    out: list[str] = []
-    for s in cols:
-        v = s[s.str.len() > 0].head(max(1, n // max(1, len(cols))))
-        out.extend(v.tolist())
-    return out
-
-
-def detect_decimal_comma(sep: str, values: list[str], forced: bool | None) -> bool:
-    """Decimal comma only for ``;``-separated files (a ``,`` file cannot hold ``1,5`` unquoted
-    safely and ncu itself always writes ``.``), unless the user said so."""
-    if forced is not None:
-        return forced
-    return sep == ";" and looks_decimal_comma(values)
-
-
-def instance_reducer(metric: str) -> str:
-    """How the ``"a; b; c"`` instances of a metric become one number, by the metric's rollup.
-
-    ``<base>.sum[...]`` -> sum, ``<base>.max[...]`` -> max, ``<base>.min[...]`` -> min, anything
-    else (``.avg``, legacy names without a rollup) -> mean.
-    """
-    parts = metric.split(".")
-    roll = parts[1] if len(parts) > 1 else ""
-    return roll if roll in ("sum", "max", "min") else "mean"
-
-
-def numeric_column(
-    values: pd.Series, reducer: str | pd.Series = "mean", decimal_comma: bool = False
-) -> tuple[pd.Series, pd.Series]:
-    """Printed values -> ``(float64 numbers, bad mask)``; NaN where missing or not a number.
-
-    Fast path: plain numbers go straight through :func:`pandas.to_numeric`; only the cells it
-    cannot read (thousands separators, missing tokens, instances, decimal commas, text) take the
-    slower vectorized path. ``reducer`` is one reduction for the whole column or one per row.
-    """
-    s = values.astype(str)
-    if decimal_comma:
-        grouped = s.str.match(_GROUPED_DOTS, na=False)
-        s = s.where(~grouped, s.str.replace(".", "", regex=False))
-        need = pd.Series(True, index=s.index)
-        nums = pd.Series(np.nan, index=s.index, dtype="float64")
-    else:
-        nums = pd.to_numeric(s, errors="coerce").astype("float64")
-        need = nums.isna() & (s.str.len() > 0)
-    bad = pd.Series(False, index=s.index)
-    if not need.any():
-        return nums, bad
-    sub = s[need]
-    inst = sub.str.contains(";", regex=False)
-    if inst.any():
-        red = reducer if isinstance(reducer, str) else reducer[need][inst]
-        vals, vbad = _instanced(sub[inst], red, decimal_comma)
-        nums.loc[vals.index] = vals
-        bad.loc[vbad.index] = vbad
-        sub = sub[~inst]
-    if len(sub):
-        vals, vbad = parse_series(sub, decimal_comma=decimal_comma)
-        nums.loc[vals.index] = vals
-        bad.loc[vbad.index] = vbad
-    return nums, bad.astype(bool)
-
-
-def fast_float(s: pd.Series) -> np.ndarray | None:
-    """Plain printed numbers (empty cells -> NaN) via one Arrow cast; ``None`` when any cell is
-    something else (thousands separators, missing tokens, instances, text)."""
-    try:
-        a = pa.array(s.astype(str))
-        a = pc.if_else(pc.equal(a, ""), pa.scalar(None, a.type), a)
-        return np.asarray(pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False), dtype="float64")
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-
-
-def numeric_frame(
-    df: pd.DataFrame, cols: list[str], reducers: list[str], decimal_comma: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`numeric_column` over many columns at once: ``(float64 [rows, cols], bad mask)``.
-
-    Each column takes :func:`pandas.to_numeric`; the cells it cannot read, from every column, are
-    gathered into one Series and converted in a single vectorized pass.
-    """
-    n = len(df)
-    nums = np.full((n, len(cols)), np.nan)
-    bad = np.zeros((n, len(cols)), dtype=bool)
-    rows_l: list[np.ndarray] = []
-    cols_l: list[np.ndarray] = []
-    vals_l: list[np.ndarray] = []
-    for j, name in enumerate(cols):
-        s = df[name]
-        fast = None if decimal_comma else fast_float(s)
-        if fast is not None:
-            nums[:, j] = fast
-            continue
-        nonempty = (s.str.len() > 0).to_numpy()
-        if decimal_comma:
-            need = nonempty
-        else:
-            col = pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-            nums[:, j] = col
-            need = np.isnan(col) & nonempty
-        if need.any():
-            r = np.flatnonzero(need)
-            rows_l.append(r)
-            cols_l.append(np.full(len(r), j))
-            vals_l.append(s.to_numpy(dtype=object)[r])
-    if rows_l:
-        ri, ci = np.concatenate(rows_l), np.concatenate(cols_l)
-        cells = np.concatenate(vals_l)
-        red = np.asarray(reducers, dtype=object)[ci]
-        for r in np.unique(red):
-            # Text attributes and repeated values: convert each distinct text once.
-            sel = red == r
-            codes, uniq = pd.factorize(cells[sel])
-            vals, vbad = numeric_column(pd.Series(np.asarray(uniq, dtype=object), dtype=str), str(r), decimal_comma)
-            nums[ri[sel], ci[sel]] = vals.to_numpy(dtype="float64", na_value=np.nan)[codes]
-            bad[ri[sel], ci[sel]] = vbad.to_numpy(dtype=bool)[codes]
-    return nums, bad
-
-
-def _instanced(
-    s: pd.Series, reducer: str | pd.Series, decimal_comma: bool
-) -> tuple[pd.Series, pd.Series]:
-    parts = s.str.split(";").explode()
-    vals, vbad = parse_series(parts, decimal_comma=decimal_comma)
-    g = vals.groupby(level=0)
-    if isinstance(reducer, str):
-        out = _reduce(g, reducer)
-    else:
-        out = pd.Series(np.nan, index=s.index, dtype="float64")
-        for red in reducer.unique():
-            rows = reducer.index[reducer == red]
-            out.loc[rows] = _reduce(vals[vals.index.isin(rows)].groupby(level=0), str(red))
-    bad = vbad.groupby(level=0).any()
-    # An instance list where every instance is missing is missing, not bad.
-    return out.reindex(s.index).astype("float64"), bad.reindex(s.index).fillna(False).astype(bool)
-
-
-def _reduce(g: pd.core.groupby.SeriesGroupBy, reducer: str) -> pd.Series:
-    if reducer == "sum":
-        return g.sum(min_count=1)
-    if reducer == "max":
-        return g.max()
-    if reducer == "min":
-        return g.min()
-    return g.mean()
-
-
-INT_LIMIT = 2.0**62
-
-
-def to_int(x: pd.Series) -> pd.Series:
-    """Floats -> Int64: whole numbers within +-2**62 kept, anything else (NaN, inf, 1.5) null."""
-    f = pd.to_numeric(x, errors="coerce").astype("float64")
-    ok = f.notna() & (f.abs() < INT_LIMIT) & (f == f.round())
-    return f.where(ok).astype("Int64")
-
-
-def sanitize_values(values: np.ndarray, names: np.ndarray | list[str]) -> np.ndarray:
-    """Mask of numbers no export can mean: infinities, and negative durations (``gpu__time_duration*``).
-
-    ``values`` is ``[rows, cols]`` with ``names`` per column, or 1-D with one name per value.
-    """
-    bad = np.isinf(values)
-    is_dur = np.asarray([str(n).startswith("gpu__time_duration") for n in names], dtype=bool)
-    if is_dur.any():
-        with np.errstate(invalid="ignore"):
-            bad |= (values < 0) & (is_dur if values.ndim == 1 else is_dur[np.newaxis, :])
-    return bad
-
-
-def _by_unique(s: pd.Series, func: object) -> pd.Series:
-    """Apply a vectorized ``func`` to the distinct values of ``s`` only, then broadcast back
-    (identity columns repeat a handful of values over 100k launches)."""
-    codes, uniq = pd.factorize(s.astype(str), use_na_sentinel=True)
-    res = func(pd.Series(np.asarray(uniq, dtype=object), dtype=str))  # type: ignore[operator]
-    arr = pd.array(res).take(codes, allow_fill=True)
-    return pd.Series(arr, index=s.index)
-
-
-def dims_product(dims: pd.Series) -> pd.Series:
-    """``"(x, y, z)"`` -> ``x*y*z`` as Int64 (null when the text is not three integers)."""
-
-    def prod(u: pd.Series) -> pd.Series:
-        parts = u.str.extract(_DIMS_RE).astype("float64")
-        return to_int(parts.prod(axis=1, min_count=3))
-
-    return _by_unique(dims, prod).astype("Int64")
-
-
-def _int_col(u: pd.Series) -> pd.Series:
-    return to_int(pd.to_numeric(u.where(u.str.match(_INT_RE)), errors="coerce"))
-
-
-def identity_frame(df: pd.DataFrame, path: str, line_nos: np.ndarray) -> pd.DataFrame:
-    """Canonical identity columns for rows of a raw/details frame (one row per input row)."""
-    out = pd.DataFrame(index=df.index)
-    out["input"] = path
-    out["line"] = pd.array(line_nos, dtype="Int64")
-    for src, dst in IDENTITY_MAP.items():
-        if src in df.columns:
-            out[dst] = df[src]
-    for col in ("pid", "context", "stream", "device_index"):
-        if col in out.columns:
-            out[col] = _by_unique(out[col], _int_col).astype("Int64")
-
-    def cc_text(u: pd.Series) -> pd.Series:
-        u = u.str.strip()
-        return u.where(u.str.match(_CC_RE, na=False)).str.replace(",", ".", regex=False).astype("string")
-
-    if "cc" in out.columns:
-        out["cc"] = _by_unique(out["cc"], cc_text).astype("string")
-    for dim, prod in (("grid_dim", "grid"), ("block_dim", "block")):
-        if dim in out.columns:
-            out[dim] = out[dim].where(out[dim].str.len() > 0)
-            out[prod] = dims_product(out[dim])
-    out["invocations"] = pd.array([1] * len(out), dtype="Int64")
-    return out
-
-
-def fill_launch_identity(kern: pd.DataFrame) -> pd.DataFrame:
-    """Fill grid/block, device, cc and duration from metric columns where the identity lacks them."""
-    for prod, metric in (("grid", "launch__grid_size"), ("block", "launch__block_size")):
-        if metric in kern.columns:
-            fallback = to_int(kern[metric])
-            kern[prod] = kern[prod].astype("Int64").fillna(fallback) if prod in kern.columns else fallback
-    maj, mnr = "device__attribute_compute_capability_major", "device__attribute_compute_capability_minor"
-    if maj in kern.columns and mnr in kern.columns:
-        cc = to_int(kern[maj]).astype(str) + "." + to_int(kern[mnr]).astype(str)
-        cc = cc.where(kern[maj].notna() & kern[mnr].notna())
-        kern["cc"] = kern["cc"].fillna(cc) if "cc" in kern.columns else cc
-    if "device__attribute_device_index" in kern.columns:
-        idx = to_int(kern["device__attribute_device_index"])
-        kern["device_index"] = kern["device_index"].fillna(idx) if "device_index" in kern.columns else idx
-    for dur in ("gpu__time_duration.sum", "gpu__time_duration"):  # the second: 2019.x name
-        if dur in kern.columns:
-            kern["duration_s"] = kern[dur].astype("float64")
-            break
-    for col, dtype in IDENTITY_COLUMNS.items():  # normalize_kernels cannot make a null float column
-        if col not in kern.columns:
-            kern[col] = pd.Series(np.nan if dtype == "float64" else pd.NA, index=kern.index, dtype=dtype)
-    return kern
-
-
-def measured_columns(metric_cols: list[str]) -> list[str]:
-    """Metric columns that a failed launch would not have (see ``STATIC_PREFIXES``)."""
-    measured = [c for c in metric_cols if not c.startswith(STATIC_PREFIXES)]
-    return measured or list(metric_cols)
-
-
-def is_missing_text(s: pd.Series) -> pd.Series:
-    """True where a printed value is a missing marker (``n/a``, ``(!) nan``, empty ...)."""
-
-    def miss(u: pd.Series) -> pd.Series:
-        t = u.str.strip().str.replace(r"^\(!\)\s*", "", regex=True).str.lower()
-        return t.isin(MISSING_TOKENS)
-
-    return _by_unique(s, miss).astype(bool)
 
 
 BlockReader = Callable[[CsvBlock, str], tuple[pd.DataFrame, np.ndarray, list[BadRow]]]
