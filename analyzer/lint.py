@@ -108,10 +108,10 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
     fp16_zero = f["fp16_counters_zero"].fillna(False).astype(bool) & tensor_work
     out.append(_item("fp16-counters-zero", f"FP16 SASS counters are zero on {count(fp16_zero)} that use tensor cores: "
                      "their FP16 work is only in sm__ops_path_tensor_* (counted as tensor), so the Half-precision "
-                     "roofline shows none (docs/research/formulas.md §2.5).", fp16_zero))
+                     "roofline shows none (docs/formulas.md#profiling-conditions).", fp16_zero))
     unc = f["tensor_uncounted"].fillna(False).astype(bool)
     out.append(_item("tensor-uncounted", f"Tensor pipe active but no sm__ops_path_tensor_* ops for {count(unc)}: tensor FLOPs "
-                     "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, docs/research/formulas.md §2.3).", unc))
+                     "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, docs/formulas.md#profiling-conditions).", unc))
     if "tensor_peak_missing" in f.columns:
         tpm = f["tensor_peak_missing"].notna()
         out.append(_item("tensor-peak-unknown", f"No peak for tensor variant(s) with work on {count(tpm)}: no tensor roof; "
@@ -144,7 +144,7 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
             lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
             out.append(_item("clock-control", f"SM clock ran at {lo:.0%}-{hi:.0%} of the device's max clock for {count(low)} "
                              "(ncu's default --clock-control base): absolute FLOP/s and durations are at that clock; "
-                             "percent of peak is unaffected (docs/research/formulas.md §2.5).", low))
+                             "percent of peak is unaffected (docs/formulas.md#profiling-conditions).", low))
     out += _meta_lint(f, meta or {})
 
     # several devices inside one input
@@ -179,7 +179,7 @@ def _meta_lint(f: pd.DataFrame, meta: dict[str, dict[str, Any]]) -> list[dict[st
             locked |= rows.fillna(False)
     out.append(_item("cache-control", "Caches were flushed before every replay pass (ncu default --cache-control all) for "
                      f"{int(flushed.sum())} kernel(s): DRAM bytes include cold-cache traffic a warm run may serve from L2 "
-                     "(docs/research/formulas.md §2.5).", flushed))
+                     "(docs/formulas.md#profiling-conditions).", flushed))
     out.append(_item("clock-control", "Clocks were locked to base (ncu default --clock-control base) for "
-                     f"{int(locked.sum())} kernel(s): durations and FLOP/s are at base clock (docs/research/formulas.md §2.5).", locked))
+                     f"{int(locked.sum())} kernel(s): durations and FLOP/s are at base clock (docs/formulas.md#profiling-conditions).", locked))
     return out

@@ -76,7 +76,8 @@ def test_builtin_table_is_complete_and_sourced() -> None:
             assert s.sources.get(key), f"{s.name}.{key} has no source"
         for key, text in s.sources.items():
             if key in s.peaks or key in s.bandwidth:
-                assert "docs/research/formulas.md" in text or "approximate" in text, f"{s.name}.{key}: {text}"
+                assert "docs/formulas.md#device-table" in text, f"{s.name}.{key}: {text}"
+                assert "research" not in text and "§" not in text, f"{s.name}.{key}: {text}"
     b200 = lookup("NVIDIA B200")
     assert b200 is not None and all("approximate" in b200.sources[k] for k in b200.peaks)
 
@@ -152,6 +153,6 @@ def test_render_table_lists_every_device_and_source() -> None:
     text = render_table()
     for s in builtin():
         assert s.name[:30] in text
-    assert "Sources:" in text and "docs/research/formulas.md §4.1" in text
+    assert "Sources:" in text and "docs/formulas.md#device-table" in text and "§" not in text
     data = json.loads(render_table(as_json=True))
     assert len(data) == len(builtin()) and {"name", "source", "ceilings", "sources", "sm_count", "cc"} <= set(data[0])
