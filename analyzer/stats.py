@@ -85,7 +85,7 @@ def testable(n_base: np.ndarray, n_cand: np.ndarray, alpha: float = ALPHA) -> np
 
 def _has_ties(rows: np.ndarray) -> np.ndarray:
     srt = np.sort(rows, axis=1)
-    return (np.diff(srt, axis=1) == 0).any(axis=1)
+    return np.asarray((np.diff(srt, axis=1) == 0).any(axis=1), dtype=bool)
 
 
 def batch_p_values(samples: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

@@ -46,7 +46,7 @@ COLLECT = ("collect FLOP and byte counters, e.g. `ncu --set full` or `ncu --sect
 def _col(frame: pd.DataFrame | None, name: str, n: int) -> np.ndarray:
     if frame is None or name not in frame.columns:
         return np.full(n, np.nan)
-    return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+    return np.asarray(pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float), dtype=float)
 
 
 def _text(frame: pd.DataFrame | None, name: str, n: int) -> list[str | None]:
@@ -130,7 +130,7 @@ def _placed(fam: pd.DataFrame) -> np.ndarray:
     for lvl in LEVELS:
         ai = pd.to_numeric(fam[f"intensity_{lvl}"], errors="coerce").to_numpy(dtype=float)
         any_ai |= np.isfinite(ai) & (ai > 0)
-    return np.isfinite(ach) & (ach > 0) & any_ai
+    return np.asarray(np.isfinite(ach) & (ach > 0) & any_ai, dtype=bool)
 
 
 def why_empty(results: pd.DataFrame) -> str:

@@ -94,7 +94,7 @@ def num_column(kernels: Sequence[Mapping[str, Any]], *path: str) -> np.ndarray:
 def finite_pos(a: Any) -> np.ndarray:
     """True where ``a`` is a finite number above zero."""
     x = np.asarray(a, dtype=float)
-    return np.isfinite(x) & (x > 0)
+    return np.asarray(np.isfinite(x) & (x > 0), dtype=bool)
 
 
 def device_sources(devices: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -46,7 +46,7 @@ def pct(x: float) -> str:
 def _col(frame: pd.DataFrame, col: str) -> np.ndarray:
     if col not in frame.columns:
         return np.full(len(frame), np.nan)
-    return pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return np.asarray(pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan), dtype=float)
 
 
 def explain(frame: pd.DataFrame) -> list[str]:

@@ -128,7 +128,7 @@ def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.AL
 def _evidence(row: Any) -> str:
     if row.method == "mann-whitney":
         return f"p={row.p_adjusted:.2g} Holm-adjusted"
-    return row.note
+    return str(row.note)
 
 
 def series_table(baseline: pd.DataFrame, candidate: pd.DataFrame, pairs: pd.DataFrame,

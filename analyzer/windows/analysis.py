@@ -91,7 +91,7 @@ def _num(x: Any) -> float | None:
 
 
 def _iso(ts: Any) -> str:
-    return pd.Timestamp(ts).tz_convert("UTC").isoformat().replace("+00:00", "Z")
+    return str(pd.Timestamp(ts).tz_convert("UTC").isoformat()).replace("+00:00", "Z")
 
 
 def analyze_windows(samples: pa.Table, window_s: float | None = 60.0, device: str | None = None) -> WindowAnalysis:

@@ -75,7 +75,7 @@ def _dense(code: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _decode(codes: np.ndarray, uniques: np.ndarray) -> np.ndarray:
-    return np.r_[uniques, np.array([None], dtype=object)].astype(object)[codes]
+    return np.asarray(np.r_[uniques, np.array([None], dtype=object)].astype(object)[codes], dtype=object)
 
 
 
@@ -167,8 +167,8 @@ def _top_labels(lab: Codes, grp: np.ndarray, n_grp: int,
 
 def _epoch_ms(ts: pd.Series) -> np.ndarray:
     t = pd.to_datetime(ts, utc=True)
-    return (t.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ms]")
-            .to_numpy().astype("int64"))
+    ms = t.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ms]").to_numpy()
+    return np.asarray(ms).astype("int64")
 
 
 

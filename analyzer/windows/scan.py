@@ -95,7 +95,7 @@ def _run_starts(*cols: np.ndarray) -> np.ndarray | None:
     if 4 * (len(starts) + 1) > n:
         return None
     starts += 1
-    return np.r_[np.int64(0), starts]
+    return np.concatenate((np.zeros(1, dtype=starts.dtype), starts))
 
 
 @dataclass

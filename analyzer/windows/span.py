@@ -15,8 +15,6 @@ Rules and their sources: docs/formulas.md#windows ("Window length" and "Covered 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -78,8 +76,8 @@ def add_coverage(w: pd.DataFrame) -> pd.DataFrame:
     n = len(w)
     if not n or "first_ts" not in w.columns:
         return w
-    first = _ms(w["first_ts"])
-    last = _ms(w["last_ts"])
+    first = _epoch_ms(w["first_ts"]).astype("float64")
+    last = _epoch_ms(w["last_ts"]).astype("float64")
     ws_ms = np.round(w["window_s"].to_numpy(dtype="float64") * 1000)
     k = np.zeros(n, dtype="int64")
     for m in METRICS:
@@ -110,10 +108,5 @@ def _intervals(gid: np.ndarray, first: np.ndarray, last: np.ndarray, k: np.ndarr
     cand = pd.DataFrame({"g": np.r_[gid, gid], "v": np.r_[inner, across]})
     cand = cand[cand["v"] > 0]
     med = cand.groupby("g")["v"].median()
-    return pd.Series(gid).map(med).to_numpy(dtype="float64")
+    return np.asarray(pd.Series(gid).map(med).to_numpy(dtype="float64"), dtype="float64")
 
-
-def _ms(col: Any) -> np.ndarray:
-    t = pd.to_datetime(col, utc=True)
-    return (t.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ms]").to_numpy()
-            .astype("int64").astype("float64"))
