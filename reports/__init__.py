@@ -1,6 +1,8 @@
 """Renderers: HTML (plotly, inlined, offline), Markdown and JSON, from the analysis document.
 
 Reports draw; they never analyse. Every renderer takes the JSON-ready document dict that
-``analyzer`` builds (``docs/contract.md``) and imports nothing from ``analyzer``
-or ``parsers``.
+``analyzer`` builds (``docs/contract.md``). From ``analyzer`` they import only the document's
+type and its check, ``rooftop.analyzer.schema`` (``outputs.write_outputs`` runs
+``validate_document`` at this boundary, docs/architecture.md#the-document); nothing from
+``parsers`` (``tests/test_stage_imports.py``).
 """
