@@ -3,14 +3,20 @@
 Tables and columns are probed from ``sqlite_master``/``PRAGMA table_info`` (a table exists only
 when the capture had that data; missing = zero rows), never assumed by version. Read: kernel,
 memcpy and memset activity, CUDA runtime/driver calls, CUPTI synchronisation records, NVTX
-push/pop and start/end ranges; ``StringIds`` resolves names, ``TARGET_INFO_GPU`` GPU names.
+push/pop and start/end ranges; ``StringIds`` resolves names (in SQL), ``TARGET_INFO_GPU`` GPU names.
 Rules: ``docs/formulas.md#timelines``.
+
+:func:`parse` reads each table with one query of only the columns it has, straight into NumPy and
+Arrow columns (no per-row Python objects beyond what ``sqlite3`` returns);
+:mod:`rooftop.parsers.nsys_sqlite_ref` is the plain reference it is tested against.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from rooftop.parsers.model import (
-    EVENT_COLUMNS,
     InputAccounting,
     InputError,
     ParseResult,
@@ -34,10 +39,15 @@ RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
 NVTX = "NVTX_EVENTS"
 NVTX_RANGES = (59, 60)  # ENUM_NSYS_EVENT_TYPE: NvtxPushPopRange, NvtxStartEndRange
-_VERSION_SUFFIX = re.compile(r"_v\d+$")
+VERSION_SUFFIX = re.compile(r"_v\d+$")
+# the event columns a table row fills, in SELECT order; device is read as the integer deviceId
+SQL_COLUMNS = ("start_ns", "end_ns", "device", "stream", "pid", "tid", "correlation", "name",
+               "grid_dim", "block_dim", "bytes")
+TEXT_COLUMNS = ("name", "grid_dim", "block_dim")
+MAX_REJECTED_LISTED = 100  # per table; all are counted
 
 
-class _Db:
+class Db:
     """The open export with its table and column lists."""
 
     def __init__(self, file: str, path: str) -> None:
@@ -51,115 +61,127 @@ class _Db:
             raise read_error(path, exc, "SQLite file") from exc
         self.tables = {r[0] for r in rows}
         self._cols: dict[str, set[str]] = {}
+        self.uri = uri
+        self.arrow: Any = None  # an ADBC connection of the columnar reader, when it opened one
+
+    def close(self) -> None:
+        self.con.close()
+        if self.arrow is not None:
+            self.arrow.close()
 
     def cols(self, table: str) -> set[str]:
         if table not in self._cols:
             self._cols[table] = {r[1] for r in self.con.execute(f'PRAGMA table_info("{table}")')}
         return self._cols[table]
 
-    def frame(self, sql: str) -> pd.DataFrame:
-        cur = self.con.execute(sql)
-        names = [d[0] for d in cur.description]
-        return pd.DataFrame.from_records(cur.fetchall(), columns=names)
-
-    def name_expr(self, table: str, alias: str, candidates: tuple[str, ...]) -> tuple[str, str]:
-        """SQL for the first non-null of ``candidates`` (string ids or inline text) and its joins."""
-        have = [c for c in candidates if c in self.cols(table)]
-        if not have:
-            return "NULL", ""
+    def name_expr(self, table: str, alias: str, candidates: tuple[str, ...]) -> str:
+        """SQL for the first non-null of ``candidates`` (string ids or inline text)."""
         parts = []
         strings = "StringIds" in self.tables
-        for c in have:  # scalar subqueries: COALESCE stops at the first hit (no join per column)
+        for c in (c for c in candidates if c in self.cols(table)):
+            # scalar subqueries: COALESCE stops at the first hit (no join per column)
             if strings:
                 parts.append(f"(SELECT value FROM StringIds WHERE id = {alias}.{c})")
             parts.append(f"CASE WHEN typeof({alias}.{c}) = 'text' THEN {alias}.{c} END")
-        return _coalesce(parts), ""
+        return _coalesce(parts)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One table's rows as events: an SQL expression per :data:`SQL_COLUMNS` entry (absent: "NULL"),
+    the packed global process/thread id and the launch-shape columns as raw SQL, and the FROM clause
+    (alias ``a``, joins, filter)."""
+
+    kind: str
+    table: str
+    source: str
+    exprs: dict[str, str] = field(default_factory=dict)
+    gid: str = "NULL"  # globalPid / globalTid: pid = bits 24-47, tid = bits 0-23 (``has_tid``)
+    has_tid: bool = False
+    shapes: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # grid_dim/block_dim: x, y, z
+
+    def expr(self, col: str) -> str:
+        """The SQL of one event column (the reference reader selects these)."""
+        if col in self.shapes:
+            x, y, z = self.shapes[col]
+            return f"'(' || {x} || ', ' || {y} || ', ' || {z} || ')'"
+        if col in ("pid", "tid") and self.gid != "NULL" and (col == "pid" or self.has_tid):
+            return f"({self.gid} >> 24) & 16777215" if col == "pid" else f"{self.gid} & 16777215"
+        return self.exprs.get(col, "NULL")
 
 
 def _coalesce(parts: list[str]) -> str:
     return "NULL" if not parts else parts[0] if len(parts) == 1 else f"COALESCE({', '.join(parts)})"
 
 
-def _col(db: _Db, table: str, alias: str, name: str) -> str:
-    return f"{alias}.{name}" if name in db.cols(table) else "NULL"
+def _col(db: Db, table: str, name: str) -> str:
+    return f"a.{name}" if name in db.cols(table) else "NULL"
 
 
-def _activity_sql(db: _Db, table: str, kind: str) -> str:
-    t = "a"
+def _shape(db: Db, table: str, prefix: str) -> dict[str, tuple[str, str, str]]:
+    cols = [f"{prefix}{a}" for a in "XYZ"]
+    if not set(cols) <= db.cols(table):
+        return {}
+    return {f"{prefix}_dim": (f"a.{cols[0]}", f"a.{cols[1]}", f"a.{cols[2]}")}
+
+
+def _activity(db: Db, table: str, kind: str) -> Query:
+    e = {"start_ns": "a.start", "end_ns": "a.end", "device": _col(db, table, "deviceId"),
+         "stream": _col(db, table, "streamId"), "correlation": _col(db, table, "correlationId")}
+    joins, shapes = "", {}
     if kind == "kernel":
-        name, joins = db.name_expr(table, t, ("demangledName", "shortName", "mangledName"))
-        grid = ("'(' || a.gridX || ', ' || a.gridY || ', ' || a.gridZ || ')'"
-                if {"gridX", "gridY", "gridZ"} <= db.cols(table) else "NULL")
-        block = ("'(' || a.blockX || ', ' || a.blockY || ', ' || a.blockZ || ')'"
-                 if {"blockX", "blockY", "blockZ"} <= db.cols(table) else "NULL")
-        nbytes = "NULL"
+        e["name"] = db.name_expr(table, "a", ("demangledName", "shortName", "mangledName"))
+        shapes = {**_shape(db, table, "grid"), **_shape(db, table, "block")}
     elif kind == "memcpy":
         enum = "ENUM_CUDA_MEMCPY_OPER" in db.tables and "copyKind" in db.cols(table)
         joins = "LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = a.copyKind" if enum else ""
-        name = "'[CUDA memcpy ' || e.label || ']'" if enum else "'[CUDA memcpy]'"
-        name = f"COALESCE({name}, '[CUDA memcpy]')"
-        grid = block = "NULL"
-        nbytes = _col(db, table, t, "bytes")
+        e["name"] = "COALESCE('[CUDA memcpy ' || e.label || ']', '[CUDA memcpy]')" if enum else "'[CUDA memcpy]'"
+        e["bytes"] = _col(db, table, "bytes")
     else:
-        name, joins, grid, block = "'[CUDA memset]'", "", "NULL", "NULL"
-        nbytes = _col(db, table, t, "bytes")
-    gpid = _col(db, table, t, "globalPid")
-    return (f"SELECT a.start AS start_ns, a.end AS end_ns, {_col(db, table, t, 'deviceId')} AS device, "
-            f"{_col(db, table, t, 'streamId')} AS stream, ({gpid} >> 24) & 16777215 AS pid, NULL AS tid, "
-            f"{_col(db, table, t, 'correlationId')} AS correlation, {name} AS name, {grid} AS grid_dim, "
-            f"{block} AS block_dim, {nbytes} AS bytes FROM {table} a {joins}")
+        e["name"] = "'[CUDA memset]'"
+        e["bytes"] = _col(db, table, "bytes")
+    return Query(kind, table, f"FROM {table} a {joins}", e, _col(db, table, "globalPid"), shapes=shapes)
 
 
-def _runtime_sql(db: _Db) -> str:
-    name, joins = db.name_expr(RUNTIME, "a", ("nameId", "name"))
-    gtid = _col(db, RUNTIME, "a", "globalTid")
-    return (f"SELECT a.start AS start_ns, a.end AS end_ns, NULL AS device, NULL AS stream, "
-            f"({gtid} >> 24) & 16777215 AS pid, {gtid} & 16777215 AS tid, "
-            f"{_col(db, RUNTIME, 'a', 'correlationId')} AS correlation, {name} AS name, NULL AS grid_dim, "
-            f"NULL AS block_dim, NULL AS bytes FROM {RUNTIME} a {joins}")
+def _runtime(db: Db) -> Query:
+    e = {"start_ns": "a.start", "end_ns": "a.end", "correlation": _col(db, RUNTIME, "correlationId"),
+         "name": db.name_expr(RUNTIME, "a", ("nameId", "name"))}
+    return Query("runtime", RUNTIME, f"FROM {RUNTIME} a", e, _col(db, RUNTIME, "globalTid"), has_tid=True)
 
 
-def _sync_sql(db: _Db) -> str:
-    enum = "ENUM_CUPTI_SYNC_TYPE" in db.tables and "syncType" in db.cols(SYNC)
+def _sync(db: Db) -> Query:
+    has_type = "syncType" in db.cols(SYNC)
+    enum = "ENUM_CUPTI_SYNC_TYPE" in db.tables and has_type
     joins = "LEFT JOIN ENUM_CUPTI_SYNC_TYPE e ON e.id = a.syncType" if enum else ""
-    name = "COALESCE(e.label, 'sync type ' || a.syncType)" if enum else (
-        "'sync type ' || a.syncType" if "syncType" in db.cols(SYNC) else "'sync'")
-    gpid = _col(db, SYNC, "a", "globalPid")
-    return (f"SELECT a.start AS start_ns, a.end AS end_ns, {_col(db, SYNC, 'a', 'deviceId')} AS device, "
-            f"{_col(db, SYNC, 'a', 'streamId')} AS stream, ({gpid} >> 24) & 16777215 AS pid, NULL AS tid, "
-            f"{_col(db, SYNC, 'a', 'correlationId')} AS correlation, {name} AS name, NULL AS grid_dim, "
-            f"NULL AS block_dim, NULL AS bytes FROM {SYNC} a {joins}")
+    name = ("COALESCE(e.label, 'sync type ' || a.syncType)" if enum
+            else "'sync type ' || a.syncType" if has_type else "'sync'")
+    e = {"start_ns": "a.start", "end_ns": "a.end", "device": _col(db, SYNC, "deviceId"),
+         "stream": _col(db, SYNC, "streamId"), "correlation": _col(db, SYNC, "correlationId"),
+         "name": name}
+    return Query("sync", SYNC, f"FROM {SYNC} a {joins}", e, _col(db, SYNC, "globalPid"))
 
 
-def _nvtx_sql(db: _Db) -> str:
+def _nvtx(db: Db) -> Query:
     cols = db.cols(NVTX)
     parts = ["a.text"] if "text" in cols else []
     joins = ""
     if "textId" in cols and "StringIds" in db.tables:
         joins = "LEFT JOIN StringIds s ON s.id = a.textId"
         parts.append("s.value")
-    name = _coalesce(parts)
-    gtid = _col(db, NVTX, "a", "globalTid")
     where = f"WHERE a.eventType IN {NVTX_RANGES}" if "eventType" in cols else ""
-    return (f"SELECT a.start AS start_ns, a.end AS end_ns, NULL AS device, NULL AS stream, "
-            f"({gtid} >> 24) & 16777215 AS pid, {gtid} & 16777215 AS tid, NULL AS correlation, "
-            f"{name} AS name, NULL AS grid_dim, NULL AS block_dim, NULL AS bytes FROM {NVTX} a {joins} {where}")
+    e = {"start_ns": "a.start", "end_ns": "a.end", "name": _coalesce(parts)}
+    return Query("range", NVTX, f"FROM {NVTX} a {joins} {where}", e, _col(db, NVTX, "globalTid"), has_tid=True)
 
 
-def _queries(db: _Db) -> list[tuple[str, str, str]]:
-    """(kind, table, SQL) for every table this file has."""
-    out = [(k, t, _activity_sql(db, t, k)) for k, t in (("kernel", KERNEL), ("memcpy", MEMCPY),
-                                                        ("memset", MEMSET)) if t in db.tables]
-    if RUNTIME in db.tables:
-        out.append(("runtime", RUNTIME, _runtime_sql(db)))
-    if SYNC in db.tables:
-        out.append(("sync", SYNC, _sync_sql(db)))
-    if NVTX in db.tables:
-        out.append(("range", NVTX, _nvtx_sql(db)))
+def queries(db: Db) -> list[Query]:
+    """One :class:`Query` for every table this file has, in a fixed order."""
+    out = [_activity(db, t, k) for k, t in (("kernel", KERNEL), ("memcpy", MEMCPY), ("memset", MEMSET))
+           if t in db.tables]
+    out += [build(db) for t, build in ((RUNTIME, _runtime), (SYNC, _sync), (NVTX, _nvtx)) if t in db.tables]
     return out
 
 
-def _meta(db: _Db) -> dict[str, Any]:
+def read_meta(db: Db) -> dict[str, Any]:
     meta: dict[str, Any] = {"timeline": True}
     for t in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if t in db.tables and {"name", "value"} <= db.cols(t):
@@ -179,53 +201,43 @@ def _meta(db: _Db) -> dict[str, Any]:
     return meta
 
 
-def parse(src: Source, opts: ParseOptions) -> ParseResult:
-    """Every activity, API, sync and NVTX-range row as an event; rows without start or end are
-    rejected with the table and rowid. ``docs/formulas.md#timelines``."""
-    del opts
+# reads every query of an open export: (events, rejected listed, rejected per table)
+Reader = Callable[[Db, list[Query]], tuple[pd.DataFrame, list[Rejected], dict[str, int]]]
+
+
+def parse_with(src: Source, reader: Reader) -> ParseResult:
+    """Open, check and read the export with ``reader``; the accounting and metadata around it."""
     if src.limit is not None:
         raise InputError(src.path, "an nsys SQLite export cannot be read in part", "pass the whole file")
-    db = _Db(str(src.file), src.path)
+    db = Db(str(src.file), src.path)
     try:
         if not any(t.startswith("CUPTI_ACTIVITY_KIND_") or t in ("META_DATA_EXPORT", "StringIds", NVTX)
                    for t in db.tables):
             raise InputError(src.path, "is a SQLite file without Nsight Systems tables "
                              "(no CUPTI_ACTIVITY_KIND_*, StringIds or META_DATA_EXPORT)",
                              "export the report with `nsys export --type sqlite report.nsys-rep`")
-        meta = _meta(db)
-        frames, rejected = [], []
-        for kind, table, sql in _queries(db):
-            df = db.frame(sql)
-            bad = df["start_ns"].isna() | df["end_ns"].isna()
-            for i in np.flatnonzero(bad.to_numpy())[:100].tolist():
-                rejected.append(Rejected(src.path, None, f"{table} row {i + 1}: no start or end time"))
-            meta.setdefault("rejected_by_table", {})[table] = int(bad.sum())
-            df = df[~bad]
-            df.insert(0, "kind", kind)
-            frames.append(df)
+        meta = read_meta(db)
+        events, rejected, by_table = reader(db, queries(db))
     except sqlite3.DatabaseError as exc:
         raise read_error(src.path, exc, "SQLite file") from exc
     finally:
-        db.con.close()
-    events = _finish(frames, src.path)
-    n_rej = sum(meta.get("rejected_by_table", {}).values())
-    acc = InputAccounting(src.path, NSYS_SQLITE, records=len(events), rejected=n_rej)
+        db.close()
+    if by_table:
+        meta["rejected_by_table"] = by_table
+    acc = InputAccounting(src.path, NSYS_SQLITE, records=len(events), rejected=sum(by_table.values()))
     return ParseResult(accounting=acc, events=events, rejected=rejected, meta=meta)
 
 
-def _finish(frames: list[pd.DataFrame], path: str) -> pd.DataFrame:
-    from rooftop.parsers.model import empty_events
+def rejected_rows(path: str, table: str, bad: np.ndarray) -> list[Rejected]:
+    """The first :data:`MAX_REJECTED_LISTED` rows without start or end (1-based row of the query)."""
+    return [Rejected(path, None, f"{table} row {i + 1}: no start or end time")
+            for i in np.flatnonzero(bad)[:MAX_REJECTED_LISTED].tolist()]
 
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return empty_events().assign(input=pd.array([], dtype="string"))
-    df = pd.concat(frames, ignore_index=True)
-    df["input"] = path
-    df["device"] = df["device"].map(lambda v: None if v is None or v != v else str(int(v)))
-    run = df["kind"] == "runtime"
-    if run.any():
-        df.loc[run, "name"] = df.loc[run, "name"].astype(object).map(
-            lambda s: _VERSION_SUFFIX.sub("", s) if isinstance(s, str) else s)
-    for col, dtype in EVENT_COLUMNS.items():
-        df[col] = df[col].astype(dtype)
-    return df[list(EVENT_COLUMNS)].reset_index(drop=True)
+
+def parse(src: Source, opts: ParseOptions) -> ParseResult:
+    """Every activity, API, sync and NVTX-range row as an event; rows without start or end are
+    rejected with the table and row. ``docs/formulas.md#timelines``."""
+    from rooftop.parsers.nsys_columns import read_columns
+
+    del opts
+    return parse_with(src, read_columns)
