@@ -1,0 +1,167 @@
+"""Ranked findings: one per kernel family (the problem), ranked by what fixing it could save.
+
+Rules in docs/formulas.md#findings: families from :func:`analyzer.families.family_table`
+(invocation-weighted time); per launch the largest *whole-kernel* (``global``) NVIDIA estimate,
+capped at rooftop's roofline gap, else the gap, else unknown (ranked by time share); severity from
+the recoverable share of kernel time (>= 10 % high, >= 2 % medium), at most medium without an
+estimate, with an unknown label or at >= 80 % of the roof; failed profiles get no finding.
+DCGM window findings (``windows.findings``, contract shape) are merged and re-ranked with the
+same severity-then-score order.
+
+Modules: :mod:`.estimate` (recoverable time per launch and family), :mod:`.severity`,
+:mod:`.text` (evidence and titles), :mod:`.recommendations` (advice per label and limiter).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.findings.estimate import family_estimates, launch_estimates, total_time
+from rooftop.analyzer.findings.recommendations import (
+    LABEL_DEFAULTS,
+    LATENCY,
+    RECOMMENDATIONS,
+    UNKNOWN,
+    recommendation,
+    rule_id,
+)
+from rooftop.analyzer.findings.severity import (
+    HIGH,
+    MEDIUM,
+    ROOF_HIGH,
+    SEVERITY_ORDER,
+    rank_families,
+    severity,
+)
+from rooftop.analyzer.findings.text import (
+    estimate_text,
+    kernel_evidence,
+    missing_named,
+    note_text,
+    title,
+    what_decides,
+)
+
+__all__ = ["HIGH", "LABEL_DEFAULTS", "LATENCY", "MEDIUM", "RECOMMENDATIONS", "ROOF_HIGH", "SEVERITY_ORDER", "UNKNOWN",
+           "kernel_findings", "rank_findings", "recommendation"]
+
+
+def _rules_by_family(est_best: list[tuple[float | None, str | None, str | None]], nv: Any,
+                     pos_family: Any, chosen: set[Any]) -> tuple[dict[Any, pd.DataFrame], pd.DataFrame]:
+    """NVIDIA rules of the chosen families: one row per launch (family, rule, title, saving)."""
+    rule_rows = [(pos_family[i], b[1] or "", b[2] or "", nv[i]) for i, b in enumerate(est_best)
+                 if b[0] is not None and pos_family[i] in chosen]
+    rule_df = pd.DataFrame(rule_rows, columns=["family", "rule", "title", "saving"])
+    return {f: g for f, g in rule_df.groupby("family", sort=False)}, rule_df
+
+
+def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.DataFrame,
+             results: pd.DataFrame, k_ev: Any, total: float) -> dict[str, Any]:
+    """The contract finding of one family row (docs/contract.md), with its ``_score``."""
+    from rooftop.analyzer.advice import advise
+
+    label = str(row["label"] or "unknown")
+    limiter = str(row["limiter"] or "unknown")
+    time_s = float(row["time_s"]) if pd.notna(row["time_s"]) else 0.0
+    share = time_s / total if total > 0 else 0.0
+    rec = advise(label, limiter, recommendation(label, limiter), fam_row,
+                 float(row["roof_pct"]) if pd.notna(row["roof_pct"]) else math.nan)
+    et = estimate_text(row, label, frules, results)
+    rule = f"ncu.{et.main_rule}" if et.main_rule else rule_id(label, limiter)
+    rec += et.advice
+    ev = et.evidence + note_text(row) + kernel_evidence(k_ev)
+    if label == "unknown":
+        missing = missing_named(k_ev)
+        what = f"unknown ({', '.join(missing)} not in the export)" if missing else "unknown"
+        decide = what_decides(missing, k_ev)
+        if decide:
+            ev.insert(0, f"what would decide it: {decide}")
+            # the named metrics replace the generic "re-profile with --set full" advice
+            rec = f"Bound unknown: {decide}." + ("" if rec == UNKNOWN else " " + rec)
+    else:
+        what = f"{label} ({limiter})"
+    score = float(row["score"])
+    return {
+        "rank": 0, "rule": rule, "severity": severity(score, et.est is not None, bool(row["capped"])),
+        "title": title(str(fam), what, share, round(float(row["launches"]))),
+        "kernels": list(row["kernels"]), "time_share": share,
+        "est_saving_s": et.est, "recommendation": rec,
+        "family": str(fam), "label": label, "limiter": limiter, "evidence": ev, "source": "ncu",
+        "_score": score,
+    }
+
+
+def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dict[str, Any]]:
+    """Findings, one per family of :func:`analyzer.families.family_table`, best first (at most
+    ``limit``), each with a ``_score``. Per-launch savings are weighted by the launches a row
+    stands for (``invocations``). Scores and order are computed for all families at once; dicts
+    are built only for the kept ones.
+    """
+    from rooftop.analyzer.families import family_table
+
+    n = len(results)
+    if n == 0:
+        return []
+    est = launch_estimates(results)
+    fams = family_table(results)
+    pos_family = np.empty(n, dtype=object)
+    for fam, ks in zip(fams["family"], fams["kernels"], strict=True):
+        pos_family[ks] = fam
+    agg = rank_families(family_estimates(fams, est, pos_family))
+    if limit is not None:
+        agg = agg.head(limit)
+    rules_by_family, rule_df = _rules_by_family(est.best, est.nv, pos_family, set(agg.index))
+    fam_rows = fams.set_index("family").to_dict("index")
+    evidence_col = results["evidence"].tolist() if "evidence" in results else [None] * n
+    total = total_time(est)
+    return [_finding(fam, row, fam_rows.get(fam, {}), rules_by_family.get(fam, rule_df.iloc[:0]), results,
+                     evidence_col[int(row["representative"])], total)
+            for fam, row in agg.iterrows()]
+
+
+def _window_score(f: Mapping[str, Any]) -> float:
+    for key in ("score", "time_share"):
+        v = f.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+    return 0.0
+
+
+def rank_findings(results: pd.DataFrame, windows: Any, top: int = 10) -> list[dict[str, Any]]:
+    """Contract findings (kernel families + DCGM windows), ranked, at most ``top``.
+
+    When both kinds exist, each keeps at least ``top // 3`` slots if it has that many.
+    """
+    kf = kernel_findings(results, limit=max(int(top), 0)) if results is not None and len(results) else []
+    wf = []
+    for f in list(getattr(windows, "findings", None) or []):
+        g = dict(f)
+        g.setdefault("source", "dcgm")
+        g["_score"] = _window_score(g)
+        wf.append(g)
+
+    def order(f: Mapping[str, Any]) -> tuple[int, float]:
+        return (SEVERITY_ORDER.get(str(f.get("severity")), 2), -float(f["_score"]))
+
+    kf.sort(key=order)
+    wf.sort(key=order)
+    top = max(int(top), 0)
+    if kf and wf:
+        floor = top // 3
+        keep_w = max(min(len(wf), floor), top - len(kf))
+        keep_k = max(min(len(kf), floor), top - keep_w)
+        chosen = kf[:keep_k] + wf[:min(keep_w, top - min(keep_k, len(kf)))]
+    else:
+        chosen = (kf or wf)[:top]
+    chosen.sort(key=order)
+    out = []
+    for rank, f in enumerate(chosen[:top], start=1):
+        g = {k: v for k, v in f.items() if k != "_score"}
+        g["rank"] = rank
+        out.append(g)
+    return out

@@ -1,0 +1,167 @@
+"""The words of a kernel finding: evidence, title, NVIDIA's rule text and what would decide an
+unknown bound (docs/formulas.md#findings). Pure functions of a family row of
+:func:`analyzer.findings.estimate.family_estimates`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.findings.severity import ROOF_HIGH
+
+QUOTE_CHARS = 400
+"""NVIDIA's rule text is quoted up to this many characters (then cut at a word, with …)."""
+_NOT_EVALUATED = "Not in the export, so not evaluated: "
+_DECIDES = {  # what a missing input needs (docs/formulas.md#findings)
+    "SpeedOfLight %": "--section SpeedOfLight (sm__throughput, gpu__compute_memory_throughput)",
+    "L1 bytes": "the L1 bytes (--section SpeedOfLight_HierarchicalSingleRooflineChart, or l1tex__t_bytes)",
+    "L2 bytes": "the L2 bytes (--section SpeedOfLight_HierarchicalSingleRooflineChart, or lts__t_bytes)",
+    "DRAM bytes": "dram__bytes (--section SpeedOfLight_RooflineChart)",
+    "FLOP counters": "the FLOP counters (--section SpeedOfLight_RooflineChart)",
+    "duration": "gpu__time_duration",
+}
+
+
+def fmt_s(s: float) -> str:
+    """Seconds with three significant digits in s, ms, µs or ns."""
+    for f, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(s) >= f:
+            return f"{s / f:.3g} {u}"
+    return f"{s * 1e9:.3g} ns"
+
+
+def rule_message(results: pd.DataFrame, kernels: Any, rule: Any) -> str:
+    """NVIDIA's text for ``rule`` on the first of ``kernels`` that has it ('' when none does)."""
+    if "ncu_rules" not in results or not isinstance(rule, str):
+        return ""
+    col = results["ncu_rules"]
+    for k in list(kernels):
+        for r in col.iloc[int(k)] if isinstance(col.iloc[int(k)], (list, tuple)) else []:
+            if isinstance(r, Mapping) and r.get("rule") == rule and r.get("message"):
+                text = str(r["message"])
+                return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
+    return ""
+
+
+@dataclass
+class EstimateText:
+    """A family's estimated saving with the evidence and advice it adds (docs/formulas.md#findings)."""
+
+    est: float | None
+    evidence: list[str] = field(default_factory=list)
+    advice: str = ""  # appended to the recommendation
+    main_rule: str | None = None  # NVIDIA's rule with the largest summed saving
+
+
+def _nvidia_text(row: Mapping[str, Any], frules: pd.DataFrame, results: pd.DataFrame) -> EstimateText:
+    """NVIDIA's summed whole-kernel estimate: its three largest rules, caps, the gap, the main rule's text."""
+    out = EstimateText(est=float(row["nv_s"]))
+    top_rules = frules.groupby(["rule", "title"])["saving"].sum().sort_values(ascending=False).head(3)
+    names = [f"{t if isinstance(t, str) and t else r} (~{fmt_s(s)})" for (r, t), s in top_rules.items()]
+    if len(top_rules):
+        main_rule = top_rules.index[0][0]
+        if isinstance(main_rule, str) and main_rule:
+            out.main_rule = main_rule
+    out.evidence.append(f"NVIDIA rules (largest whole-kernel estimated speedup per launch): {', '.join(names)}")
+    if row["n_capped"] > 0:
+        out.evidence.append(
+            f"NVIDIA's estimate {fmt_s(float(row['nv_raw_s']))} capped at rooftop's roofline bound "
+            f"in {int(row['n_capped'])} launch record(s): a saving cannot exceed the time above the roof "
+            "(docs/formulas.md#findings)")
+    if row["n_gap"] > 0:
+        out.evidence.append(f"roofline gap (upper bound): {fmt_s(float(row['gap_s']))}")
+    if len(top_rules):
+        out.advice = " NVIDIA's rules for these launches: " + "; ".join(
+            str(t) for (_, t) in top_rules.index if isinstance(t, str) and t) + "."
+        quote = rule_message(results, row["kernels"], top_rules.index[0][0])
+        if quote:
+            out.advice += f" NVIDIA's rule text: “{quote}”"
+    out.evidence.insert(0, f"estimated saving {fmt_s(float(row['nv_s']))} from NVIDIA's estimated speedup")
+    return out
+
+
+def _gap_text(row: Mapping[str, Any]) -> EstimateText:
+    """The roofline gap as the estimate, with its SpeedOfLight caps and the launches that add nothing."""
+    out = EstimateText(est=float(row["gap_s"]))
+    if row["n_sol_capped"] > 0:
+        out.evidence.append(
+            f"capped in {int(row['n_sol_capped'])} launch record(s) at duration × (1 − NCU's busier "
+            "SpeedOfLight % / 100): the busiest unit cannot run above its peak (docs/formulas.md#findings)")
+    if row["n_gap"] < row["rows"]:
+        out.evidence.append(f"{int(row['rows'] - row['n_gap'])} of {int(row['rows'])} launch records lack "
+                            "achieved or attainable FLOP/s and add no saving")
+    basis = "the roofline gap, duration × (1 − achieved/attainable), an upper bound"
+    out.evidence.insert(0, f"estimated saving {fmt_s(float(row['gap_s']))} from {basis}")
+    return out
+
+
+def estimate_text(row: Mapping[str, Any], label: str, frules: pd.DataFrame, results: pd.DataFrame) -> EstimateText:
+    """The estimate a family claims and why: NVIDIA's, else the roofline gap (not for an unknown
+    label), else none, ranked by time share (docs/formulas.md#findings)."""
+    if row["n_nv"] > 0:
+        return _nvidia_text(row, frules, results)
+    if row["n_gap"] > 0 and label == "unknown":
+        return EstimateText(est=None, evidence=[
+            f"no saving claimed: the roofline gap at the measured levels ({fmt_s(float(row['gap_s']))}) is no "
+            "estimate while the bound is unknown, since an unmeasured level may bind lower (less would be "
+            "recoverable) and NVIDIA gives no whole-kernel estimate; severity from the time share, at most medium "
+            "(docs/formulas.md#findings)"])
+    if row["n_gap"] > 0:
+        return _gap_text(row)
+    return EstimateText(est=None, evidence=[
+        "no attainable FLOP/s (no device ceiling or FLOP counts) and no NVIDIA speedup "
+        "estimate: ranked by share of GPU time only"])
+
+
+def note_text(row: Mapping[str, Any]) -> list[str]:
+    """Notes on what does not count: NVIDIA's local estimates, and a roof already >= ROOF_HIGH %."""
+    notes: list[str] = []
+    if pd.notna(row["local_max"]):
+        notes.append(f"NVIDIA's local estimates (up to {float(row['local_max']):.1f} % of one unit or pipe) are "
+                     "not whole-kernel savings and are not counted (docs/formulas.md#findings)")
+    if pd.notna(row["roof_pct"]) and row["roof_pct"] >= ROOF_HIGH:
+        notes.append(f"already at {float(row['roof_pct']):.0f} % of its roof (rooftop's roofline, or NCU's "
+                     f"SpeedOfLight % of the side its label names; >= {ROOF_HIGH:.0f} %): severity at most medium "
+                     "(docs/formulas.md#findings)")
+    return notes
+
+
+def kernel_evidence(k_ev: Any) -> list[str]:
+    """The first four evidence lines of the family's representative launch."""
+    return [str(e) for e in list(k_ev)[:4]] if isinstance(k_ev, (list, tuple, np.ndarray)) else []
+
+
+def missing_named(k_ev: Any) -> list[str]:
+    """The inputs a kernel's evidence names as not in the export."""
+    if not isinstance(k_ev, (list, tuple, np.ndarray)):
+        return []
+    for e in k_ev:
+        if isinstance(e, str) and e.startswith(_NOT_EVALUATED):
+            return [w.strip() for w in e[len(_NOT_EVALUATED):].split(",") if w.strip()]
+    return []
+
+
+def what_decides(missing: list[str], k_ev: Any) -> str:
+    """The collection (and ``--device``) that would decide an unknown bound, in words."""
+    parts = [_DECIDES[m] for m in missing if m in _DECIDES]
+    texts = [str(e) for e in k_ev] if isinstance(k_ev, (list, tuple, np.ndarray)) else []
+    out = ["collect " + ", ".join(parts)] if parts else []
+    if any("pass --device NAME" in t or "pass `--device NAME`" in t for t in texts):
+        out.append("pass --device NAME (the ceilings)")
+    return "; ".join(out)
+
+
+def short(family: str) -> str:
+    """The family's display name, at most 90 characters."""
+    from rooftop.analyzer.families import display_name
+
+    return display_name(family, 90)
+
+
+def title(family: str, what: str, share: float, launches: int) -> str:
+    """``<family>: <label (limiter)>, <share>% of kernel time in <n> launch(es)``."""
+    return f"{short(family)}: {what}, {share * 100:.1f}% of kernel time in {launches} launch(es)"

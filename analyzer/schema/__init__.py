@@ -1,0 +1,106 @@
+"""The analysis document as a type: its TypedDicts, its vocabularies, and :func:`validate_document`.
+
+Every key the analyzer hands the reports is declared here once (docs/contract.md lists them for
+users; docs/architecture.md#the-document says how to add one). A key that is not declared is an
+error, so a helper adding a key registers its type here (loose first, tightened later).
+
+Modules: :mod:`.vocab` (labels, limiters, severities as ``Literal`` types and their tuples),
+:mod:`.parts` (inputs, devices, kernels, findings, windows, lint, verdict), :mod:`.views`
+(timelines, roofline panels, the family table), :mod:`.document` (``Document``), :mod:`.check`
+(the reference walk and :class:`SchemaError`) and :mod:`.fast` (the column-wise check).
+
+:func:`validate_document` is called where documents are checked (tests, and the reports boundary
+``rooftop.reports.outputs.write_outputs``). It has two implementations derived from the same type
+hints: a fast column-wise check (a list of 100k kernels is checked one key at a time over all
+kernels, with set and ``map`` operations) and a plain recursive reference that walks value by
+value and names the first bad key (``$.kernels[3].label: expected one of ...``). The fast check
+runs first; the reference runs only to explain a failure (and in tests, to check both agree).
+
+This package imports only the standard library: the command line imports it cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rooftop.analyzer.schema.check import SchemaError, check_value, describe
+from rooftop.analyzer.schema.document import Document
+from rooftop.analyzer.schema.fast import _ok
+from rooftop.analyzer.schema.parts import (
+    Device,
+    Finding,
+    FlopsByClass,
+    Input,
+    Json,
+    Kernel,
+    Levels,
+    Lint,
+    NcuRule,
+    Num,
+    Rejected,
+    Run,
+    Sol,
+    Tool,
+    Verdict,
+    Window,
+)
+from rooftop.analyzer.schema.views import (
+    BusyStrip,
+    CeilingKind,
+    FamilyRow,
+    GapHistogram,
+    Gaps,
+    RooflineCeiling,
+    RooflinePanel,
+    RooflineView,
+    ShortKernels,
+    Step,
+    TimelineEntry,
+    TopKernel,
+    WindowPanel,
+    WindowPoint,
+)
+from rooftop.analyzer.schema.vocab import (
+    DEVICE_SOURCES,
+    KERNEL_LABELS,
+    KERNEL_LIMITERS,
+    KINDS,
+    SEVERITIES,
+    SIDES,
+    TIMELINE_LABELS,
+    TIMELINE_LIMITERS,
+    WINDOW_LABELS,
+    WINDOW_LIMITERS,
+    DeviceSource,
+    KernelLabel,
+    KernelLimiter,
+    Kind,
+    LintSide,
+    Severity,
+    Side,
+    TimelineLabel,
+    TimelineLimiter,
+    WindowLabel,
+    WindowLimiter,
+)
+
+__all__ = [
+    "DEVICE_SOURCES", "KERNEL_LABELS", "KERNEL_LIMITERS", "KINDS", "SEVERITIES", "SIDES", "TIMELINE_LABELS",
+    "TIMELINE_LIMITERS", "WINDOW_LABELS", "WINDOW_LIMITERS", "BusyStrip", "CeilingKind", "Device", "DeviceSource",
+    "Document", "FamilyRow", "Finding", "FlopsByClass", "GapHistogram", "Gaps", "Input", "Json", "Kernel",
+    "KernelLabel", "KernelLimiter", "Kind", "Levels", "Lint", "LintSide", "NcuRule", "Num", "Rejected",
+    "RooflineCeiling", "RooflinePanel", "RooflineView", "Run", "SchemaError", "Severity", "ShortKernels", "Side",
+    "Sol", "Step", "TimelineEntry", "TimelineLabel", "TimelineLimiter", "Tool", "TopKernel", "Verdict", "Window",
+    "WindowLabel", "WindowLimiter", "WindowPanel", "WindowPoint", "_ok", "check_value", "describe",
+    "validate_document",
+]
+
+
+def validate_document(doc: Any) -> None:
+    """Raise :class:`SchemaError` naming the first bad key (``$.kernels[3].label``) and what was
+    expected, unless ``doc`` is a :class:`Document`. Fast column-wise check first, the reference
+    walk only to explain a failure."""
+    if _ok(Document, [doc]):
+        return
+    check_value(Document, doc, "$")
+    raise SchemaError("$", "failed the column-wise check but not the reference walk (a bug in the schema check)")

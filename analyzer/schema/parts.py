@@ -1,0 +1,204 @@
+"""The parts of the analysis document (docs/contract.md): inputs, devices, kernels, findings, DCGM
+windows, lint and the diff verdict. ``_XBase`` holds the required keys, ``X`` adds the optional."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from rooftop.analyzer.schema.vocab import (
+    DeviceSource,
+    KernelLabel,
+    KernelLimiter,
+    LintSide,
+    Severity,
+    Side,
+    WindowLabel,
+    WindowLimiter,
+)
+
+Num = float | None  # a finite number (an int is a number) or null
+Json = Any  # any JSON value (loose: tighten where a key settles)
+
+
+class Tool(TypedDict):
+    name: str
+    version: str
+
+
+class Run(TypedDict):
+    command: str
+    created: str
+    input_sha256: dict[str, str | None]
+
+
+class _InputBase(TypedDict):
+    path: str
+    format: str
+    records: int
+    missing: int
+    rejected: int
+
+
+class Input(_InputBase, total=False):
+    side: Side  # diff
+    sha256: str  # fleet: from the dataset manifest
+    ingested_at: str
+
+
+class _RejectedBase(TypedDict):
+    path: str
+    line: int | None
+    reason: str
+
+
+class Rejected(_RejectedBase, total=False):
+    side: Side
+
+
+class _DeviceBase(TypedDict):
+    name: str
+    source: DeviceSource
+    ceilings: dict[str, Num]
+
+
+class Device(_DeviceBase, total=False):
+    sources: dict[str, str]
+    sm_count: int | None
+    cc: str | None
+    clock_mhz: Num
+
+
+class Sol(TypedDict):
+    compute_pct: Num
+    memory_pct: Num
+
+
+class FlopsByClass(TypedDict):
+    fp64: Num
+    fp32: Num
+    fp16: Num
+    tensor: Num
+
+
+class Levels(TypedDict):
+    l1: Num
+    l2: Num
+    dram: Num
+
+
+class NcuRule(TypedDict, total=False):
+    rule: str
+    title: str
+    speedup_pct: Num
+    speedup_type: str | None  # "global" | "local" (ncu_report speedup_type); docs/formulas.md#findings
+    message: str  # NVIDIA's rule text where the export has it (quoted by findings)
+
+
+class _KernelBase(TypedDict):
+    index: int
+    input: str
+    id: str | None
+    name: str
+    family: str
+    device: str | None
+    duration_s: Num
+    grid: int | None
+    block: int | None
+    sol: Sol
+    flops: Num
+    flops_by_class: FlopsByClass
+    bytes: Levels
+    intensity: Levels
+    attainable_flops_s: Num
+    achieved_flops_s: Num
+    label: KernelLabel
+    limiter: KernelLimiter
+    evidence: list[str]
+    ncu_rules: list[NcuRule]
+
+
+class Kernel(_KernelBase, total=False):
+    nvtx: str | None  # NVTX ranges "outer > inner" (default domain bare, others "domain:range"); older documents lack it
+    extra: dict[str, Json]  # README "extensions": binding level, ridge, waves, SOL verdict, ...
+
+
+class _FindingBase(TypedDict):
+    rank: int
+    rule: str
+    severity: Severity
+    title: str
+    kernels: list[int]
+    time_share: Num
+    est_saving_s: Num
+    recommendation: str
+
+
+class Finding(_FindingBase, total=False):
+    family: str
+    label: str  # a kernel or a window label, by the finding's source
+    limiter: str
+    evidence: list[str]
+    source: str
+    group: str | dict[str, str | None]  # analyze: "host/gpu"; fleet: the --by key
+    gpu_hours: Num
+    windows: int
+    metrics: dict[str, Num]
+    side: Side
+
+
+class _WindowBase(TypedDict):
+    gpu: str
+    start: str
+    end: str
+    label: WindowLabel
+    limiter: WindowLimiter
+    metrics: dict[str, Num]
+
+
+class Window(_WindowBase, total=False):
+    host: str | None
+    model: str | None
+    namespace: str | None
+    pod: str | None
+    container: str | None
+    job: str | None
+    device: str | None
+    uuid: str | None
+    mig: str | None
+    mig_profile: str | None
+    n_samples: int
+    est_flops_s: Num
+    est_dram_bytes_s: Num
+    est_intensity: Num
+    evidence: list[str]
+    # docs/formulas.md#windows: the one GPU key, the window length, the time its samples span
+    gpu_key: str
+    window_s: Num
+    covered_s: Num
+    interval_s: Num
+
+
+class _LintBase(TypedDict):
+    code: str
+    message: str
+    kernels: list[int]
+
+
+class Lint(_LintBase, total=False):
+    side: LintSide
+
+
+class _VerdictBase(TypedDict):
+    fail: bool
+    threshold_pct: Num
+    regressions: list[dict[str, Json]]
+    improvements: list[dict[str, Json]]
+    reason: str
+
+
+class Verdict(_VerdictBase, total=False):
+    alpha: Num
+    classify_pct: Num
+    summary: str
+    test: str
+    gate: str  # docs/formulas.md#diff: "total" or "matched"
