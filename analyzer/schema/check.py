@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
 else:  # pragma: no cover
     from typing_extensions import is_typeddict
 
+
 class SchemaError(ValueError):
     """The document does not match :class:`Document`: ``path`` names the bad key."""
 
@@ -49,7 +50,7 @@ def type_hints(td: Any) -> dict[str, Any]:
     """The resolved type of each key of the TypedDict ``td`` (cached)."""
     cached = _HINTS.get(td)
     if cached is None:
-        cached = _HINTS[td] = get_typetype_hints(td)
+        cached = _HINTS[td] = get_type_hints(td)
     return cached
 
 

@@ -21,6 +21,7 @@ from rooftop.analyzer.schema.parts import (
 from rooftop.analyzer.schema.views import FamilyRow, RooflineView, Step, TimelineEntry
 from rooftop.analyzer.schema.vocab import Kind
 
+
 class _DocumentBase(TypedDict):
     schema_version: Literal[1]
     tool: Tool
