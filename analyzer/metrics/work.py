@@ -1,0 +1,176 @@
+"""Kernel duration, unit clocks and cycles, counter totals, and FLOPs per class (FP64/FP32/FP16 from
+SASS thread-instruction counts, tensor from ``sm__ops_path_tensor_*``; docs/research/formulas.md
+§1.1-1.6, §2.2-2.3)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pandas as pd
+
+from rooftop.analyzer.metrics.columns import column, first_of, nan_series, none_series
+
+# class -> [(SASS op, FLOPs per thread instruction)]  (docs/research/formulas.md §1.2-1.4)
+FP_TERMS: dict[str, tuple[tuple[str, float], ...]] = {
+    "fp64": (("dadd", 1.0), ("dmul", 1.0), ("dfma", 2.0)),
+    "fp32": (("fadd", 1.0), ("fmul", 1.0), ("ffma", 2.0)),
+    "fp16": (("hadd", 2.0), ("hmul", 2.0), ("hfma", 4.0)),
+}
+VOLTA_TENSOR_FLOPS_PER_INST = 512.0  # docs/research/formulas.md §2.3: NERSC, V100 only
+
+_TENSOR_RE = re.compile(r"^sm__ops_path_tensor_(?P<v>(?!op_)[a-z0-9_]+?)\.sum(?P<s>\.per_cycle_elapsed|\.per_second)?$")
+
+
+# -- time and clocks ---------------------------------------------------------------------------
+
+def duration(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Kernel duration in seconds: ``gpu__time_duration.sum`` (legacy ``gpu__time_duration``), else
+    NERSC's ``sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second`` (docs/research/formulas.md §2.2)."""
+    out, src = first_of(df, ["duration_s", "gpu__time_duration.sum", "gpu__time_duration"])
+    src = src.replace({"duration_s": "gpu__time_duration.sum"})
+    for unit in ("sm", "smsp", "gpc"):
+        cyc = column(df, f"{unit}__cycles_elapsed.avg")
+        if unit == "gpc" and cyc.isna().all():
+            cyc = column(df, "gpc__cycles_elapsed.max")
+        hz = column(df, f"{unit}__cycles_elapsed.avg.per_second")
+        v = (cyc / hz).where(hz > 0)
+        take = out.isna() & v.notna()
+        if take.any():
+            out = out.mask(take, v)
+            src = src.mask(take, f"{unit}__cycles_elapsed / {unit}__cycles_elapsed.avg.per_second")
+    return out, src
+
+
+CLOCK_ALIASES: dict[str, tuple[str, ...]] = {
+    "sm": ("sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second",
+           "smsp__cycles_elapsed.avg.per_second"),
+    "smsp": ("smsp__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second",
+             "gpc__cycles_elapsed.avg.per_second"),
+    "dram": ("dram__cycles_elapsed.avg.per_second", "dram__frequency"),
+    "lts": ("lts__cycles_elapsed.avg.per_second",),
+    "l1tex": ("l1tex__cycles_elapsed.avg.per_second",),
+}
+
+
+def clock_hz(df: pd.DataFrame, unit: str) -> tuple[pd.Series, pd.Series]:
+    """Measured clock (cycles/s) of a unit over the kernel (the ceiling multiplier, docs/research/formulas.md §1.1)."""
+    return first_of(df, CLOCK_ALIASES[unit])
+
+
+def unit_cycles(df: pd.DataFrame, unit: str, dur: pd.Series) -> pd.Series:
+    """Elapsed cycles of a unit: ``<unit>__cycles_elapsed.avg``, else cycles/s x duration."""
+    names = [f"{unit}__cycles_elapsed.avg"]
+    if unit in ("sm", "smsp"):
+        names.append(f"{'smsp' if unit == 'sm' else 'sm'}__cycles_elapsed.avg")
+    cyc, _ = first_of(df, names)
+    if unit in CLOCK_ALIASES:
+        hz, _ = clock_hz(df, unit)
+        cyc = cyc.fillna(hz * dur)
+    return cyc
+
+
+# -- counts and FLOPs --------------------------------------------------------------------------
+
+def counter(df: pd.DataFrame, base: str, dur: pd.Series, prefixes: Sequence[str] = ("sm", "smsp")
+            ) -> tuple[pd.Series, pd.Series]:
+    """Total count of an ``sm__``/``smsp__`` counter from ``.sum``, ``.sum.per_cycle_elapsed`` or
+    ``.sum.per_second`` (docs/research/formulas.md §1.1: per-cycle-elapsed x cycles elapsed = count)."""
+    out, src = first_of(df, [f"{p}__{base}.sum" for p in prefixes])
+    for p in prefixes:
+        for suffix, mult in ((".sum.per_cycle_elapsed", None), (".sum.per_second", dur)):
+            name = f"{p}__{base}{suffix}"
+            if name not in df.columns:
+                continue
+            scale = unit_cycles(df, p, dur) if mult is None else mult
+            v = column(df, name) * scale
+            take = out.isna() & v.notna()
+            if take.any():
+                out = out.mask(take, v)
+                src = src.mask(take, name)
+    return out, src
+
+
+def fp_flops(df: pd.DataFrame, dur: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """FP64/FP32/FP16 FLOPs per kernel (docs/research/formulas.md §1.2-1.4, ncu factors).
+
+    Returns (flops, missing): ``flops[cls]`` is NaN when none of the class's counters was
+    collected; ``missing[cls]`` names the terms of a partially collected class (counted as
+    absent, and linted), else ``None``.
+    """
+    flops, missing = pd.DataFrame(index=df.index), pd.DataFrame(index=df.index)
+    for cls, terms in FP_TERMS.items():
+        total, n_present, absent = nan_series(df).fillna(0.0), pd.Series(0, index=df.index), []
+        for op, factor in terms:
+            v, _ = counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)
+            total = total + v.fillna(0.0) * factor
+            n_present = n_present + v.notna().astype(int)
+            absent.append((op, v.isna()))
+        flops[cls] = total.where(n_present > 0)
+        miss = none_series(df)
+        partial = (n_present > 0) & (n_present < len(terms))
+        if partial.any():
+            names = pd.Series("", index=df.index, dtype="object")
+            for op, isna in absent:
+                names = names.mask(isna, names + op + " ")
+            miss = miss.mask(partial, names.str.strip())
+        missing[cls] = miss
+    return flops, missing
+
+
+def tensor_variant_columns(columns: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Aggregate tensor variants in the export: variant -> {suffix: column}.
+
+    ``op_*`` per-instruction variants are excluded (they break the aggregate down; adding them
+    would count every op twice, docs/research/formulas.md §1.6). A variant without a sparsity suffix is dropped
+    when its ``_sparsity_on/off`` split is also present.
+    """
+    found: dict[str, dict[str, str]] = {}
+    for c in columns:
+        m = _TENSOR_RE.match(c)
+        if m:
+            found.setdefault(m.group("v"), {})[".sum" + (m.group("s") or "")] = c
+    for v in list(found):
+        if any(o.startswith(v + "_sparsity_") for o in found if o != v):
+            del found[v]
+    return found
+
+
+def tensor_ops(df: pd.DataFrame, dur: pd.Series) -> pd.DataFrame:
+    """Tensor ops (= FLOPs, 2 per MAC) per aggregate variant; one column per variant."""
+    out = pd.DataFrame(index=df.index)
+    cycles = None
+    for variant, cols in tensor_variant_columns(list(df.columns)).items():
+        v = column(df, cols[".sum"]) if ".sum" in cols else nan_series(df)
+        if ".sum.per_cycle_elapsed" in cols:
+            cycles = unit_cycles(df, "sm", dur) if cycles is None else cycles
+            v = v.fillna(column(df, cols[".sum.per_cycle_elapsed"]) * cycles)
+        if ".sum.per_second" in cols:
+            v = v.fillna(column(df, cols[".sum.per_second"]) * dur)
+        out[variant] = v
+    return out
+
+
+def tensor_flops(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> tuple[pd.Series, pd.Series, pd.DataFrame]:
+    """Tensor FLOPs: Σ aggregate ``sm__ops_path_tensor_*`` variants (docs/research/formulas.md §1.6), else on
+    Volta (CC 7.0) ``sm__inst_executed_pipe_tensor`` x 512 (§2.3). Returns (flops, source, ops by variant)."""
+    ops = tensor_ops(df, dur)
+    src = none_series(df)
+    if ops.shape[1]:
+        total = ops.sum(axis=1, min_count=1)
+        src = src.mask(total.notna(), "sm__ops_path_tensor_* (aggregate variants)")
+    else:
+        total = nan_series(df)
+    inst, _ = counter(df, "inst_executed_pipe_tensor", dur)
+    volta = (cc >= 7.0) & (cc < 7.2)
+    v = (inst * VOLTA_TENSOR_FLOPS_PER_INST).where(volta)
+    take = total.isna() & v.notna()
+    total = total.mask(take, v)
+    src = src.mask(take, "sm__inst_executed_pipe_tensor x 512 (V100)")
+    return total, src, ops
+
+
+def tensor_inst_unscaled(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> pd.Series:
+    """``sm__inst_executed_pipe_tensor`` on a non-Volta GPU: no single FLOP factor exists (§2.3)."""
+    inst, _ = counter(df, "inst_executed_pipe_tensor", dur)
+    return inst.where(~((cc >= 7.0) & (cc < 7.2)))
