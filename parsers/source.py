@@ -1,24 +1,21 @@
-"""An input file: sniffed compression and encoding, streamed decoded lines, and the options parsers share."""
+"""An input file: sniffed compression and encoding, streamed decoded lines, and the options parsers share.
+The byte streams under it (decompression, a capped file) are in :mod:`parsers.source_streams`."""
 
 from __future__ import annotations
 
-import bz2
 import codecs
 import copy
-import gzip
 import io
-import lzma
 import os
-import re
 import stat
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rooftop.parsers.model import InputError
+from rooftop.parsers.source_streams import Capped, Decompressed, compression_of
 
 if TYPE_CHECKING:
     from rooftop.parsers.prom_http import PromQuery
@@ -64,7 +61,7 @@ class Source:
         self.limit = None if limit is None else max(0, int(limit))
         self.max_line_bytes: int | None = None
         raw_head = _regular_head(self.file, self.path)
-        self.compression = _compression_of(raw_head)
+        self.compression = compression_of(raw_head)
         if self.compression is None:
             self.head_bytes = raw_head
         else:
@@ -121,10 +118,10 @@ class Source:
         if self.limit is None or not limit:
             raw = self.file.open("rb")
         else:
-            raw = io.BufferedReader(_Capped(self.file, self.limit))
+            raw = io.BufferedReader(Capped(self.file, self.limit))
         if self.compression is None:
             return raw
-        return io.BufferedReader(_Decompressed(raw, self.compression, self.path), buffer_size=1 << 16)
+        return io.BufferedReader(Decompressed(raw, self.compression, self.path), buffer_size=1 << 16)
 
     def read_bytes(self) -> bytes:
         with self.open_bytes() as fh:
@@ -221,172 +218,6 @@ def _regular_head(file: Path, name: str) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
-
-
-# Magic bytes of the compressed containers read transparently (RFC 1952, RFC 8878, bzip2, xz).
-_MAGIC = ((b"\x1f\x8b\x08", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"))
-_BZ2 = re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)")  # block or end-of-stream magic after the header
-
-
-def _compression_of(head: bytes) -> str | None:
-    for magic, name in _MAGIC:
-        if head.startswith(magic):
-            return name
-    return "bzip2" if _BZ2.match(head) else None
-
-
-class _Decompressed(io.RawIOBase):
-    """The decompressed content of a compressed raw stream, read forward (seek forward only).
-    Corrupt or cut-short data is an :class:`InputError` naming the file."""
-
-    def __init__(self, raw: io.BufferedReader, compression: str, name: str) -> None:
-        super().__init__()
-        self._name = name
-        self._what = compression
-        self._pos = 0
-        self._inner = _decompressor(raw, compression, name)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True  # forward only: the readers seek past a BOM
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        try:
-            data = self._inner.read(len(view))
-        except _DECOMPRESS_ERRORS as exc:
-            raise InputError(self._name, f"cannot be decompressed ({self._what}: {exc}); the file is corrupt or "
-                             "cut short", "re-copy it, or compress it again from the original") from exc
-        view[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        target = offset if whence == io.SEEK_SET else self._pos + offset if whence == io.SEEK_CUR else -1
-        if target < self._pos:
-            raise io.UnsupportedOperation("a compressed input is read forward only")
-        while self._pos < target and self.read(min(1 << 20, target - self._pos)):
-            pass
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def close(self) -> None:
-        if not self.closed:
-            self._inner.close()
-        super().close()
-
-
-def _decompressor(raw: io.BufferedReader, compression: str, name: str) -> Any:
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if compression == "bzip2":
-        return bz2.BZ2File(raw)
-    if compression == "xz":
-        return lzma.LZMAFile(raw)
-    try:
-        import zstandard
-    except ImportError as exc:
-        raw.close()
-        raise InputError(name, "is zstd-compressed, and reading it needs the zstandard package",
-                         "pip install zstandard") from exc
-    return _ZstdReader(raw, zstandard.ZstdDecompressor())
-
-
-class _ZstdReader:
-    """zstd frames (one after another, as ``cat a.zst b.zst`` makes them) read forward in bounded
-    memory. ``zstandard``'s own readers end silently at a cut-short frame; this one raises
-    ``EOFError`` there, as gzip, bz2 and lzma do. Input is fed :data:`FEED` bytes at a time, which
-    bounds the output of one step (a zstd block holds at most 128 KiB)."""
-
-    FEED = 4096
-
-    def __init__(self, raw: io.BufferedReader, dctx: Any) -> None:
-        self._raw = raw
-        self._dctx = dctx
-        self._obj = dctx.decompressobj()
-        self._out = bytearray()
-        self._in_frame = False  # bytes of an unfinished frame were fed
-        self._done = False
-
-    def read(self, n: int) -> bytes:
-        while len(self._out) < n and not self._done:
-            data = self._raw.read(self.FEED)
-            if not data:
-                self._done = True
-                if self._in_frame:
-                    raise EOFError("the last zstd frame ends before its end (file cut short)")
-                break
-            self._feed(data)
-        out = bytes(self._out[:n])
-        del self._out[:n]
-        return out
-
-    def _feed(self, data: bytes) -> None:
-        while data:
-            self._out += self._obj.decompress(data)
-            self._in_frame = not self._obj.eof
-            if not self._obj.eof:
-                return
-            data = self._obj.unused_data  # the next frame begins in these bytes
-            self._obj = self._dctx.decompressobj()
-            self._in_frame = bool(data)
-
-    def close(self) -> None:
-        self._raw.close()
-
-
-def _zstd_error() -> tuple[type[Exception], ...]:
-    try:
-        import zstandard
-    except ImportError:
-        return ()
-    return (zstandard.ZstdError,)
-
-
-_DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, lzma.LZMAError, zlib.error, *_zstd_error())
-
-
-class _Capped(io.RawIOBase):
-    """A file's first ``limit`` bytes as a seekable raw stream (reads past ``limit`` are EOF)."""
-
-    def __init__(self, path: Path, limit: int) -> None:
-        super().__init__()
-        self._fh = path.open("rb", buffering=0)
-        self._limit = limit
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        left = self._limit - self._pos
-        if left <= 0:
-            return 0
-        view = memoryview(buffer).cast("B")
-        n = self._fh.readinto(view[: min(left, len(view))]) or 0
-        self._pos += n
-        return n
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_END:
-            offset, whence = min(self._limit, os.fstat(self._fh.fileno()).st_size) + offset, io.SEEK_SET
-        self._pos = self._fh.seek(offset, whence)
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def close(self) -> None:
-        if not self.closed:
-            self._fh.close()
-        super().close()
 
 
 def _sniff_encoding(head: bytes) -> tuple[str, int]:
