@@ -12,6 +12,8 @@ Rules (docs/formulas.md#report-view):
   document's ``kernels`` list; ``time_share`` is of all kernel time.
 * **Placed points**: a family with achieved FLOP/s > 0 and an intensity > 0 at a level is a point at
   that level. The :data:`MAX_LABELLED` largest placed families by time of a panel are named on the chart.
+* **Points without a roof**: ``no_roof`` lists the memory levels at which the panel places points but
+  has no bandwidth ceiling (neither the export nor the device table gives one); the chart says so.
 * **Nothing placeable**: ``why_empty`` says what is missing and what to collect.
 """
 
@@ -133,6 +135,19 @@ def _placed(fam: pd.DataFrame) -> np.ndarray:
     return np.asarray(np.isfinite(ach) & (ach > 0) & any_ai, dtype=bool)
 
 
+def no_roof(fam: pd.DataFrame, placed: Sequence[int], ceilings: Sequence[dict[str, Any]]) -> list[str]:
+    """Memory levels with a placed family's point (intensity > 0) but no bandwidth ceiling in the panel."""
+    roofs = {c["level"] for c in ceilings if c["kind"] == "bandwidth"}
+    out = []
+    for lvl in LEVELS:
+        if lvl in roofs or not placed:
+            continue
+        ai = pd.to_numeric(fam.loc[list(placed), f"intensity_{lvl}"], errors="coerce").to_numpy(dtype=float)
+        if (np.isfinite(ai) & (ai > 0)).any():
+            out.append(lvl)
+    return out
+
+
 def why_empty(results: pd.DataFrame) -> str:
     """One sentence: why no kernel can be placed on a roofline, and what to collect."""
     n = len(results)
@@ -194,6 +209,7 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
         p["families"] = [int(i) for i in mine]
         p["placed"] = placed
         p["labelled"] = placed[:MAX_LABELLED]
+        p["no_roof"] = no_roof(fams, placed, p["ceilings"])
     any_placed = any(p["placed"] for p in panels)
     roofline = {"panels": panels, "windows": wpanels, "why_empty": None if any_placed else why_empty(results)}
     return {"roofline": jsonable(roofline), "families": _family_records(fams)}

@@ -177,7 +177,9 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
             if (x := num(w.get("intensity"))) and (y := num(w.get("flops_s"))) and x > 0 and y > 0]
     ax = _Axes(*_ranges(ceilings, [(x, y) for _, _, x, y in pts] + [(x, y) for x, y, _ in wpts]))
     labelled = list(panel.get("labelled") or [])
-    key_lines = len(labelled) + 2
+    names = {lvl: lname for lvl, lname, _ in LEVELS}
+    no_roof = [names.get(str(lvl), str(lvl)) for lvl in panel.get("no_roof") or []]
+    key_lines = len(labelled) + 2 + (1 if no_roof else 0)
     total_h = H + 18 * key_lines + 8
     shares = [num(families[i].get("time_share")) or 0.0 for i, _, _, _ in pts]
     smax = max(shares, default=0.0) or 1.0
@@ -242,6 +244,11 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
     explain = ("marker size: share of kernel time · dashed ceiling: no kernel in this chart is bound by it · "
                if pts else "")
     body.append(f'<text x="{ML}" y="{ky}" class="ky">{explain}hover a marker or a line for details</text>')
+    if no_roof:
+        ky += 18
+        which = " and ".join(no_roof)
+        body.append(f'<text x="{ML}" y="{ky}" class="ky no-roof">no {esc(which)} roof: neither the export nor the '
+                    f"device table gives its bandwidth; those points show FLOP/s at their intensity only</text>")
     for n, i in enumerate(labelled, 1):
         f = families[i]
         ky += 18

@@ -97,3 +97,25 @@ def test_real_export_draws_the_export_ceilings_not_the_datasheet() -> None:
     assert got["fp32"][0] == pytest.approx(2.7676e12, rel=1e-3) and got["fp32"][1] == "export"
     assert got["dram"][0] == pytest.approx(2.9698e11, rel=1e-3) and got["dram"][1] == "export"
     assert panel["placed"] and doc["families"][panel["placed"][0]]["label"] == "memory-bound"
+
+
+def test_levels_with_points_but_no_bandwidth_ceiling_are_named() -> None:
+    res, ceil = _results()
+    a100, h100 = kernel_view(res, ceil)["roofline"]["panels"]
+    # k2 moves 1e9 DRAM bytes on the H100 but no DRAM ceiling is known there: its point has no roof
+    assert a100["no_roof"] == [] and h100["no_roof"] == ["dram"]
+
+
+def test_the_naive_gemm_export_has_l1_points_and_no_l1_roof() -> None:
+    rep = corpus_dir("ncu") / "LakshyaSingh354__CudaCode__gemm__reps__naive.ncu-rep"
+    if not rep.exists():
+        pytest.skip(f"{rep} not in the corpus")
+    pytest.importorskip("ncu_report", reason="the .ncu-rep reader is not installed")
+    from rooftop import analyze
+    from rooftop.reports.svg_roofline import roofline_svg
+
+    doc = analyze([str(rep)])
+    (panel,) = doc["roofline"]["panels"]
+    # the GTX 1660 SUPER export gives FP32/FP64 and DRAM peaks, no L1 bandwidth; its kernels have L1 bytes
+    assert panel["no_roof"] == ["l1"] and "l1" not in {c["level"] for c in panel["ceilings"]}
+    assert "no L1 roof" in roofline_svg(panel, doc["families"])

@@ -119,6 +119,7 @@ class RooflinePanel(TypedDict):
     families: list[int]  # positions in the document's families
     placed: list[int]
     labelled: list[int]
+    no_roof: list[Literal["dram", "l2", "l1"]]  # levels with placed points but no bandwidth ceiling
 
 
 class WindowPoint(TypedDict):
