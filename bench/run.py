@@ -409,7 +409,7 @@ def warm_up() -> None:
     for mod in ("pandas", "pyarrow.parquet", "polars", "prometheus_client.parser", "rooftop.parsers.prom_text",
                 "rooftop.parsers.dcgm_dmon", "rooftop.parsers.ncu_raw", "rooftop.analyzer.pipeline", "rooftop.analyzer.kernels",
                 "rooftop.analyzer.families", "rooftop.analyzer.findings", "rooftop.analyzer.windows", "rooftop.reports.outputs",
-                "rooftop.reports.html", "rooftop.reports.json_report", "plotly"):
+                "rooftop.reports.html", "rooftop.reports.json_report"):
         try:
             importlib.import_module(mod)
         except ImportError as exc:

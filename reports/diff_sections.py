@@ -3,19 +3,21 @@
 Reads the diff keys of the document: ``verdict``, ``totals``, ``families``, ``series``,
 ``unmatched``, ``pairs``, ``sides`` and ``devices``. Every input-derived string (kernel, family
 and file names, NVTX paths) is escaped: :func:`esc`/:func:`table` for HTML, :func:`md_esc`/
-:func:`md_table` for Markdown, :func:`ptext` for plotly text.
+:func:`md_table` for Markdown; the roofline is static SVG (``<title>`` hover).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rooftop.reports.formatting import fmt_num, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_esc, md_table
 from rooftop.reports.roofline import ceilings_of
-from rooftop.reports.widgets import Column, Section, esc, figure, ptext, table
+from rooftop.reports.svg_roofline import ML, MT, H, W, _Axes, _axes_svg, _ceilings_svg, _ranges
+from rooftop.reports.widgets import Column, Section, esc, table
 
 MAX_ARROWS = 60        # families drawn on the roofline (largest by time)
 MAX_ROWS = 200         # rows per HTML table (everything is in the JSON output)
@@ -95,90 +97,90 @@ def _point(rec: Mapping[str, Any], side: str, lvl: str) -> tuple[float, float] |
     return (x, y) if x and y and x > 0 and y > 0 else None
 
 
-def roofline_arrows_figure(doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """Roofline with one arrow per family from its baseline point to its candidate point."""
-    fams = list(doc.get("families") or [])
+_STYLE = ("<style>.tk{font-size:11px;fill:#444}.ax{font-size:12px;fill:#222}.cl{font-size:11.5px;font-weight:600;"
+          "paint-order:stroke;stroke:#fff;stroke-width:3px}.ky{font-size:12px;fill:#222}</style>")
+
+
+@dataclass(frozen=True)
+class Arrow:
+    """One family's move: baseline (intensity, FLOP/s) to candidate, at ``level``."""
+
+    family: str
+    status: str
+    level: str
+    base: tuple[float, float]
+    cand: tuple[float, float]
+    explanation: str
+
+
+def roofline_arrows(doc: Mapping[str, Any]) -> tuple[list[Arrow], str]:
+    """The families placed on both sides (largest by time first), and a note on what was left out."""
     placed = []
-    for rec in fams:
+    for rec in doc.get("families") or []:
         lvl = _level(rec)
         if lvl is None:
             continue
         pb, pc = _point(rec, "baseline", lvl), _point(rec, "candidate", lvl)
         if pb and pc:
             t = (_num(_get(rec, "baseline", "duration_s")) or 0.0) + (_num(_get(rec, "candidate", "duration_s")) or 0.0)
-            placed.append((t, rec, lvl, pb, pc))
-    notes = []
+            placed.append((t, Arrow(str(rec.get("family")), str(rec.get("status") or "within threshold"), lvl, pb, pc,
+                                    str(rec.get("explanation") or ""))))
     if not placed:
-        return None, "No family has FLOPs and bytes on both sides, so no point can be placed."
+        return [], "No family has FLOPs and bytes on both sides, so no point can be placed."
     placed.sort(key=lambda p: -p[0])
-    if len(placed) > MAX_ARROWS:
-        notes.append(f"Showing the {MAX_ARROWS} largest of {len(placed)} families by time.")
-        placed = placed[:MAX_ARROWS]
-    traces: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    xs: list[float] = []
-    ys: list[float] = []
-    by_status: dict[str, list[tuple[Mapping[str, Any], str, tuple[float, float], tuple[float, float]]]] = {}
-    for _, rec, lvl, b, c in placed:
-        by_status.setdefault(str(rec.get("status") or "within threshold"), []).append((rec, lvl, b, c))
-        xs += [b[0], c[0]]
-        ys += [b[1], c[1]]
-        if abs(math.log10(c[0] / b[0])) + abs(math.log10(c[1] / b[1])) > 1e-6:
-            annotations.append({
-                "x": math.log10(c[0]), "y": math.log10(c[1]), "ax": math.log10(b[0]), "ay": math.log10(b[1]),
-                "xref": "x", "yref": "y", "axref": "x", "ayref": "y", "text": "", "showarrow": True,
-                "arrowhead": 2, "arrowsize": 1.2, "arrowwidth": 1.5,
-                "arrowcolor": STATUS_COLORS.get(str(rec.get("status")), "#495057"),
-            })
-    for status, items in by_status.items():
-        color = STATUS_COLORS.get(status, "#495057")
-        hover_b = [f"<b>{ptext(r.get('family'), 160)}</b> (baseline)<br>{LEVEL_NAMES[lvl]} AI {b[0]:.3g} FLOP/B"
-                   f"<br>{ptext(fmt_num(b[1], 'FLOP/s'))}" for r, lvl, b, _ in items]
-        hover_c = [f"<b>{ptext(r.get('family'), 160)}</b> (candidate, {ptext(status)})<br>{LEVEL_NAMES[lvl]} AI "
-                   f"{c[0]:.3g} FLOP/B<br>{ptext(fmt_num(c[1], 'FLOP/s'))}<br>{ptext(r.get('explanation'), 300)}"
-                   for r, lvl, _, c in items]
-        traces.append({"type": "scatter", "mode": "markers", "name": f"{status}: baseline",
-                       "legendgroup": status, "x": [i[2][0] for i in items], "y": [i[2][1] for i in items],
-                       "hovertext": hover_b, "hoverinfo": "text",
-                       "marker": {"symbol": "circle-open", "size": 9, "color": color},
-                       "meta": {"role": "baseline"}})
-        traces.append({"type": "scatter", "mode": "markers", "name": f"{status}: candidate",
-                       "legendgroup": status, "x": [i[3][0] for i in items], "y": [i[3][1] for i in items],
-                       "hovertext": hover_c, "hoverinfo": "text",
-                       "marker": {"symbol": "circle", "size": 9, "color": color},
-                       "meta": {"role": "candidate"}})
+    note = f"Showing the {MAX_ARROWS} largest of {len(placed)} families by time." if len(placed) > MAX_ARROWS else ""
+    return [a for _, a in placed[:MAX_ARROWS]], note
+
+
+def _arrow_svg(ax: _Axes, a: Arrow) -> str:
+    col = STATUS_COLORS.get(a.status, "#495057")
+    (x0, y0), (x1, y1) = (ax.px(a.base[0]), ax.py(a.base[1])), (ax.px(a.cand[0]), ax.py(a.cand[1]))
+    lvl = LEVEL_NAMES[a.level]
+    tip_b = f"{a.family} (baseline): {lvl} {a.base[0]:.3g} FLOP/byte · {fmt_num(a.base[1], 'FLOP/s')}"
+    tip_c = (f"{a.family} (candidate, {a.status}): {lvl} {a.cand[0]:.3g} FLOP/byte · "
+             f"{fmt_num(a.cand[1], 'FLOP/s')}. {a.explanation}")
+    out = [f'<g class="arrow" data-status="{esc(a.status)}" data-base="{a.base[0]!r} {a.base[1]!r}" '
+           f'data-cand="{a.cand[0]!r} {a.cand[1]!r}">']
+    length = math.hypot(x1 - x0, y1 - y0)
+    if length > 1.0:
+        ux, uy = (x1 - x0) / length, (y1 - y0) / length
+        bx, by = x1 - 9 * ux, y1 - 9 * uy
+        out.append(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{bx:.1f}" y2="{by:.1f}" stroke="{col}" stroke-width="1.6"/>'
+                   f'<path d="M{x1:.1f} {y1:.1f}L{bx - 4 * uy:.1f} {by + 4 * ux:.1f}L{bx + 4 * uy:.1f} {by - 4 * ux:.1f}Z" '
+                   f'fill="{col}"/>')
+    out.append(f'<circle cx="{x0:.1f}" cy="{y0:.1f}" r="4.5" fill="#fff" stroke="{col}" stroke-width="1.6">'
+               f"<title>{esc(tip_b)}</title></circle>"
+               f'<circle cx="{x1:.1f}" cy="{y1:.1f}" r="4.5" fill="{col}"><title>{esc(tip_c)}</title></circle></g>')
+    return "".join(out)
+
+
+def roofline_arrows_svg(doc: Mapping[str, Any]) -> tuple[str | None, str]:
+    """Static SVG roofline with one arrow per family from its baseline point to its candidate point,
+    under the first device's ceilings as the document gives them."""
+    arrows, note = roofline_arrows(doc)
+    if not arrows:
+        return None, note
+    notes = [note] if note else []
     devices = list(doc.get("devices") or [])
     compute, bandwidth = ceilings_of(devices[0]) if devices else ([], [])
     if not compute and not bandwidth:
         notes.append("No device ceilings: measured points only.")
-    ridge = [cc.value / bw.value for cc in compute[:1] for bw in bandwidth]
-    allx = [v for v in xs + ridge if v > 0]
-    lo, hi = min(min(allx) / 4, 1e-2), max(max(allx) * 4, 1e2)
-    for ceil in compute:
-        traces.append({"type": "scatter", "mode": "lines",
-                       "name": f"{ptext(ceil.name)} {ptext(fmt_num(ceil.value, 'FLOP/s'))}",
-                       "legendgroup": "ceilings", "x": [lo, hi], "y": [ceil.value, ceil.value], "hoverinfo": "name",
-                       "line": {"color": "#222", "width": 1.2, "dash": "solid" if ceil is compute[0] else "dot"},
-                       "meta": {"role": "ceiling"}})
-    top = compute[0].value if compute else None
-    for bw in bandwidth:
-        x_end = min(hi, top / bw.value) if top else hi
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{ptext(bw.name)} {ptext(fmt_num(bw.value, 'B/s'))}",
-                       "legendgroup": "ceilings", "x": [lo, x_end], "y": [bw.value * lo, bw.value * x_end],
-                       "hoverinfo": "name",
-                       "line": {"color": {"DRAM": "#c2255c", "L2": "#e8590c", "L1": "#f08c00"}.get(bw.name, "#555"),
-                                "width": 1.2},
-                       "meta": {"role": "ceiling"}})
-    yall = [v for v in ys + [cc.value for cc in compute] if v > 0]
-    layout = {
-        "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP/byte)"},
-                  "range": [math.log10(lo), math.log10(hi)]},
-        "yaxis": {"type": "log", "title": {"text": "performance (FLOP/s)"},
-                  "range": [math.log10(min(yall) / 4), math.log10(max(yall) * 3)]},
-        "annotations": annotations,
-        "height": 560,
-    }
-    return figure(traces, layout), " ".join(notes)
+    src = str(devices[0].get("source") or "document") if devices else "document"
+    ceilings = [{"kind": "compute", "key": c.name, "name": c.name, "value": c.value, "unit": "FLOP/s",
+                 "source": src, "provenance": c.source} for c in compute]
+    ceilings += [{"kind": "bandwidth", "key": b.name.lower(), "name": b.name, "value": b.value, "unit": "B/s",
+                  "source": src, "provenance": b.source} for b in bandwidth]
+    pts = [p for a in arrows for p in (a.base, a.cand)]
+    ax = _Axes(*_ranges(ceilings, pts))
+    body = [*_axes_svg(ax), f'<text transform="translate(16 {MT + ax.ph / 2:.0f}) rotate(-90)" text-anchor="middle" '
+            'class="ax">performance (FLOP/s)</text>', *_ceilings_svg(ax, ceilings), *(_arrow_svg(ax, a) for a in arrows)]
+    keys = "".join(f'<tspan fill="{c}">● {esc(s)}</tspan>  ' for s, c in STATUS_COLORS.items()
+                   if any(a.status == s for a in arrows))
+    body.append(f'<text x="{ML}" y="{H + 16}" class="ky">○ baseline → ● candidate · colour: verdict  {keys}</text>')
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H + 26}" width="{W}" height="{H + 26}" '
+           'class="roofline diff" role="img" font-family="system-ui,-apple-system,Segoe UI,sans-serif">'
+           + _STYLE + "".join(body) + "</svg>")
+    return svg, " ".join(notes)
 
 
 # ----------------------------------------------------------------------------- HTML sections
@@ -216,14 +218,14 @@ def verdict_section(doc: Mapping[str, Any]) -> Section:
 
 
 def roofline_section(doc: Mapping[str, Any]) -> Section | None:
-    fig, note = roofline_arrows_figure(doc)
-    if fig is None:
+    svg, note = roofline_arrows_svg(doc)
+    if svg is None:
         return Section("Roofline: baseline → candidate", f'<p class="note">{esc(note)}</p>', anchor="roofline")
     body = ('<p class="note">One arrow per kernel family, from its time-weighted baseline point (open '
             "circle) to its candidate point (filled), at the DRAM level (L2 or L1 where DRAM bytes are "
             "missing). Left = less intensity (more bytes per FLOP); down = fewer FLOP/s. Colour: "
             f"verdict of the family. {esc(note)}</p>")
-    return Section("Roofline: baseline → candidate", body, plots=[fig], anchor="roofline")
+    return Section("Roofline: baseline → candidate", body + f'<div class="svgwrap">{svg}</div>', anchor="roofline")
 
 
 SERIES_COLUMNS = [

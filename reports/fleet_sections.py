@@ -4,7 +4,7 @@ Reads the fleet keys of the document: ``fleet`` (period, engine, totals), ``grou
 ``--by`` group: ``key``, ``gpus``, ``gpu_hours``, ``labels``, ``metrics``, ``est_flops_s``,
 ``previous``, ``moved``) and, when present, ``kernel_join`` (predicted vs observed DCGM signature).
 Every input-derived string (host, pod, namespace names) is escaped: :func:`esc`/:func:`table` for
-HTML, :func:`md_esc`/:func:`md_table` for Markdown, :func:`ptext` for plotly text.
+HTML, :func:`md_esc`/:func:`md_table` for Markdown; charts are static SVG.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from rooftop.reports.formatting import fmt_num, fmt_pct
 from rooftop.reports.md_widgets import MdSection, md_esc, md_table
-from rooftop.reports.timelines import label_share_figure
+from rooftop.reports.timelines import label_share_chart
 from rooftop.reports.widgets import Column, Section, esc, table
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle", "unknown")
@@ -135,8 +135,8 @@ def sections(doc: dict[str, Any]) -> list[Section]:
         note = f"{len(rows)} groups; the first {MAX_ROWS} by GPU-hours are shown." if len(rows) > MAX_ROWS else ""
         plot_rows = [{"group": r["group"], **{lab: r[lab] or 0.0 for lab in LABELS}} for r in rows[:PLOT_ROWS]]
         out.append(Section(f"Groups by {by or 'host'}",
-                           f'<div class="tablewrap">{table(shown, _group_columns(shown))}</div>',
-                           plots=[label_share_figure(plot_rows, by or "host", LABELS)],
+                           label_share_chart(plot_rows, by or "host", LABELS)
+                           + f'<div class="tablewrap">{table(shown, _group_columns(shown))}</div>',
                            anchor="groups", note=note))
         moved = [r for r in rows if r["moved"] and r["moved"] != "new this period"]
         if moved:

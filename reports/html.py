@@ -1,14 +1,16 @@
 """The self-contained HTML report, rendered only from the contract document dict.
 
-One file: CSS, data and plotly.js inlined (plotly.js exactly once, from the installed ``plotly``
-package), a restrictive CSP, no network request, opens offline. Input-derived strings are escaped
+One file: CSS, static SVG charts and one small page script inlined (no plotly.js: every chart is
+SVG drawn from the document, hover through ``<title>``), a restrictive CSP, no network request,
+opens offline in any browser. Input-derived strings are escaped
 everywhere (``reports.escape``); data never becomes an inline event handler.
 
 A page is the list of sections that ``SECTIONS_BY_KIND[doc["kind"]]`` builds, in page order. The
 builders live in one sections module per command, imported directly: ``analyze_sections``
 (+ ``timelines`` for DCGM windows), ``fleet_sections``, ``diff_sections``; the sections every kind
 shares are in ``common_sections``. The widgets they build with (``Section``, ``Column``,
-``table``, ``figure``, ``esc``) are in ``reports.widgets`` (re-exported here).
+``table``, ``esc``) are in ``reports.widgets`` (re-exported here); the charts in ``svg_roofline``
+and ``svg_charts``.
 """
 
 from __future__ import annotations
@@ -22,17 +24,15 @@ from typing import Any
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
 from rooftop.reports import diff_sections, fleet_sections, timeline_sections, timelines
-from rooftop.reports.escape import script_json
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time
 from rooftop.reports.kernel_table import kernel_table_section
-from rooftop.reports.widgets import Column, Section, SectionBuilder, esc, figure, table
+from rooftop.reports.widgets import Column, Section, SectionBuilder, esc, table
 
 __all__ = [
     "SECTIONS_BY_KIND",
     "Column",
     "Section",
     "esc",
-    "figure",
     "fmt_num",
     "fmt_pct",
     "fmt_time",
@@ -95,43 +95,28 @@ def _template(name: str) -> str:
     return resources.files("rooftop.reports").joinpath("templates", name).read_text(encoding="utf-8")
 
 
-def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    js: str = get_plotlyjs()
-    if "</script" in js.lower():  # never expected; would end the element early
-        js = js.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
-    return js
-
-
 TITLES = {"analyze": "rooftop report", "fleet": "rooftop fleet report", "diff": "rooftop diff report"}
 
 
 def render_page(doc: dict[str, Any], sections: Sequence[Section]) -> str:
-    """Assemble the page around ``sections``: header, table of contents, figures, scripts."""
+    """Assemble the page around ``sections``: header, table of contents, the page script."""
     kind = str(doc.get("kind") or "analyze")
     title = TITLES.get(kind, "rooftop report")
     run = doc.get("run") or {}
-    figures: dict[str, Any] = {}
     parts: list[str] = []
     toc: list[str] = []
     for n, sec in enumerate(sections):
         anchor = sec.anchor or f"s{n}"
         toc.append(f'<a href="#{esc(anchor)}">{esc(sec.title)}</a>')
-        plots_html = []
-        for m, fig in enumerate(sec.plots):
-            pid = f"plot-{n}-{m}"
-            figures[pid] = fig
-            plots_html.append(f'<div class="plot" id="{pid}"></div>')
         note = f'<p class="note">{esc(sec.note)}</p>' if sec.note else ""
         parts.append(f'<section id="{esc(anchor)}"><h2>{esc(sec.title)}</h2>{note}{sec.html_body}'
-                     f'{"".join(plots_html)}</section>')
+                     "</section>")
     # a device listed twice (export and builtin entries of one GPU) is named once in the header
     devices = ", ".join(dict.fromkeys(str(d.get("name")) for d in doc.get("devices") or []
                                       if d.get("name")))
     sub = " · ".join(x for x in (f"rooftop {(doc.get('tool') or {}).get('version', '')}",
                                  str(run.get("created") or ""), devices) if x)
-    scripts = ([_plotly_js()] if figures else []) + [_template("report.js")]
+    scripts = [_template("report.js")]
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f'<meta http-equiv="Content-Security-Policy" content="{csp(scripts)}">',
@@ -139,9 +124,8 @@ def render_page(doc: dict[str, Any], sections: Sequence[Section]) -> str:
         '<meta name="referrer" content="no-referrer">',
         f"<title>{esc(title)}</title><style>{_template('report.css')}</style></head><body>",
         f'<header class="top"><h1>{esc(title)}</h1><div class="sub">{esc(sub)}</div>',
-        '<div class="note" id="rooftop-plot-status"></div></header>',
+        "</header>",
         f'<nav class="toc">{"".join(toc)}</nav><main>{"".join(parts)}</main>',
-        f'<script type="application/json" id="rooftop-figures">{script_json(figures)}</script>\n',
         *(f"<script>{js}</script>\n" for js in scripts),
         "</body></html>\n",
     ])

@@ -8,7 +8,9 @@ from typing import Any
 
 from rooftop.reports.formatting import fmt_pct, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
-from rooftop.reports.widgets import LABEL_COLORS, Column, Section, esc, figure, ptext, table
+from rooftop.reports.svg_axes import TimeAxis
+from rooftop.reports.svg_charts import Span, color, figure_html, hbars, span_rows, vbars
+from rooftop.reports.widgets import Column, Section, esc, table
 
 STEP_ROWS = 200
 MD_STEP_ROWS = 20
@@ -43,50 +45,66 @@ _COLUMNS = [Column("where", "input · device"), Column("gpu", "GPU"), Column("la
             Column("top", "top kernel", css="name"), Column("evidence", "evidence", css="name")]
 
 
-def _strip_figure(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _busy_color(frac: float) -> str:
+    """#f1f3f5 (idle) to the compute-bound blue (busy), linear in the busy fraction."""
+    lo, hi = (0xF1, 0xF3, 0xF5), (0x19, 0x71, 0xC2)
+    f = min(max(frac, 0.0), 1.0)
+    return "#" + "".join(f"{round(a + (b - a) * f):02x}" for a, b in zip(lo, hi, strict=True))
+
+
+def _strip_chart(entries: list[dict[str, Any]]) -> str | None:
+    """Per device, its span in the document's bins, each coloured by its busy fraction (static SVG)."""
     rows = [e for e in entries if e.get("busy_strip")]
     if not rows:
         return None
-    data = []
-    # one heatmap row per device at a numeric y named by tick labels: plotly.js throws on several
-    # heatmap traces that each bring their own category on one axis (no chart is drawn at all)
-    for row, e in enumerate(rows):
+    drawn = []
+    end = 0.0
+    for e in rows:
         st = e["busy_strip"]
-        frac = st["busy_fraction"]
-        xs = [round(i * st["bin_s"], 9) for i in range(len(frac))]
-        data.append({"type": "heatmap", "x": xs, "y": [row], "z": [frac], "zmin": 0, "zmax": 1,
-                     "colorscale": [[0, "#f1f3f5"], [1, LABEL_COLORS.get("compute-bound", "#1c7ed6")]],
-                     "showscale": e is rows[0], "colorbar": {"title": {"text": "busy"}},
-                     "hovertemplate": "t=%{x:.6f} s<br>busy %{z:.0%}<extra></extra>"})
-    return figure(data, {"xaxis": {"title": {"text": "seconds from the first GPU activity"}},
-                         "yaxis": {"automargin": True, "tickvals": list(range(len(rows))),
-                                   "ticktext": [ptext(_where(e)) for e in rows]}},
-                  title="GPU busy / idle per device",
-                  height=120 + 40 * len(rows))
+        frac, bin_s = list(st["busy_fraction"]), float(st["bin_s"])
+        end = max(end, bin_s * len(frac))
+        spans: list[Span] = []
+        for i, f in enumerate(frac):
+            pct = round(100 * float(f))
+            if spans and spans[-1].title.endswith(f"busy {pct}%"):
+                last = spans.pop()
+                spans.append(Span(last.t0, (i + 1) * bin_s, last.color,
+                                  f"{fmt_time(last.t0)} – {fmt_time((i + 1) * bin_s)}: busy {pct}%"))
+            else:
+                spans.append(Span(i * bin_s, (i + 1) * bin_s, _busy_color(float(f)),
+                                  f"{fmt_time(i * bin_s)} – {fmt_time((i + 1) * bin_s)}: busy {pct}%"))
+        drawn.append((_where(e), spans))
+    svg = span_rows("GPU busy / idle per device", drawn, TimeAxis(0.0, end or 1.0, epoch=False),
+                    [("idle", _busy_color(0.0)), ("50 % busy", _busy_color(0.5)), ("busy", _busy_color(1.0))])
+    return figure_html(svg, "Each device's span from its first to its last GPU activity in the document's equal "
+                       "bins, coloured by the share of the bin the GPU was busy (kernels, copies, sets); hover a "
+                       "stretch for its times and share.")
 
 
-def _gap_figure(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _gap_chart(entries: list[dict[str, Any]]) -> str | None:
     rows = [e for e in entries if e.get("gap_histogram") and sum(e["gap_histogram"]["count"])]
     if not rows:
         return None
-    data = [{"type": "bar", "name": ptext(_where(e)), "x": list(_BUCKETS), "y": e["gap_histogram"]["idle_s"],
-             "customdata": e["gap_histogram"]["count"],
-             "hovertemplate": "%{x}: %{customdata} gaps, %{y:.6f} s idle<extra></extra>"} for e in rows]
-    return figure(data, {"barmode": "group", "xaxis": {"title": {"text": "gap length"}},
-                         "yaxis": {"title": {"text": "idle seconds in gaps of this length"}}},
-                  title="Idle gaps between GPU activity", height=380)
+    series = [(_where(e), color(n), [float(v) for v in e["gap_histogram"]["idle_s"]],
+               [f"{c} gaps, {fmt_time(s)} idle" for c, s in zip(e["gap_histogram"]["count"],
+                                                                 e["gap_histogram"]["idle_s"], strict=True)])
+              for n, e in enumerate(rows)]
+    svg = vbars("Idle gaps between GPU activity", list(_BUCKETS), series, unit="s",
+                y_title="idle seconds in gaps of this length")
+    return figure_html(svg, "Idle seconds between GPU activity, by gap length (the document's gap histogram); "
+                       "hover a bar for the number of gaps.")
 
 
 def timeline_sections(doc: dict[str, Any]) -> list[Section] | None:
     entries = list(doc.get("timeline") or [])
     if not entries:
         return None
-    plots = [f for f in (_strip_figure(entries), _gap_figure(entries)) if f]
+    charts = "".join(f for f in (_strip_chart(entries), _gap_chart(entries)) if f)
     body = ('<p class="note">Per input and device: where the span between the first and the last GPU '
             "activity went (kernels, copies, idle gaps), and the label the rules give it "
             "(docs/formulas.md#timelines). Summary-only inputs (nsys stats) have no time axis.</p>"
-            + table(_rows(entries), _COLUMNS))
-    out = [Section("Timelines", body, plots=plots, anchor="timelines")]
+            + charts + table(_rows(entries), _COLUMNS))
+    out = [Section("Timelines", body, anchor="timelines")]
     steps = list(doc.get("steps") or [])
     if steps:
         cols = [Column("step", "step / range", css="name"), Column("wall", "wall", fmt_time, numeric=True),
@@ -104,23 +122,21 @@ def waterfall_section(doc: dict[str, Any]) -> Section | None:
     parts = list(doc.get("waterfall") or [])
     if not parts:
         return None
-    data = []
-    for w in parts:
-        names = [ptext(p["part"]) for p in w["parts"]]
-        data.append({"type": "waterfall", "name": ptext(_where(w)), "x": names,
-                     "y": [p["seconds"] for p in w["parts"]], "measure": ["relative"] * len(names),
-                     "hovertemplate": "%{x}: %{y:.6f} s<extra></extra>"})
+    names = list(dict.fromkeys(str(p["part"]) for w in parts for p in w["parts"]))
+    svg = hbars("Wall time: at the roofline, above it, idle", [_where(w) for w in parts],
+                [(n, color(i)) for i, n in enumerate(names)],
+                [{str(p["part"]): float(p["seconds"] or 0.0) for p in w["parts"]} for w in parts], unit="s")
+    chart = figure_html(svg, "Each device's wall time split into the document's parts (one segment each, in "
+                        "order); hover a segment for its seconds.")
     rows = [{"where": _where(w), "part": p["part"], "seconds": p["seconds"], "share": p.get("share"),
              "why": p.get("why")} for w in parts for p in w["parts"]]
     body = table(rows, [Column("where", "input · device"), Column("part", "part"),
                         Column("seconds", "seconds", fmt_time, numeric=True),
                         Column("share", "share of span", fmt_pct, numeric=True), Column("why", "rule", css="name")])
-    fig = figure(data, {"yaxis": {"title": {"text": "seconds"}}}, title="Wall time: roofline, above it, idle",
-                 height=420)
     return Section("Waterfall (timeline + ncu)", '<p class="note">' + esc(
         "Kernel time at its roofline is the floor for this algorithm; time above it is recoverable by "
         "fixing the kernel's limiter; idle gaps are recoverable by launching, syncing or feeding the GPU "
-        "differently (docs/formulas.md#timelines).") + "</p>" + body, plots=[fig], anchor="waterfall")
+        "differently (docs/formulas.md#timelines).") + "</p>" + chart + body, anchor="waterfall")
 
 
 def timeline_md_sections(doc: dict[str, Any]) -> list[MdSection] | None:

@@ -1,35 +1,35 @@
-"""DCGM views: per-GPU timelines (label bands and activity ratios), label shares of window time.
-
-Only the document dict is read; plot text goes through :func:`ptext`.
-"""
+"""DCGM / nvidia-smi views: window labels and one chart per metric family (GPUs as series), label
+shares of window time; static SVG drawn from the document only (docs/formulas.md#report-view)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from rooftop.reports.formatting import fmt_num, fmt_pct, num_column
-from rooftop.reports.widgets import (
-    LABEL_COLORS,
-    Column,
-    Section,
-    esc,
-    figure,
-    finding_html,
-    ptext,
-    table,
+from rooftop.reports.formatting import fmt_num, fmt_pct, num, num_column
+from rooftop.reports.svg_axes import TimeAxis
+from rooftop.reports.svg_charts import (
+    BUCKET_PX,
+    ML,
+    MR,
+    Line,
+    Span,
+    W,
+    color,
+    figure_html,
+    hbars,
+    span_rows,
+    time_chart,
 )
+from rooftop.reports.widgets import LABEL_COLORS, Column, Section, esc, finding_html, table
 
-MAX_TIMELINES = 16          # GPUs with a timeline figure
-
-
-MAX_SERIES_POINTS = 1000    # samples per timeline series (stride-decimated above this)
-
-
-MAX_BANDS = 400             # label bands per timeline
+MAX_TIMELINES = 16          # GPUs drawn as series (the rest are in the label-share tables)
+PIXELS = W - ML - MR         # width of the label rows (see svg_charts.span_rows)
 WINDOW_LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle", "unknown")
 LIST_ROWS = 300           # rows per label-share table shown in the page
 
@@ -88,156 +88,178 @@ def windows_share_rows(windows: Sequence[Mapping[str, Any]]) -> dict[str, list[d
     return out
 
 
-def label_share_figure(rows: Sequence[Mapping[str, Any]], key: str, labels: Sequence[str]) -> dict[str, Any]:
-    """Stacked horizontal bars: label share of GPU time per group."""
-    groups = [ptext(r["group"], 60) for r in rows]
-    traces = [{"type": "bar", "orientation": "h", "name": lab, "y": groups,
-               "x": [float(r.get(lab, 0.0)) for r in rows], "marker": {"color": LABEL_COLORS.get(lab, "#555")},
-               "hovertemplate": "%{y}: %{x:.1%}<extra>" + ptext(lab) + "</extra>"}
-              for lab in labels if any(r.get(lab) for r in rows)]
-    return figure(traces, {"barmode": "stack", "xaxis": {"tickformat": ".0%", "range": [0, 1]},
-                           "yaxis": {"automargin": True, "autorange": "reversed"}},
-                  title=f"label share by {key}", height=min(120 + 22 * len(rows), 1400))
+def label_share_chart(rows: Sequence[Mapping[str, Any]], key: str, labels: Sequence[str]) -> str:
+    """Stacked horizontal bars (static SVG): label share of GPU time per group, as the document's rows give it."""
+    parts = [(lab, LABEL_COLORS.get(lab, "#555")) for lab in labels if any(r.get(lab) for r in rows)]
+    svg = hbars(f"Label share of GPU time by {key}", [str(r["group"]) for r in rows], parts,
+                [{lab: float(r.get(lab) or 0.0) for lab, _ in parts} for r in rows], unit="ratio", x_max=1.0)
+    return figure_html(svg, f"Share of each {key}'s window time per label (hover a segment for its value).")
 
 
-_RATIOS = (("gr_active", "#495057"), ("sm_active", "#1971c2"), ("tensor_active", "#2b8a3e"),
-           ("dram_active", "#d9480f"))
-# NVML / nvidia-smi signals: coarse (GPU_UTIL = any kernel resident in the sample period)
-_COARSE_RATIOS = (("gpu_util", "GPU util (NVML, coarse)", "#5f3dc4"),
-                  ("mem_copy_util", "memory util (NVML, coarse)", "#c2255c"))
-_COARSE_UNITS = (("power_w", "power W (NVML)", "#e67700", "y"), ("sm_clock_mhz", "SM clock MHz", "#1098ad", "y2"),
-                 ("mem_clock_mhz", "memory clock MHz", "#0b7285", "y2"))
+# metric families drawn per GPU: (series key, chart title, unit, factor to that unit, coarse NVML signal)
+FAMILIES = (
+    ("gr_active", "Graphics engine active (DCGM GR_ENGINE_ACTIVE)", "ratio", 1.0, False),
+    ("sm_active", "SM active (DCGM SM_ACTIVE)", "ratio", 1.0, False),
+    ("tensor_active", "Tensor pipe active (DCGM PIPE_TENSOR_ACTIVE)", "ratio", 1.0, False),
+    ("dram_active", "DRAM active (DCGM DRAM_ACTIVE)", "ratio", 1.0, False),
+    ("gpu_util", "GPU utilization (NVML / nvidia-smi, coarse: any kernel resident)", "ratio", 1.0, True),
+    ("mem_copy_util", "Memory copy utilization (NVML / nvidia-smi, coarse)", "ratio", 1.0, True),
+    ("power_w", "Power draw (NVML)", "W", 1.0, True),
+    ("sm_clock_mhz", "SM clock (NVML)", "Hz", 1e6, True),
+    ("mem_clock_mhz", "Memory clock (NVML)", "Hz", 1e6, True),
+)
+_Y_TITLES = {"ratio": "share of time", "W": "watts", "Hz": "hertz"}
 
 
-def _decimate(n: int) -> slice:
-    return slice(None, None, max(1, math.ceil(n / MAX_SERIES_POINTS)))
+@dataclass(frozen=True)
+class Chart:
+    """One drawn chart: its family key, title, SVG + caption HTML, and the series (devices) it draws."""
+
+    key: str
+    title: str
+    html: str
+    series: list[str]
+    spans: dict[str, int] = field(default_factory=dict)
 
 
-def timeline_figures(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """Per-GPU timelines: label bands (one per run of equal labels) plus the key activity ratios.
+def _epoch_s(values: Any) -> np.ndarray:
+    ts = pd.to_datetime(pd.Series(list(values), dtype=object), utc=True, errors="coerce", format="ISO8601")
+    secs: np.ndarray = ((ts - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)).to_numpy(dtype=float)
+    return secs
 
-    Uses ``doc["timelines"]`` when present ({gpu_key: {"t": [...], "gr_active": [...], ...}}),
-    otherwise the window metrics themselves.
-    """
+
+def _floats(values: Sequence[Any], factor: float) -> np.ndarray:
+    return np.array([float(v) * factor if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
+                     for v in values], dtype=float)
+
+
+def _series_by_gpu(doc: Mapping[str, Any], keys: Sequence[str],
+                   by_key: Mapping[str, pd.DataFrame]) -> dict[str, tuple[np.ndarray, dict[str, list[Any]]]]:
+    """Per GPU: window start times (epoch s) and the metric lists, from ``doc["timelines"]`` or the windows."""
+    timelines = doc.get("timelines") if isinstance(doc.get("timelines"), Mapping) else None
+    out: dict[str, tuple[np.ndarray, dict[str, list[Any]]]] = {}
+    for key in keys:
+        if timelines:
+            series = timelines.get(key) or {}
+            t_raw = list(series.get("t") or [])
+            out[key] = (_epoch_s(t_raw), {m: list(v) for m, v in series.items()
+                                          if m not in ("t", "label") and v is not None and len(v) == len(t_raw)})
+        elif key in by_key:
+            g = by_key[key]
+            out[key] = (_epoch_s(g["start"]), {m: [x.get(m) for x in g["m"]] for m, *_r in FAMILIES})
+    return out
+
+
+def _label_spans(g: pd.DataFrame, ax: TimeAxis, pixels: int) -> tuple[list[Span], bool]:
+    """Coloured spans of one GPU's window labels: one per run of equal labels, or, when the windows
+    are denser than the pixels, per pixel the label with the most window time in it."""
+    g = g[g["start"].notna() & g["end"].notna()]
+    if not len(g):
+        return [], False
+    s, e = _epoch_s(g["start"]), _epoch_s(g["end"])
+    labels = g["label"].astype(str).to_numpy()
+    if len(g) <= pixels:
+        run = np.r_[True, labels[1:] != labels[:-1]]
+        starts = np.flatnonzero(run)
+        ends = np.r_[starts[1:], len(labels)] - 1
+        return [Span(float(s[a]), float(e[b]), LABEL_COLORS.get(labels[a], "#555"),
+                     f"{labels[a]}: {ax.stamp(float(s[a]))} – {ax.stamp(float(e[b]))} ({b - a + 1} windows)")
+                for a, b in zip(starts, ends, strict=True)], False
+    edges = np.linspace(ax.lo, ax.hi, pixels + 1)
+    dur = np.clip(e - s, 0.0, None)
+    best, best_t = np.full(pixels, "", dtype=object), np.zeros(pixels)
+    for lab in dict.fromkeys(labels):
+        m = labels == lab
+        ls, ld = s[m], dur[m]
+        cum = np.r_[0.0, np.cumsum(ld)]
+
+        def covered(t: np.ndarray, ls: np.ndarray = ls, ld: np.ndarray = ld, cum: np.ndarray = cum) -> np.ndarray:
+            i = np.searchsorted(ls, t, side="right") - 1
+            ok = i >= 0
+            j = np.where(ok, i, 0)
+            return np.where(ok, cum[j] + np.clip(t - ls[j], 0.0, ld[j]), 0.0)
+        c = np.diff(covered(edges))
+        win = c > best_t
+        best[win], best_t[win] = lab, c[win]
+    spans: list[Span] = []
+    for i in range(pixels):
+        lab = best[i]
+        if not lab:
+            continue
+        if spans and spans[-1].title.startswith(f"{lab}:") and abs(spans[-1].t1 - edges[i]) < 1e-9:
+            prev = spans.pop()
+            t0 = prev.t0
+        else:
+            t0 = float(edges[i])
+        spans.append(Span(t0, float(edges[i + 1]), LABEL_COLORS.get(lab, "#555"),
+                          f"{lab}: {ax.stamp(t0)} – {ax.stamp(float(edges[i + 1]))} (most window time)"))
+    return spans, True
+
+
+def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
+    """The GPU timelines as static SVG: one row of window labels per GPU, then one chart per metric
+    family with the GPUs as series (``doc["timelines"]`` when present, else the window metrics)."""
     windows = doc.get("windows") or []
     df = window_frame(windows)
     timelines = doc.get("timelines") if isinstance(doc.get("timelines"), Mapping) else None
-    by_key = {k: g.sort_values("start") for k, g in df.groupby("gpu_key", sort=False)}
-    alias: dict[str, str] = {}
-    for k, g in by_key.items():
-        h, gp = g["host"].iloc[0], g["gpu"].iloc[0]
-        for a in (k, f"{h}/{gp}", f"{h}|{gp}", f"{h}:{gp}", str(gp)):
-            alias.setdefault(a, k)
-    keys = list(timelines.keys()) if timelines else sorted(by_key, key=lambda k: -by_key[k]["seconds"].sum())
+    by_key = {str(k): g.sort_values("start") for k, g in df.groupby("gpu_key", sort=False)}
+    keys = [str(k) for k in timelines] if timelines else sorted(by_key, key=lambda k: -by_key[k]["seconds"].sum())
     notes = []
     if len(keys) > MAX_TIMELINES:
-        notes.append(f"Timelines for {MAX_TIMELINES} of {len(keys)} GPUs; label shares below cover all.")
+        notes.append(f"Timelines for {MAX_TIMELINES} of {len(keys)} GPUs (most window time first); label shares "
+                     "below cover all.")
         keys = keys[:MAX_TIMELINES]
-    figs = []
-    for key in keys:
-        g = by_key.get(alias.get(str(key), str(key)))
-        traces: list[dict[str, Any]] = []
-        extra: dict[str, Any] | None = None
-        if timelines:
-            series = timelines[key] or {}
-            t_raw = list(series.get("t") or [])
-            sl = _decimate(len(t_raw))
-            t = _epoch_ms(t_raw[sl])
-            for name, color in _RATIOS:
-                vals = series.get(name)
-                if vals is None or len(vals) != len(t_raw) or all(v is None for v in vals):
-                    continue
-                traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t,
-                               "y": _ratios(list(vals)[sl]),
-                               "line": {"color": color, "width": 1.2, "shape": "hv"}})
-            for name, title, color in _COARSE_RATIOS:
-                vals = series.get(name)
-                if vals is not None and len(vals) == len(t_raw):
-                    traces.append({"type": "scatter", "mode": "lines", "name": title, "x": t,
-                                   "y": _ratios(list(vals)[sl]),
-                                   "line": {"color": color, "width": 1.2, "shape": "hv", "dash": "dot"}})
-            extra = _coarse_figure(key, series, t, sl, len(t_raw))
-        elif g is not None:
-            sl = _decimate(len(g))
-            t = _epoch_ms(g["start"].iloc[sl])
-            for name, color in _RATIOS:
-                vals = _ratios([m.get(name) for m in g["m"].iloc[sl]])
-                if any(v is not None for v in vals):
-                    traces.append({"type": "scatter", "mode": "lines", "name": name, "x": t, "y": vals,
-                                   "line": {"color": color, "width": 1.2, "shape": "hv"}})
-        shapes = _bands(g) if g is not None else []
-        for lab in dict.fromkeys(g["label"]) if g is not None else []:
-            traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
-                           "name": f"window: {ptext(lab)}", "hoverinfo": "skip",
-                           "marker": {"symbol": "square", "size": 10, "color": LABEL_COLORS.get(lab, "#555")}})
-        layout: dict[str, Any] = {"shapes": shapes, "yaxis": {"range": [0, 1.12], "title": {"text": "ratio"}},
-                                  "xaxis": {"type": "date"}}
-        if not any(t.get("mode") == "lines" for t in traces):  # nothing but the label bands
-            layout["annotations"] = [{"text": "no activity field in this input: label bands only", "xref": "paper",
-                                      "yref": "paper", "x": 0.5, "y": 0.45, "showarrow": False}]
-        figs.append(figure(traces, layout, title=f"GPU {ptext(key, 80)}", height=300))
-        if extra is not None:
-            figs.append(extra)
     if not windows:
         notes.append("No DCGM windows.")
     window = doc.get("window") if isinstance(doc.get("window"), Mapping) else None
     if window and window.get("reason"):
         notes.append(f"Windows: {window.get('reason')}.")
-    notes.append("Label bands (top strip) and activity ratios per GPU.")
-    if any(isinstance(v, Mapping) and any(c in v for c, *_r in (*_COARSE_RATIOS, *_COARSE_UNITS))
-           for v in (timelines or {}).values()):
-        notes.append("Dotted lines and the power/clock charts are NVML/nvidia-smi signals, coarse: GPU util "
-                     "counts any kernel resident in the sample period, not how busy the SMs are.")
-    return figs, " ".join(notes)
-
-
-def _coarse_figure(key: Any, series: Mapping[str, Any], t: list[int | None], sl: slice,
-                   n: int) -> dict[str, Any] | None:
-    """Power (W, left axis) and clocks (MHz, right axis) of one GPU when its timeline has them."""
-    traces = []
-    for name, title, color, axis in _COARSE_UNITS:
-        vals = series.get(name)
-        if vals is None or len(vals) != n:
+    data = _series_by_gpu(doc, keys, by_key)
+    times = [v for k in keys for v in (data[k][0] if k in data else [])]
+    times += [v for k in keys if k in by_key for v in _epoch_s(by_key[k]["end"])]
+    finite = [v for v in times if math.isfinite(v)]
+    if not finite:
+        return [], " ".join(notes)
+    ax = TimeAxis(min(finite), max(finite) if max(finite) > min(finite) else min(finite) + 1.0, epoch=True)
+    charts = []
+    rows, counts, dense = [], {}, False
+    for k in keys:
+        if k in by_key:
+            spans, agg = _label_spans(by_key[k], ax, PIXELS)
+            rows.append((k, spans))
+            counts[k] = len(spans)
+            dense |= agg
+    if rows:
+        present = dict.fromkeys(lab for k in keys if k in by_key for lab in by_key[k]["label"])
+        svg = span_rows("Window label per GPU", rows, ax, [(lab, LABEL_COLORS.get(lab, "#555")) for lab in present])
+        cap = ("One row per GPU: each window coloured by its label (docs/formulas.md#windows); hover for the label "
+               "and times." + (" Where a pixel holds several windows it shows the label with the most window "
+                               "time in it." if dense else ""))
+        charts.append(Chart("labels", "Window label per GPU", figure_html(svg, cap), list(counts), counts))
+    hold = num(window.get("seconds")) if window else None
+    for fam, title, unit, factor, coarse in FAMILIES:
+        lines = [Line(f"GPU {k}", data[k][0], _floats(data[k][1][fam], factor), color(n), dash=coarse)
+                 for n, k in enumerate(keys) if k in data and fam in data[k][1]]
+        lines = [ln for ln in lines if np.isfinite(ln.y).any()]
+        if not lines:
             continue
-        y = [round(float(v), 2) if isinstance(v, (int, float)) and math.isfinite(v) else None
-             for v in list(vals)[sl]]
-        traces.append({"type": "scatter", "mode": "lines", "name": title, "x": t, "y": y, "yaxis": axis,
-                       "line": {"color": color, "width": 1.2, "shape": "hv"}})
-    if not traces:
-        return None
-    layout = {"xaxis": {"type": "date"}, "yaxis": {"title": {"text": "W"}, "rangemode": "tozero"},
-              "yaxis2": {"title": {"text": "MHz"}, "overlaying": "y", "side": "right", "rangemode": "tozero"}}
-    return figure(traces, layout, title=f"GPU {ptext(key, 80)}: power and clocks (NVML, coarse)", height=240)
-
-
-def _ms(ts: pd.Timestamp) -> int:
-    return int((ts - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1))
-
-
-def _epoch_ms(values: Any) -> list[int | None]:
-    """Times as epoch milliseconds (plotly date axes take them; far smaller than ISO strings)."""
-    ts = pd.to_datetime(pd.Series(list(values), dtype=object), utc=True, errors="coerce", format="ISO8601")
-    ms = (ts - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
-    return [None if pd.isna(v) else int(v) for v in ms]
-
-
-def _ratios(values: Sequence[Any]) -> list[float | None]:
-    return [round(float(v), 4) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            else None for v in values]
-
-
-def _bands(g: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rectangles along the top strip, one per run of consecutive windows with the same label."""
-    g = g[g["start"].notna() & g["end"].notna()]
-    if not len(g):
-        return []
-    run_id = (g["label"] != g["label"].shift()).cumsum()
-    runs = g.groupby(run_id, sort=False).agg(label=("label", "first"), start=("start", "min"), end=("end", "max"))
-    if len(runs) > MAX_BANDS:
-        runs = runs.iloc[:: math.ceil(len(runs) / MAX_BANDS)]
-    return [{"type": "rect", "xref": "x", "yref": "paper", "x0": _ms(r.start), "x1": _ms(r.end),
-             "y0": 0.93, "y1": 1.0, "line": {"width": 0}, "fillcolor": LABEL_COLORS.get(r.label, "#555"),
-             "opacity": 0.85, "layer": "below"} for r in runs.itertuples()]
+        svg, reduced = time_chart(title, lines, ax, unit=unit, y_title=_Y_TITLES[unit],
+                                  y_range=(0.0, 1.0) if unit == "ratio" else None, hold=hold)
+        cap = ("One line per GPU; each step is one window's value from the document, drawn over the window "
+               f"({fmt_num(hold)} s)" if hold else "One line per GPU; each step is one window's value from the document, "
+               "held to the next window")
+        cap += ". Hover a column for every GPU's value there."
+        if reduced:
+            cap += (f" More windows than {BUCKET_PX}-pixel buckets: each bucket shows the min–max envelope "
+                    "(shaded) and the mean (line) of the windows in it.")
+        if coarse:
+            cap += " NVML / nvidia-smi signal (dashed), coarse" + (
+                ": GPU util counts any kernel resident in the sample period, not how busy the SMs are."
+                if fam == "gpu_util" else ".")
+        charts.append(Chart(fam, title, figure_html(svg, cap), [ln.name for ln in lines]))
+    if len(charts) == (1 if rows else 0):
+        notes.append("No activity field in this input: window labels only.")
+    return charts, " ".join(notes)
 
 
 def dcgm_sections(doc: dict[str, Any]) -> list[Section] | None:
@@ -245,21 +267,20 @@ def dcgm_sections(doc: dict[str, Any]) -> list[Section] | None:
     if not windows:
         return None
     out: list[Section] = []
-    figs, note = timeline_figures(doc)
-    out.append(Section("GPU timelines", f'<p class="note">{esc(note)}</p>', plots=figs,
+    charts, note = timeline_charts(doc)
+    out.append(Section("GPU timelines", f'<p class="note">{esc(note)}</p>' + "".join(c.html for c in charts),
                        anchor="timelines"))
     body = []
-    plots = []
     for key, rows in windows_share_rows(windows).items():
         if len(rows) < 1:
             continue
         body.append(f"<h3>Label share of GPU time by {esc(key)}</h3>")
         cols = [Column("group", key)] + [Column(lab, lab, fmt_pct, numeric=True) for lab in WINDOW_LABELS]
         cols.append(Column("hours", "GPU-hours", lambda v: fmt_num(v), numeric=True))
-        body.append(f'<div class="tablewrap">{table(rows[:LIST_ROWS], cols)}</div>')
         if key in ("gpu", "host") and 1 < len(rows) <= 200:
-            plots.append(label_share_figure(rows, key, WINDOW_LABELS))
-    out.append(Section("GPU label shares", "".join(body), plots=plots, anchor="shares"))
+            body.append(label_share_chart(rows, key, WINDOW_LABELS))
+        body.append(f'<div class="tablewrap">{table(rows[:LIST_ROWS], cols)}</div>')
+    out.append(Section("GPU label shares", "".join(body), anchor="shares"))
     wf = [f for f in doc.get("findings") or [] if f.get("source") == "dcgm"]
     if wf:
         kernels = list(doc.get("kernels") or [])

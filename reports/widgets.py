@@ -1,35 +1,30 @@
-"""HTML widgets every report section uses: sections, escaped tables, plotly figure dicts, plot text.
+"""HTML widgets every report section uses: sections, escaped tables, findings, share bars.
 
 Section API (how the sections modules plug into :func:`rooftop.reports.html.render_html`)
 -------------------------------------------------------------------------------------------
 A page is a list of :class:`Section` objects, built from the document by *section builders*::
 
-    Section(title: str, html_body: str, plots: list[dict] = [], anchor: str | None = None, note: str = "")
+    Section(title: str, html_body: str, anchor: str | None = None, note: str = "")
 
 - ``html_body`` is an HTML fragment that the builder has ALREADY ESCAPED: wrap every input-derived
   string in :func:`esc` (or build tables with :func:`table`, which escapes cells).
-- ``plots`` are plotly figure dicts ``{"data": [...], "layout": {...}}`` (build them with
-  :func:`figure`); each is drawn after ``html_body`` in its own ``<div>``. Figures are embedded as
-  escaped JSON and drawn by one script: never put functions or HTML handlers in them.
+- Charts are static SVG inside ``html_body`` (``reports.svg_charts``, ``reports.svg_roofline``),
+  every input-derived string escaped; hover is SVG ``<title>``.
 - No ``<script>`` and no ``on*=`` attributes in ``html_body`` (the page has a single script).
 
 A builder is ``Callable[[dict], Section | list[Section] | None]`` (``None``: nothing to show).
-Text shown by plotly (hover, legend) goes through :func:`ptext`, which escapes ``<``, ``>`` and
-``&``: plotly interprets a small HTML subset in text, so an escaped kernel name is displayed
-literally and never becomes markup.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_pct, fmt_time
 
-__all__ = ["LABEL_COLORS", "Column", "Section", "SectionBuilder", "esc", "figure", "finding_html", "kpi", "ptext",
+__all__ = ["LABEL_COLORS", "Column", "Section", "SectionBuilder", "esc", "finding_html", "kpi",
            "share_bar", "table"]
 
 LABEL_COLORS = {
@@ -42,21 +37,12 @@ LABEL_COLORS = {
 }
 
 
-def ptext(value: Any, limit: int | None = None) -> str:
-    """Text for plotly (hover, legend, annotations): escaped so it displays literally."""
-    s = "" if value is None else str(value)
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return html.escape(s, quote=False)
-
-
 @dataclass(frozen=True)
 class Section:
-    """One titled block of the page. ``html_body`` is pre-escaped HTML; ``plots`` figure dicts."""
+    """One titled block of the page. ``html_body`` is pre-escaped HTML (charts included)."""
 
     title: str
     html_body: str
-    plots: list[dict[str, Any]] = field(default_factory=list)
     anchor: str | None = None
     note: str = ""
 
@@ -114,30 +100,6 @@ def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str | tuple[str, 
         out.append("</tr>")
     out.append("</tbody></table>")
     return "".join(out)
-
-
-_BASE_LAYOUT: dict[str, Any] = {
-    "template": None,
-    "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 12},
-    "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
-    "paper_bgcolor": "#ffffff",
-    "plot_bgcolor": "#fbfbfd",
-    "hovermode": "closest",
-    "legend": {"orientation": "v"},
-}
-
-
-def figure(data: list[dict[str, Any]], layout: Mapping[str, Any] | None = None, *,
-           title: str | None = None, height: int = 420) -> dict[str, Any]:
-    """A plotly figure dict with the house layout. ``data`` are plotly trace dicts (plain lists;
-    numpy arrays are converted when embedded). Text in traces is shown as text, never as HTML
-    markup: the page escapes it (see ``_plot_safe``)."""
-    lay: dict[str, Any] = {**_BASE_LAYOUT, "height": height}
-    if title:
-        lay["title"] = {"text": title}
-    if layout:
-        lay.update(layout)
-    return {"data": list(data), "layout": lay}
 
 
 def share_bar(shares: Mapping[str, float], labels: Sequence[str]) -> str:

@@ -353,7 +353,11 @@ def test_long_lists_are_cut_largest_first_and_said_so() -> None:
 
 def test_report_sections_escape_and_place_arrows() -> None:
     """HTML/Markdown diff sections from the document only; hostile names stay text."""
-    from rooftop.reports.diff_sections import markdown_sections, roofline_arrows_figure
+    from rooftop.reports.diff_sections import (
+        markdown_sections,
+        roofline_arrows,
+        roofline_arrows_svg,
+    )
     from rooftop.reports.html import render_html
     from rooftop.reports.markdown import render_markdown
 
@@ -362,14 +366,14 @@ def test_report_sections_escape_and_place_arrows() -> None:
     c = frame([kernel("stencil", 1.3e-3, dram=1.38e8), kernel(evil, 1e-3)])
     doc = build_document(kind="diff", inputs=[], rejected=[], devices=[], kernels=None,
                          extra=diff_payload(compare(b, c, fail_on=10)))
-    fig, _ = roofline_arrows_figure(doc)
-    assert fig is not None
-    [arrow] = fig["layout"]["annotations"]  # the unchanged family gets no arrow
-    # log axes take log10 coordinates: baseline AI 2e9/1e8 = 20, 2e9/1e-3 = 2e12 FLOP/s;
-    # candidate AI 2e9/1.38e8 = 14.49, 2e9/1.3e-3 = 1.538e12 FLOP/s
-    assert arrow["ax"] == pytest.approx(math.log10(20)) and arrow["ay"] == pytest.approx(math.log10(2e12))
-    assert arrow["x"] == pytest.approx(math.log10(2e9 / 1.38e8))
-    assert arrow["y"] == pytest.approx(math.log10(2e9 / 1.3e-3))
+    arrows, _ = roofline_arrows(doc)
+    moved = [a for a in arrows if a.base != a.cand]
+    [arrow] = moved  # the unchanged family gets no arrow
+    # baseline AI 2e9/1e8 = 20, 2e9/1e-3 = 2e12 FLOP/s; candidate AI 2e9/1.38e8 = 14.49, 2e9/1.3e-3 = 1.538e12
+    assert arrow.base == pytest.approx((20, 2e12)) and arrow.cand == pytest.approx((2e9 / 1.38e8, 2e9 / 1.3e-3))
+    svg, _ = roofline_arrows_svg(doc)
+    assert svg is not None and svg.count('<g class="arrow"') == len(arrows) == 2
+    assert f'data-base="{20.0!r} {2e12!r}"' in svg and "&lt;img src=x" in svg and "<img" not in svg
     page = render_html(doc)
     assert "<img src=x" not in page and "Regressions" in page
     md = render_markdown(doc)

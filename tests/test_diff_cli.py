@@ -46,7 +46,7 @@ def test_regressed_candidate_exits_1_and_names_the_family(tmp_path: Path) -> Non
     assert {f["status"] for k, f in fam.items() if k != "stencil_2d"} <= {"within threshold", "not significant"}
     assert "stencil\\_2d" in md.read_text(encoding="utf-8")
     page = html.read_text(encoding="utf-8")
-    assert "Roofline: baseline → candidate" in page and '"arrowhead"' in page
+    assert "Roofline: baseline → candidate" in page and '<g class="arrow"' in page  # static SVG arrows
 
 
 def test_threshold_above_the_change_exits_0() -> None:

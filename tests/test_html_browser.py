@@ -1,8 +1,9 @@
 """The HTML report in a real browser (Debian chromium driven by Playwright's Python API).
 
-Checks: the roofline draws the expected points (plotly's ``gd.data``), no console errors, no
-network request of any kind, hostile kernel names are shown as text and never run, sortable
-table works, and a 100k-kernel report stays under 10 MB and draws quickly.
+Checks: the roofline draws the expected points, the DCGM / nvidia-smi / timeline charts are static
+SVG (one chart per metric family, devices as series; no plotly.js bundle), no console errors, no
+network request of any kind, hostile names are shown as text and never run, sortable table works,
+and a 100k-kernel report stays under 10 MB and draws.
 Skips with the reason when ``/usr/bin/chromium`` or playwright is missing
 (``tests/setup_browser.sh`` installs chromium in CI).
 """
@@ -82,17 +83,13 @@ class Loaded:
           return out; }"""
         return dict(self.page.evaluate(js))
 
-    def roofline_counts(self) -> dict[str, int]:
-        js = """() => {
-          const out = {};
-          for (const el of document.querySelectorAll('.plot')) {
-            for (const t of (el.data || [])) {
-              const role = (t.meta && t.meta.role) || 'other';
-              out[role] = (out[role] || 0) + (t.x ? t.x.length : 0);
-            }
-          }
-          return out; }"""
-        return dict(self.page.evaluate(js))
+    def svg_charts(self, section: str) -> list[dict[str, Any]]:
+        """The SVG charts of a section: class, drawn size, series paths and <title> hover texts."""
+        js = f"""() => Array.from(document.querySelectorAll('#{section} svg')).map(s => ({{
+            cls: s.getAttribute('class'), w: s.getBoundingClientRect().width, h: s.getBoundingClientRect().height,
+            paths: s.querySelectorAll('path, polyline, polygon, rect').length,
+            titles: Array.from(s.querySelectorAll('title')).map(t => t.textContent)}}))"""
+        return list(self.page.evaluate(js))
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +169,7 @@ def test_hostile_names_shown_as_text(sample: Loaded) -> None:
         assert name in cells, name[:40]
     # nothing injected: no <img>, no extra <script>, no <b> from data
     assert sample.page.evaluate("document.querySelectorAll('img').length") == 0
-    assert sample.page.evaluate("document.scripts.length") == 3
+    assert sample.page.evaluate("document.scripts.length") == 1  # the page script only: no plotly.js
     assert sample.page.evaluate(
         "Array.from(document.querySelectorAll('b')).filter(b => b.textContent === 'bold').length") == 0
     titles = sample.page.evaluate("Array.from(document.querySelectorAll('.finding .t')).map(e => e.textContent)")
@@ -209,13 +206,19 @@ def test_100k_kernel_report_is_small_and_draws(browser: Any, tmp_path: Path) -> 
     assert loaded.draw_ms > 0  # it drew; how fast is measured by bench/run.py, not asserted here
 
 
-def test_lazy_figures_draw_when_scrolled_into_view(sample: Loaded) -> None:
-    page = sample.page
-    total = int(page.evaluate("document.body.getAttribute('data-plots-total')"))
-    assert total == page.evaluate("document.querySelectorAll('.plot').length") >= 3
-    page.evaluate("document.querySelectorAll('.plot').forEach(el => el.scrollIntoView())")
-    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-    page.wait_for_function(f"document.querySelectorAll('.plot[data-drawn]').length === {total}", timeout=30_000)
+def test_dcgm_timelines_are_static_svg_with_escaped_hover(sample: Loaded) -> None:
+    """One chart per metric family with both GPUs as series, drawn at once (no plotly.js: the old
+    page inlined the 4.9 MB bundle and drew a plotly figure per GPU); hover is SVG <title> text."""
+    assert sample.page.evaluate("typeof Plotly") == "undefined"
+    assert sample.page.evaluate("document.documentElement.outerHTML.length") < 400_000
+    charts = sample.svg_charts("timelines")
+    kinds = [c["cls"] for c in charts]
+    assert kinds[0] == "spanrows" and kinds[1:] == ["timechart"] * 4  # GR, SM, tensor, DRAM active
+    assert all(c["w"] > 500 and c["h"] > 100 and c["paths"] > 2 for c in charts)
+    hover = "\n".join(t for c in charts for t in c["titles"])
+    assert "GPU node-<01>:0" in hover  # the hostile host name, shown as text
+    assert "UTC" in hover and "%" in hover
+    assert sample.page.evaluate("document.querySelectorAll('svg script, svg foreignObject, img').length") == 0
     assert sample.errors == [] and sample.external_requests() == []
 
 
@@ -233,7 +236,26 @@ def test_timeline_report_draws_every_chart_without_errors(browser: Any, tmp_path
     path.write_text(render_html(doc), encoding="utf-8")
     loaded = Loaded(browser, path)
     assert loaded.errors == []
-    drawn = loaded.page.evaluate("""() => Array.from(document.querySelectorAll('#timelines .plot'))
-        .map(el => [el.id, (el.data || []).length])""")
-    assert drawn and all(n > 0 for _, n in drawn), drawn
+    charts = loaded.svg_charts("timelines")
+    assert [c["cls"] for c in charts] == ["spanrows", "vbars"]  # busy strip (a row per device), gap histogram
+    assert all(c["w"] > 500 and c["paths"] >= len(doc["timeline"]) for c in charts), [(c["w"], c["paths"]) for c in charts]
+    assert any("busy" in t for t in charts[0]["titles"])
+    assert loaded.page.evaluate("typeof Plotly") == "undefined"
+    loaded.page.close()
+
+
+def test_dcgm_corpus_page_is_light_and_draws(browser: Any, tmp_path: Path) -> None:
+    """A real dcgmi dmon capture: every family chart drawn as SVG, no console message, far under 1.5 MB."""
+    import rooftop
+    from tests.conftest import corpus_dir
+
+    path = corpus_dir("dcgm") / "docs.nvidia.com__datacenter__dcgm__latest__user-guide__feature-overview.html.dmon_A100_grTensorDram.txt"
+    page = tmp_path / "dmon.html"
+    page.write_text(render_html(rooftop.analyze([str(path)])), encoding="utf-8")
+    assert page.stat().st_size < 1_500_000
+    loaded = Loaded(browser, page)
+    assert loaded.errors == [] and [m for m in loaded.console if m[0] in ("error", "warning")] == []
+    charts = loaded.svg_charts("timelines")
+    assert [c["cls"] for c in charts] == ["spanrows", "timechart", "timechart", "timechart"]
+    assert all(c["h"] > 80 for c in charts)
     loaded.page.close()

@@ -13,13 +13,13 @@ import pytest
 
 from rooftop.analyzer.view import document_view
 from rooftop.reports.escape import esc, md, script_json
-from rooftop.reports.html import SECTIONS_BY_KIND, Column, Section, figure, render_html, table
+from rooftop.reports.html import SECTIONS_BY_KIND, Column, Section, render_html, table
 from rooftop.reports.json_report import render_json
 from rooftop.reports.markdown import MD_SECTIONS_BY_KIND, MdSection, md_table, render_markdown
 from rooftop.reports.outputs import print_summary, write_outputs
 from tests.regen_golden import GOLDEN, HOSTILE_NAMES, big_document, sample_document
 
-FIG_RE = re.compile(r'<script type="application/json" id="rooftop-figures">(.*?)</script>', re.S)
+PLOTLY_MARK = "plotly.js v"  # the banner comment at the top of every plotly.js bundle
 
 
 @pytest.fixture(scope="module")
@@ -54,18 +54,17 @@ def test_html_self_contained(sample_html: str) -> None:
     import base64
     import hashlib
 
-    from plotly.offline import get_plotlyjs
-
-    js = get_plotlyjs()
-    assert sample_html.count(js[:2000]) == 1  # plotly.js inlined exactly once (DCGM timelines)
+    # no plotly.js any more (it was 4.9 MB on every DCGM page): every chart is static SVG
+    assert PLOTLY_MARK not in sample_html and "Plotly" not in sample_html
+    assert len(sample_html.encode("utf-8")) < 400_000
     assert sample_html.count('http-equiv="Content-Security-Policy"') == 1
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', sample_html).group(1)  # type: ignore[union-attr]
     assert "unsafe-inline" not in policy.split("script-src", 1)[1].split(";", 1)[0]
     scripts = re.findall(r"<script>(.*?)</script>", sample_html, re.S)
     hashes = re.findall(r"'sha256-([^']+)'", policy)
-    assert len(scripts) == 2 and sorted(hashes) == sorted(
+    assert len(scripts) == 1 and sorted(hashes) == sorted(
         base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode() for s in scripts)
-    page = sample_html.replace(js, "")
+    page = sample_html
     assert not re.search(r"<(script|img|link|iframe)[^>]*\s(src|href)\s*=", page, re.I)
     assert "cdn." not in page.lower()
     markup = re.sub(r"<script[^>]*>.*?</script>", "", page, flags=re.S)
@@ -73,14 +72,27 @@ def test_html_self_contained(sample_html: str) -> None:
     assert not re.search(r"<[a-z][^>]*\son[a-z]+\s*=", markup, re.I), "no inline event handlers"
 
 
-def test_no_plotly_without_plotly_figures() -> None:
+def test_dcgm_timelines_are_svg_one_chart_per_family() -> None:
+    """The sample's two GPUs are series of one chart per metric family, not one plotly figure per GPU."""
+    doc = sample_document()
+    page = render_html(doc)
+    section = page.split('<section id="timelines">', 1)[1].split("</section>", 1)[0]
+    charts = re.findall(r'<svg xmlns="http://www.w3.org/2000/svg"[^>]*class="(timechart|spanrows)"', section)
+    families = {m for v in doc["timelines"].values() for m, s in v.items()
+                if m not in ("t", "label") and any(x is not None for x in s)}
+    assert charts.count("spanrows") == 1 and charts.count("timechart") == len(families)
+    for key in doc["timelines"]:  # every GPU is a series (legend) of every family chart
+        assert section.count(f">GPU {esc(key)}<title>") >= len(families)  # escaped in the legend
+    assert "node-<01>" not in section
+    assert "<title>" in section and "UTC" in section and "100%" in section
+
+
+def test_no_plotly_anywhere() -> None:
     doc = sample_document()
     doc.update(windows=[], timelines={})
     doc.update(document_view(doc))
     page = render_html(doc)
-    from plotly.offline import get_plotlyjs
-
-    assert get_plotlyjs()[:2000] not in page and len(page.encode("utf-8")) < 300_000
+    assert PLOTLY_MARK not in page and len(page.encode("utf-8")) < 300_000
     assert page.count("<script>") == 1 and "'sha256-" in page
 
 
@@ -90,10 +102,8 @@ def test_hostile_names_are_escaped_everywhere(sample_html: str) -> None:
                 "<script>alert(2)</script>"):
         assert raw not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page  # shown as text in the kernel table
-    # exactly three script elements: figures JSON, plotly.js, the page script
-    assert page.count("<script") == 3 and page.count("</script>") == 3
-    for ch in ("\u2028", "\u2029"):
-        assert ch not in FIG_RE.search(page).group(1)  # type: ignore[union-attr]
+    # exactly one script element: the page script (no figure JSON, no plotly.js)
+    assert page.count("<script") == 1 and page.count("</script>") == 1
 
 
 def _roofline_svgs(page: str) -> list[str]:
@@ -164,8 +174,7 @@ def test_section_api_for_fleet_and_diff(monkeypatch: pytest.MonkeyPatch) -> None
 
     def sections(doc: dict[str, Any]) -> list[Section]:
         calls.append("html")
-        fig = figure([{"type": "bar", "x": ["a"], "y": [1]}], title="groups")
-        return [Section("Fleet groups", table([{"g": "<pod>"}], [("g", "group")]), plots=[fig])]
+        return [Section("Fleet groups", table([{"g": "<pod>"}], [("g", "group")]))]
 
     def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
         calls.append("md")

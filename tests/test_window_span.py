@@ -13,7 +13,7 @@ from rooftop.analyzer.fleet.rollup import fleet_findings, group_records, rollup
 from rooftop.analyzer.pipeline import run_analysis
 from rooftop.analyzer.windows.findings import severity_by_hours
 from rooftop.analyzer.windows.span import add_coverage, choose_window
-from rooftop.reports.timelines import timeline_figures
+from rooftop.reports.timelines import timeline_charts
 from tests.conftest import corpus_dir
 from tests.test_windows import FIX, T0, as_table, samples
 
@@ -123,10 +123,13 @@ def test_short_dmon_capture_shows_its_phases() -> None:
     labels = [w["label"] for w in doc["windows"]]
     assert labels == ["idle"] * 3 + ["compute-bound"] * 12  # the capture's 3 idle + 12 busy rows
     assert sum(w["covered_s"] for w in doc["windows"]) == 15.0
-    figs, note = timeline_figures(doc)
-    assert len(figs) == 1 and "chosen from the capture" in note
-    assert len(figs[0]["layout"]["shapes"]) == 2  # idle band, compute-bound band
-    assert figs[0]["layout"]["title"]["text"] == "GPU 0"
+    charts, note = timeline_charts(doc)
+    assert "chosen from the capture" in note
+    assert charts[0].key == "labels" and charts[0].spans == {"0": 2}  # idle span, compute-bound span
+    # one chart per metric family the capture has (GRACT, TENSO, DRAMA), the GPU as its series
+    assert [(c.key, c.series) for c in charts[1:]] == [("gr_active", ["GPU 0"]), ("tensor_active", ["GPU 0"]),
+                                                      ("dram_active", ["GPU 0"])]
+    assert "<svg" in charts[1].html and "100%" in charts[1].html and "UTC" in charts[1].html
     over = run_analysis([str(path)], window_s=60.0)
     assert over["window"] == {"seconds": 60.0, "source": "option", "reason": "60 s, set by --window"}
     assert len(over["windows"]) <= 2
@@ -138,20 +141,24 @@ def test_nvidia_smi_csv_without_activity_is_idle_with_reason_not_mixed() -> None
     assert all(any("no CUDA context" in e for e in w["evidence"]) for w in doc["windows"])
     series = next(iter(doc["timelines"].values()))
     assert "power_w" in series and "gpu_util" not in series
-    figs, _note = timeline_figures(doc)
-    assert "label bands only" in figs[0]["layout"]["annotations"][0]["text"]
-    assert figs[1]["layout"]["title"]["text"].endswith("power and clocks (NVML, coarse)")
+    charts, note = timeline_charts(doc)
+    assert "gpu_util" not in {c.key for c in charts} and "gr_active" not in {c.key for c in charts}
+    power = next(c for c in charts if c.key == "power_w")
+    assert "NVML" in power.title and " W<" in power.html  # SI ticks in watts
+    assert "No activity field" not in note  # power is drawn
 
 
 def test_nvidia_smi_dmon_timeline_draws_coarse_signals() -> None:
     doc = run_analysis([str(corpus_dir("dcgm") / NVSMI_DMON)])
     series = doc["timelines"]["0"]
     assert {"gpu_util", "mem_copy_util", "power_w", "sm_clock_mhz", "mem_clock_mhz"} <= set(series)
-    figs, note = timeline_figures(doc)
-    names = {t.get("name") for f in figs for t in f["data"]}
-    assert {"GPU util (NVML, coarse)", "power W (NVML)", "SM clock MHz"} <= names
-    assert "coarse" in note
-    assert "gr_active" not in names  # no DCGM profiling field: no empty DCGM lines
+    charts, _note = timeline_charts(doc)
+    keys = {c.key for c in charts}
+    assert {"gpu_util", "mem_copy_util", "power_w", "sm_clock_mhz", "mem_clock_mhz"} <= keys
+    assert all("coarse" in c.html for c in charts if c.key == "gpu_util")
+    assert "gr_active" not in keys  # no DCGM profiling field: no empty DCGM chart
+    clocks = next(c for c in charts if c.key == "sm_clock_mhz")
+    assert "2 GHz<" in clocks.html  # MHz in the document, drawn in SI hertz (ticks 500 MHz ... 2 GHz)
     assert {w["label"] for w in doc["windows"]} <= {"unknown", "idle"}
 
 
@@ -166,9 +173,9 @@ def test_mig_timelines_keep_their_label_bands() -> None:
     doc = run_analysis([str(FIX / "prom_tsdb_mig.prom")])
     keys = {w["gpu_key"] for w in doc["windows"]}
     assert keys == set(doc["timelines"]) == {"mig-node/0/mig 1", "mig-node/0/mig 2"}
-    figs, _note = timeline_figures(doc)
-    bands = [len(f["layout"]["shapes"]) for f in figs]
-    assert bands == [3, 3]  # compute, memory, idle / idle, overhead, compute
+    charts, _note = timeline_charts(doc)
+    assert charts[0].spans == {"mig-node/0/mig 1": 3, "mig-node/0/mig 2": 3}  # compute, memory, idle / idle, overhead, compute
+    assert all(c.series == ["GPU mig-node/0/mig 1", "GPU mig-node/0/mig 2"] for c in charts[1:])
 
 
 def test_window_starts_grid_unchanged_by_coverage() -> None:

@@ -1,53 +1,13 @@
-/* rooftop report: draws the figures embedded as JSON and makes tables sortable.
-   Data is read from JSON script elements only; nothing is fetched. */
+/* rooftop report: makes tables sortable and searchable, long names expandable.
+   Nothing is fetched; the charts are static SVG. */
 (function () {
   "use strict";
-  function readJSON(id) {
-    var el = document.getElementById(id);
-    if (!el) { return null; }
-    try { return JSON.parse(el.textContent); } catch (e) { console.warn("rooftop: bad JSON in " + id); return null; }
-  }
-  var EAGER = 3;  /* figures drawn at load; the rest when scrolled near (keeps big pages fast) */
-  function drawOne(el, f) {
-    if (el.getAttribute("data-drawn")) { return; }
-    el.setAttribute("data-drawn", "1");
-    Plotly.newPlot(el, f.data, f.layout, {
-      responsive: true, displaylogo: false, showLink: false, showSendToCloud: false,
-      modeBarButtonsToRemove: ["sendDataToCloud"]
-    });
-  }
-  function drawFigures() {
-    var figs = readJSON("rooftop-figures") || {};
-    var status = document.getElementById("rooftop-plot-status");
-    if (!Object.keys(figs).length) {
-      document.body.setAttribute("data-plots-total", "0");
-      document.body.setAttribute("data-draw-ms", String(Math.round(performance.now())));
-      document.body.setAttribute("data-plots-ready", "0");
-      return;
-    }
-    if (typeof Plotly === "undefined") {
-      if (status) { status.textContent = "Charts unavailable: plotly.js did not load."; }
-      return;
-    }
-    var ids = Object.keys(figs);
-    var lazy = [];
-    ids.forEach(function (id, n) {
-      var el = document.getElementById(id);
-      if (!el) { return; }
-      if (n < EAGER || typeof IntersectionObserver === "undefined") { drawOne(el, figs[id]); }
-      else { el.style.minHeight = ((figs[id].layout && figs[id].layout.height) || 400) + "px"; lazy.push(el); }
-    });
-    if (lazy.length) {
-      var io = new IntersectionObserver(function (entries) {
-        entries.forEach(function (e) {
-          if (e.isIntersecting) { io.unobserve(e.target); drawOne(e.target, figs[e.target.id]); }
-        });
-      }, {rootMargin: "600px 0px"});
-      lazy.forEach(function (el) { io.observe(el); });
-    }
-    document.body.setAttribute("data-plots-total", String(ids.length));
+  /* every chart is static SVG in the page; the attributes tell tests and bench/report_bench.py the
+     page is ready and when */
+  function markReady() {
+    document.body.setAttribute("data-plots-total", "0");
     document.body.setAttribute("data-draw-ms", String(Math.round(performance.now())));
-    document.body.setAttribute("data-plots-ready", String(Math.min(ids.length, EAGER)));
+    document.body.setAttribute("data-plots-ready", "0");
   }
   function cellValue(td) {
     if (!td) { return ""; }
@@ -113,5 +73,5 @@
   }
   initTables();
   initFilters();
-  drawFigures();
+  markReady();
 })();

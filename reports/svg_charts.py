@@ -1,0 +1,323 @@
+"""Static SVG charts for the DCGM, nvidia-smi, timeline, fleet and diff pages (no plotly.js).
+
+Each function draws what it is handed from the document and decides nothing. A time-series chart
+is one metric family with one series per device; above one sample per bucket (2 px) a series is
+drawn as the min-max envelope (shaded) and the mean (line) of exactly the samples in each bucket,
+and the caption says so. Hover is SVG ``<title>`` (series, bars, hover columns). Every string from
+the input goes through :func:`esc`. Static SVG: a screenshot shows everything, the page stays small
+and draws at once (docs/formulas.md#report-view).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rooftop.reports.escape import esc
+from rooftop.reports.svg_axes import (
+    Envelope,
+    TimeAxis,
+    envelope,
+    fmt_tick,
+    fmt_value,
+    linear_ticks,
+    value_range,
+)
+
+W = 1040
+ML, MR, MT, MB = 96, 16, 10, 40
+BUCKET_PX = 2             # one envelope bucket per 2 px of plot width
+HOVER_COLUMNS = 80        # <title> hover columns per time chart
+PALETTE = ("#1971c2", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#e67700", "#5c940d",
+           "#862e9c", "#495057", "#d6336c", "#1098ad", "#a61e4d", "#364fc7", "#087f5b", "#f08c00")
+STYLE = ("<style>.tk{font-size:11px;fill:#444}.ax{font-size:12px;fill:#222}.ti{font-size:13px;font-weight:600;"
+         "fill:#222}.lg{font-size:11.5px;fill:#222}.hv{fill:#000;fill-opacity:0}.hv:hover{fill-opacity:0.06}</style>")
+
+
+def color(n: int) -> str:
+    return PALETTE[n % len(PALETTE)]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series: times (epoch or relative seconds) and values (NaN = no sample)."""
+
+    name: str
+    t: np.ndarray
+    y: np.ndarray
+    color: str
+    dash: bool = False
+
+
+def _svg(h: float, cls: str, body: Sequence[str], label: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h:.0f}" width="{W}" height="{h:.0f}" '
+            f'class="{cls}" role="img" aria-label="{esc(label)}" '
+            f'font-family="system-ui,-apple-system,Segoe UI,sans-serif">{STYLE}{"".join(body)}</svg>')
+
+
+def figure_html(svg: str, caption: str) -> str:
+    """The chart in the page: scrollable wrapper plus a caption under it."""
+    return f'<figure class="chart"><div class="svgwrap">{svg}</div><figcaption class="note">{esc(caption)}</figcaption></figure>'
+
+
+def _legend(items: Sequence[tuple[str, str, bool]], y: float) -> tuple[list[str], float]:
+    """Swatches with names, wrapped over lines; returns the SVG and the height used."""
+    out, x, row = [], float(ML), 0
+    for name, col, dash in items:
+        text = name if len(name) <= 60 else name[:59] + "…"
+        w = 26 + 6.6 * len(text)
+        if x + w > W - MR and x > ML:
+            x, row = float(ML), row + 1
+        yy = y + 16 * row
+        d = ' stroke-dasharray="4 3"' if dash else ""
+        out.append(f'<g class="legend-item"><line x1="{x:.0f}" y1="{yy - 4:.0f}" x2="{x + 18:.0f}" y2="{yy - 4:.0f}" '
+                   f'stroke="{col}" stroke-width="3"{d}/><text x="{x + 22:.0f}" y="{yy:.0f}" class="lg">{esc(text)}'
+                   f"<title>{esc(name)}</title></text></g>")
+        x += w + 10
+    return out, 16.0 * (row + 1) + 4
+
+
+def _y_axis(lo: float, hi: float, unit: str, top: float, ph: float, title: str) -> tuple[list[str], Callable[[float], float]]:
+    def py(v: float) -> float:
+        return top + ph - (v - lo) / ((hi - lo) or 1.0) * ph
+    out = []
+    for v in linear_ticks(lo, hi, 4):
+        y = py(v)
+        out.append(f'<line x1="{ML}" y1="{y:.1f}" x2="{W - MR}" y2="{y:.1f}" stroke="#e9ecef"/>'
+                   f'<text x="{ML - 6}" y="{y + 4:.1f}" text-anchor="end" class="tk">{esc(fmt_tick(v, unit))}</text>')
+    out.append(f'<text x="14" y="{top + ph / 2:.0f}" class="ax" text-anchor="middle" '
+               f'transform="rotate(-90 14 {top + ph / 2:.0f})">{esc(title)}</text>')
+    return out, py
+
+
+def _x_axis(ax: TimeAxis, px: Callable[[float], float], top: float, ph: float) -> list[str]:
+    out = []
+    for t, lab in ax.ticks():
+        x = px(t)
+        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#f1f3f5"/>'
+                   f'<text x="{x:.1f}" y="{top + ph + 15:.0f}" text-anchor="middle" class="tk">{esc(lab)}</text>')
+    out.append(f'<text x="{ML + (W - ML - MR) / 2:.0f}" y="{top + ph + 32:.0f}" text-anchor="middle" class="ax">'
+               f"{esc(ax.title())}</text>")
+    return out
+
+
+def _runs(idx: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) runs of consecutive bucket indices."""
+    if not len(idx):
+        return []
+    cut = np.flatnonzero(np.diff(idx) != 1) + 1
+    bounds = np.r_[0, cut, len(idx)]
+    return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(bounds) - 1)]
+
+
+def _steps(t: np.ndarray, y: np.ndarray, px: Callable[[float], float], py: Callable[[float], float],
+           hold: float | None) -> str:
+    """Each sample held for ``hold`` seconds (the window length) or to the next sample, whichever
+    is first; a stretch without samples stays empty."""
+    out: list[tuple[str, float]] = []
+    for i in range(len(t)):
+        nxt = float(t[i + 1]) if i + 1 < len(t) else None
+        end = float(t[i]) + hold if hold else (nxt if nxt is not None else float(t[i]))
+        if nxt is not None:
+            end = min(end, nxt)
+        x0, x1, yy = px(float(t[i])), px(end), py(float(y[i]))
+        joined = i > 0 and out and out[-1][1] >= float(t[i]) - 1e-9
+        out.append((f"V{yy:.1f}H{max(x1, x0 + 1):.1f}" if joined else f"M{x0:.1f} {yy:.1f}H{max(x1, x0 + 1):.1f}", end))
+    return "".join(s for s, _ in out)
+
+
+def _series_svg(ln: Line, ax: TimeAxis, px: Callable[[float], float], py: Callable[[float], float], buckets: int,
+                bw: float, unit: str, hold: float | None) -> tuple[str, bool]:
+    """One series: a step line through the samples, or envelope + mean when denser than the buckets."""
+    ok = np.isfinite(ln.t) & np.isfinite(ln.y)
+    t, y = ln.t[ok], ln.y[ok]
+    dash = ' stroke-dasharray="5 3"' if ln.dash else ""
+    if not len(t):
+        return "", False
+    stats = (f"{ln.name}: {len(t)} samples, min {fmt_value(float(y.min()), unit)}, "
+             f"mean {fmt_value(float(y.mean()), unit)}, max {fmt_value(float(y.max()), unit)}")
+    env = envelope(ln.t, ln.y, ax.lo, ax.hi, buckets)
+    if len(env.index) == len(t):  # at most one sample per bucket: the samples themselves
+        d = _steps(t, y, px, py, hold)
+        return (f'<path d="{d}" fill="none" stroke="{ln.color}" stroke-width="1.4"{dash}>'
+                f"<title>{esc(stats)}</title></path>"), False
+    parts = []
+    for a, b in _runs(env.index):
+        xs = [ML + (i + 0.5) * bw for i in env.index[a:b]]
+        hi = [py(float(v)) for v in env.hi[a:b]]
+        lo = [py(float(v)) for v in env.lo[a:b]]
+        mean = [py(float(v)) for v in env.mean[a:b]]
+        poly = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs + xs[::-1], hi + lo[::-1], strict=True))
+        parts.append(f'<polygon points="{poly}" fill="{ln.color}" fill-opacity="0.18" stroke="none"/>')
+        parts.append(f'<polyline points="{" ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, mean, strict=True))}" '
+                     f'fill="none" stroke="{ln.color}" stroke-width="1.3"{dash}/>')
+    return f'<g class="series">{"".join(parts)}<title>{esc(stats)}</title></g>', True
+
+
+def _hover_columns(lines: Sequence[Line], ax: TimeAxis, unit: str, top: float, ph: float) -> list[str]:
+    """Transparent columns whose <title> lists each series' mean (min-max, samples) in that stretch."""
+    pw = W - ML - MR
+    cols = HOVER_COLUMNS
+    envs: list[Envelope] = [envelope(ln.t, ln.y, ax.lo, ax.hi, cols) for ln in lines]
+    out = []
+    cw = pw / cols
+    for c in range(cols):
+        rows = []
+        for ln, e in zip(lines, envs, strict=True):
+            k = np.searchsorted(e.index, c)
+            if k < len(e.index) and e.index[k] == c:
+                lo, mean, hi, n = float(e.lo[k]), float(e.mean[k]), float(e.hi[k]), int(e.count[k])
+                rows.append(f"{ln.name}: {fmt_value(mean, unit)}" + (
+                    f" (min {fmt_value(lo, unit)}, max {fmt_value(hi, unit)}, {n} samples)" if n > 1 else ""))
+        if not rows:
+            continue
+        t0 = ax.lo + (ax.hi - ax.lo) * c / cols
+        t1 = ax.lo + (ax.hi - ax.lo) * (c + 1) / cols
+        head = f"{ax.stamp(t0)} – {ax.stamp(t1)}"
+        out.append(f'<rect class="hv" x="{ML + c * cw:.1f}" y="{top}" width="{cw:.1f}" height="{ph}">'
+                   f'<title>{esc(head + chr(10) + chr(10).join(rows))}</title></rect>')
+    return out
+
+
+def time_chart(title: str, lines: Sequence[Line], ax: TimeAxis, *, unit: str, y_title: str,
+               y_range: tuple[float, float] | None = None, height: int = 190,
+               hold: float | None = None) -> tuple[str, bool]:
+    """One metric family over time, one series per device (each sample held ``hold`` seconds, or to
+    the next). Returns the SVG and whether any series was reduced to its per-bucket envelope (the
+    caption must say so)."""
+    ph = height - MT - MB - 16
+    top = MT + 16
+    pw = W - ML - MR
+    buckets = max(1, pw // BUCKET_PX)
+    vals = [float(v) for ln in lines for v in ln.y[np.isfinite(ln.y)]]
+    lo, hi = y_range if y_range else value_range(vals)
+    body = [f'<text x="{ML}" y="{MT + 4}" class="ti">{esc(title)}</text>']
+    ygrid, py = _y_axis(lo, hi, unit, top, ph, y_title)
+    body += ygrid
+
+    def px(t: float) -> float:
+        return ML + (t - ax.lo) / ((ax.hi - ax.lo) or 1.0) * pw
+    body += _x_axis(ax, px, top, ph)
+    body.append(f'<rect x="{ML}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#adb5bd"/>')
+    reduced = False
+    for ln in lines:
+        svg, red = _series_svg(ln, ax, px, py, buckets, pw / buckets, unit, hold)
+        body.append(svg)
+        reduced |= red
+    body += _hover_columns(lines, ax, unit, top, ph)
+    leg, lh = _legend([(ln.name, ln.color, ln.dash) for ln in lines], top + ph + 52)
+    body += leg
+    return _svg(top + ph + 44 + lh, "timechart", body, title), reduced
+
+
+# ----------------------------------------------------------------------------- rows of coloured spans
+
+
+@dataclass(frozen=True)
+class Span:
+    """A coloured stretch of one row: [t0, t1), its colour and hover text."""
+
+    t0: float
+    t1: float
+    color: str
+    title: str
+
+
+def span_rows(title: str, rows: Sequence[tuple[str, Sequence[Span]]], ax: TimeAxis,
+              legend: Sequence[tuple[str, str]]) -> str:
+    """One row per device of coloured spans (window labels, busy fraction) on a time axis."""
+    row_h, gap = 18, 6
+    top = MT + 16
+    ph = len(rows) * (row_h + gap)
+    pw = W - ML - MR
+    lw = 0  # same plot area as the time charts, so their times line up; names in the left margin
+    body = [f'<text x="{ML}" y="{MT + 4}" class="ti">{esc(title)}</text>']
+
+    def px(t: float) -> float:
+        return ML + lw + (t - ax.lo) / ((ax.hi - ax.lo) or 1.0) * (pw - lw)
+    for n, (name, spans) in enumerate(rows):
+        y = top + n * (row_h + gap)
+        short = name if len(name) <= 14 else "…" + name[-13:]  # the tail tells devices apart
+        body.append(f'<text x="{ML + lw - 6}" y="{y + 13}" text-anchor="end" class="tk">{esc(short)}'
+                    f"<title>{esc(name)}</title></text>")
+        body.append('<g class="row">' + "".join(
+            f'<rect x="{px(s.t0):.1f}" y="{y}" width="{max(px(s.t1) - px(s.t0), 0.6):.1f}" height="{row_h}" '
+            f'fill="{s.color}"><title>{esc(s.title)}</title></rect>' for s in spans) + "</g>")
+    for t, lab in ax.ticks():
+        x = px(t)
+        body.append(f'<line x1="{x:.1f}" y1="{top + ph}" x2="{x:.1f}" y2="{top + ph + 4}" stroke="#444"/>'
+                    f'<text x="{x:.1f}" y="{top + ph + 16:.0f}" text-anchor="middle" class="tk">{esc(lab)}</text>')
+    body.append(f'<text x="{ML + lw + (pw - lw) / 2:.0f}" y="{top + ph + 32:.0f}" text-anchor="middle" class="ax">'
+                f"{esc(ax.title())}</text>")
+    leg, lh = _legend([(n, c, False) for n, c in legend], top + ph + 52)
+    body += leg
+    return _svg(top + ph + 44 + lh, "spanrows", body, title)
+
+
+# ----------------------------------------------------------------------------- bars
+
+
+def hbars(title: str, groups: Sequence[str], parts: Sequence[tuple[str, str]],
+          values: Sequence[Mapping[str, float]], *, unit: str, x_max: float | None = None) -> str:
+    """Horizontal stacked bars: one bar per group, one segment per part (``(name, colour)``)."""
+    bar_h, gap, lw = 16, 5, 230
+    top = MT + 40
+    ph = len(groups) * (bar_h + gap)
+    pw = W - ML - MR - lw
+    x0 = ML + lw
+    totals = [sum(max(float(v.get(p, 0.0) or 0.0), 0.0) for p, _ in parts) for v in values]
+    hi = x_max if x_max is not None else value_range(totals)[1]
+    body = [f'<text x="{ML}" y="{MT + 4}" class="ti">{esc(title)}</text>']
+    leg, _ = _legend([(p, c, False) for p, c in parts if any((v.get(p) or 0) > 0 for v in values)], MT + 26)
+    body += leg
+    for v in linear_ticks(0.0, hi, 5):
+        x = x0 + v / (hi or 1.0) * pw
+        body.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#e9ecef"/>'
+                    f'<text x="{x:.1f}" y="{top + ph + 14:.0f}" text-anchor="middle" class="tk">'
+                    f"{esc(fmt_tick(v, unit))}</text>")
+    for n, (g, vals) in enumerate(zip(groups, values, strict=True)):
+        y = top + n * (bar_h + gap)
+        short = g if len(g) <= 34 else g[:33] + "…"
+        body.append(f'<text x="{x0 - 6}" y="{y + 12}" text-anchor="end" class="tk">{esc(short)}<title>{esc(g)}</title></text>')
+        x = float(x0)
+        for p, col in parts:
+            v = float(vals.get(p, 0.0) or 0.0)
+            if v <= 0:
+                continue
+            w = v / (hi or 1.0) * pw
+            body.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{col}">'
+                        f"<title>{esc(f'{g}: {p} {fmt_value(v, unit)}')}</title></rect>")
+            x += w
+    return _svg(top + ph + 24, "hbars", body, title)
+
+
+def vbars(title: str, categories: Sequence[str], series: Sequence[tuple[str, str, Sequence[float], Sequence[str]]],
+          *, unit: str, y_title: str, height: int = 300) -> str:
+    """Grouped vertical bars: per category one bar per series ``(name, colour, values, hover texts)``."""
+    top = MT + 16
+    ph = height - top - MB - 10
+    pw = W - ML - MR
+    vals = [float(v) for _, _, vs, _ in series for v in vs if math.isfinite(float(v))]
+    lo, hi = value_range(vals)
+    body = [f'<text x="{ML}" y="{MT + 4}" class="ti">{esc(title)}</text>']
+    grid, py = _y_axis(lo, hi, unit, top, ph, y_title)
+    body += grid
+    cw = pw / max(len(categories), 1)
+    bw = cw * 0.8 / max(len(series), 1)
+    for c, cat in enumerate(categories):
+        body.append(f'<text x="{ML + (c + 0.5) * cw:.1f}" y="{top + ph + 15:.0f}" text-anchor="middle" class="tk">'
+                    f"{esc(cat)}</text>")
+        for s, (name, col, vs, tips) in enumerate(series):
+            v = float(vs[c])
+            if not math.isfinite(v) or v <= 0:
+                continue
+            y = py(v)
+            body.append(f'<rect x="{ML + c * cw + cw * 0.1 + s * bw:.1f}" y="{y:.1f}" width="{bw:.1f}" '
+                        f'height="{top + ph - y:.1f}" fill="{col}"><title>{esc(f"{name} · {cat}: {tips[c]}")}</title></rect>')
+    body.append(f'<line x1="{ML}" y1="{top + ph}" x2="{W - MR}" y2="{top + ph}" stroke="#444"/>')
+    leg, lh = _legend([(n, c, False) for n, c, _, _ in series], top + ph + 36)
+    body += leg
+    return _svg(top + ph + 28 + lh, "vbars", body, title)
