@@ -87,7 +87,8 @@ def _candidates(b: np.ndarray, clean: np.ndarray, ntok: np.ndarray, tfirst: np.n
     last = max(nb - 1, 0)
 
     def at(s: np.ndarray, j: int) -> np.ndarray:
-        return b[np.minimum(s + j, last)]
+        byte: np.ndarray = b[np.minimum(s + j, last)]
+        return byte
 
     gpu = (at(s0, 0) == ASCII_G) & (at(s0, 1) == ASCII_P) & (at(s0, 2) == ASCII_U)
     dash = at(s0, 3) == ASCII_DASH
