@@ -8,10 +8,11 @@ over the chunk's bytes (no per-line Python), the lines that are exactly::
 i.e. a line that starts with ``DCGM_FI_`` and whose last ``}`` is followed by a single space, a value
 without whitespace, optionally a single space and ASCII digits, and nothing else but one optional
 ``\\r`` (the ``}`` and the *tail* after it at most :data:`MAX_TAIL_BYTES` bytes, the ``\\r`` not
-counted). The head (``name{labels}``, everything up to and including that ``}``) must be longer
-than :data:`VIEW_INLINE_BYTES` (so it can be held as a zero-copy ``string_view``). These are exactly the lines the general path (``prom_grammar.extract``)
-would split into the same head, value and timestamp; every other line goes that general way. A chunk
-that is not valid UTF-8 has no fast lines.
+counted); the head is ``name{labels}``, everything up to and including that ``}``. These are
+exactly the lines the general path (``prom_grammar.extract``) would split into the same head, value
+and timestamp; every other line goes that general way. A chunk that is not valid UTF-8 has no fast
+lines. Heads are copied out and dictionary-encoded (zero-copy ``string_view`` heads measured no
+faster: bench/NOTES.md, "Prometheus text, fast path re-measured").
 
 ``tests/prom_scan_reference.py`` keeps a plain per-line reference implementation and
 ``tests/test_prom_scan.py`` checks, with hypothesis, that both agree (docs/formulas.md#inputs).
@@ -32,8 +33,6 @@ CLOSE_BRACE = 0x7D  # b"}": the head ends at the line's last one
 SPACE = 0x20  # the one separator allowed in the tail
 CONTROL_WS = (0x09, 0x0D)  # \t \n \v \f \r: whitespace other than space, never in a fast tail
 MAX_TAIL_BYTES = 64  # "} value ts" (without "\r"); longer tails go the general way
-VIEW_INLINE_BYTES = 12  # Arrow string_view stores strings up to this long inline: fast heads are longer
-VIEW_PREFIX_BYTES = 4  # an out-of-line string_view keeps the string's first 4 bytes
 
 @dataclass
 class Fast:
@@ -62,18 +61,6 @@ def utf8(data: bytes) -> pa.Array:
         return pa.array([data.decode("utf-8", "replace")], pa.string())
 
 
-def head_views(b: np.ndarray, buf: pa.Buffer, start: np.ndarray, length: np.ndarray) -> pa.Array:
-    """A ``string_view`` array over the byte ranges ``[start, start + length)`` of ``buf``, all
-    longer than :data:`VIEW_INLINE_BYTES` (so stored out of line: length, prefix, buffer 0, offset;
-    zero copy)."""
-    n = len(start)
-    v = np.zeros((n, 4), dtype="<i4")
-    v[:, 0] = length
-    v[:, 1] = b[start[:, None] + np.arange(VIEW_PREFIX_BYTES)].view("<i4")[:, 0]
-    v[:, 3] = start
-    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(v), buf])
-
-
 def interleaved(buf: pa.Buffer, start: np.ndarray, end: np.ndarray) -> pa.Array:
     """The byte ranges ``[start, end)`` of ``buf`` (ascending, non-overlapping) and the gaps between
     them as one zero-copy string array: range i is element 2i."""
@@ -90,6 +77,11 @@ def slices(buf: pa.Buffer, start: np.ndarray, end: np.ndarray) -> pa.Array:
     if not n:
         return pa.array([], pa.string())
     return interleaved(buf, start, end).take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
+
+
+def encode_heads(buf: pa.Buffer, start: np.ndarray, end: np.ndarray) -> pa.DictionaryArray:
+    """The heads ``[start, end)`` of ``buf``, dictionary-encoded (they repeat in every scrape)."""
+    return pc.dictionary_encode(slices(buf, start, end))
 
 
 def _line_bounds(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,12 +103,12 @@ def _valid_utf8(buf: pa.Buffer, n: int) -> bool:
 
 
 def _last_brace(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Offset of the last ``}`` before each line end ``e``, and whether it ends a head of the line
-    starting at ``s`` that is longer than :data:`VIEW_INLINE_BYTES` with a short enough tail."""
+    """Offset of the last ``}`` before each line end ``e``, and whether it lies in the line starting
+    at ``s`` with a short enough tail after it."""
     cl = np.flatnonzero(b == CLOSE_BRACE)
     k = np.searchsorted(cl, e) - 1
     q = cl[np.maximum(k, 0)] if len(cl) else np.zeros(len(s), dtype=np.int64)
-    return q, (k >= 0) & (q >= s + VIEW_INLINE_BYTES) & (e - q <= MAX_TAIL_BYTES)
+    return q, (k >= 0) & (q >= s) & (e - q <= MAX_TAIL_BYTES)
 
 
 def _check_tails(buf: pa.Buffer, q: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,8 +167,7 @@ def scan_chunk(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, Fast | N
     s, q, e = s[f], q[f], e[f]
     value = slices(buf, q + 2, q + 1 + p2)
     ts = _with_nulls(slices(buf, np.where(has, q + 2 + p2, e), e), has)
-    heads = pc.dictionary_encode(head_views(b, buf, s, q + 1 - s))
-    heads = pa.DictionaryArray.from_arrays(heads.indices, heads.dictionary.cast(pa.string()))
+    heads = encode_heads(buf, s, q + 1)
     fast_no = d[f]
     rest = np.ones(len(starts), dtype=bool)
     rest[fast_no] = False

@@ -1,9 +1,9 @@
 """A plain per-line reference implementation of parsers/prom_scan.py (see its module docstring).
 
 Obviously correct rather than fast: split the chunk at ``\\n``; a line is *fast* when it starts with
-``DCGM_FI_``, (one trailing ``\\r`` dropped) its last ``}`` ends a head longer than
-``VIEW_INLINE_BYTES`` bytes, and ``}`` plus what follows it (at most ``MAX_TAIL_BYTES`` bytes) is
-``} value`` or ``} value ts``: single spaces, a value without ASCII whitespace, ``ts`` ASCII digits.
+``DCGM_FI_``, (one trailing ``\\r`` dropped) it has a ``}``, and its last ``}`` plus what follows it
+(at most ``MAX_TAIL_BYTES`` bytes) is ``} value`` or ``} value ts``: single spaces, a value without
+ASCII whitespace, ``ts`` ASCII digits.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rooftop.parsers.prom_scan import MAX_TAIL_BYTES, METRIC_PREFIX, VIEW_INLINE_BYTES
+from rooftop.parsers.prom_scan import MAX_TAIL_BYTES, METRIC_PREFIX
 
 _TAIL = re.compile(rb" ([^\t\n\x0b\x0c\r ]+)(?: ([0-9]+))?")  # after the "}"
 
@@ -51,7 +51,7 @@ def _fast_line(line: bytes) -> tuple[str, str, str | None] | None:
     if q < 0:
         return None
     head, tail = body[: q + 1], body[q + 1:]
-    if len(head) <= VIEW_INLINE_BYTES or len(tail) + 1 > MAX_TAIL_BYTES:
+    if len(tail) + 1 > MAX_TAIL_BYTES:
         return None
     m = _TAIL.fullmatch(tail)
     if m is None:

@@ -70,12 +70,12 @@ def test_hand_computed_chunk() -> None:
     data = (b'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 87 1700000000000\r\n'  # fast, CRLF
             b'DCGM_FI_DEV_GPU_UTIL{gpu="0"}  87\n'  # two spaces: general path
             b'# HELP x\n'
-            b'DCGM_FI_A{} 1\n'  # head of 11 bytes: general path
+            b'DCGM_FI_A{} 1\t\n'  # a tab: general path
             b'DCGM_FI_DEV_FB_USED{gpu="1"} NaN')
     lines, rest_no, fast = scan_chunk(data)
     assert fast is not None
     assert rest_no.tolist() == [1, 2, 3] and fast.no.tolist() == [0, 4]
-    assert lines.to_pylist() == ['DCGM_FI_DEV_GPU_UTIL{gpu="0"}  87', "# HELP x", "DCGM_FI_A{} 1"]
+    assert lines.to_pylist() == ['DCGM_FI_DEV_GPU_UTIL{gpu="0"}  87', "# HELP x", "DCGM_FI_A{} 1\t"]
     assert fast.value.to_pylist() == ["87", "NaN"] and fast.ts.to_pylist() == ["1700000000000", None]
     assert fast.heads.dictionary.to_pylist() == ['DCGM_FI_DEV_GPU_UTIL{gpu="0"}', 'DCGM_FI_DEV_FB_USED{gpu="1"}']
 
