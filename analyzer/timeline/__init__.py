@@ -22,7 +22,10 @@ from rooftop.analyzer.timeline.metrics import (
     union,
 )
 from rooftop.analyzer.timeline.steps import (
+    INTERLEAVE_LABELS,
+    NA,
     interleaved,
+    ints,
     launch_times,
     step_members,
     top_level_ranges,
@@ -67,11 +70,30 @@ def _entry(path: str, device: str | None, gpu: str | None, m: dict[str, Any], v:
 
 def sync_cover(ev: pd.DataFrame, device: str) -> Union:
     """Sync records on ``device`` plus host-wide blocking API calls, merged."""
-    kind = ev["kind"]
-    on_dev = (kind == "sync") & ((ev["device"] == device).fillna(False) | ev["device"].isna())
-    api = (kind == "runtime") & ev["name"].isin(SYNC_APIS).fillna(False)
-    s = ev[on_dev | api]
-    return union(s["start_ns"].to_numpy(dtype=np.int64), s["end_ns"].to_numpy(dtype=np.int64))
+    return _SyncRows.of(ev).cover(device)
+
+
+@dataclass
+class _SyncRows:
+    """The synchronisation records (with their device) and blocking API calls of one input."""
+
+    start: np.ndarray
+    end: np.ndarray
+    device: np.ndarray  # object: the record's device, None for API calls and device-less records
+    is_api: np.ndarray
+
+    @classmethod
+    def of(cls, ev: pd.DataFrame) -> _SyncRows:
+        kind = ev["kind"]
+        sync = (kind == "sync").to_numpy(dtype=bool, na_value=False)
+        api = ((kind == "runtime") & ev["name"].isin(SYNC_APIS)).to_numpy(dtype=bool, na_value=False)
+        rows = np.flatnonzero(sync | api)
+        return cls(ev["start_ns"].to_numpy(dtype=np.int64)[rows], ev["end_ns"].to_numpy(dtype=np.int64)[rows],
+                   ev["device"].iloc[rows].to_numpy(dtype=object, na_value=None), api[rows])
+
+    def cover(self, device: str) -> Union:
+        keep = self.is_api | np.array([d is None or d == device for d in self.device], dtype=bool)
+        return union(self.start[keep], self.end[keep])
 
 
 def _summary_entries(r: ParseResult) -> list[dict[str, Any]]:
@@ -111,9 +133,10 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
     covers: dict[str, Union] = {}
     acts = Acts.from_frame(act)
     devices = act["device"].to_numpy(dtype=object)
+    sync = _SyncRows.of(ev)
     for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
         dt = device_metrics(acts.subset(devices == device))
-        covers[device] = sync_cover(ev, device)
+        covers[device] = sync.cover(device)
         v = label_device(dt, covers[device])
         out.devices[(path, device)] = (dt, v)
         out.timeline.append(_entry(path, device, gpus.get(device), dt.metrics, v))
@@ -127,26 +150,32 @@ def _dev_key(d: str) -> tuple[int, str]:
 def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, acts: Acts, covers: dict[str, Union],
            out: TimelineAnalysis) -> None:
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
-    ranges, left_out = top_level_ranges(ev[ev["kind"] == "range"])
+    kind = ev["kind"]
+    ranges, left_out = top_level_ranges(ev.loc[(kind == "range").to_numpy(dtype=bool, na_value=False),
+                                               ["name", "start_ns", "end_ns", "pid", "tid"]])
     if not len(ranges):
         return
-    runtime = ev[ev["kind"] == "runtime"]
-    launch = launch_times(act, runtime)
-    act_pid = act["pid"].fillna(-1).to_numpy(dtype=np.int64) if act["pid"].notna().any() else None
-    devices = act["device"].to_numpy(dtype=object)
+    rt = ev.loc[(kind == "runtime").to_numpy(dtype=bool, na_value=False), ["start_ns", "correlation", "pid"]]
+    act_pid = ints(act["pid"])
+    launch = launch_times(act["start_ns"].to_numpy(dtype=np.int64), ints(act["correlation"]), act_pid,
+                          rt["start_ns"].to_numpy(dtype=np.int64), ints(rt["correlation"]), ints(rt["pid"]))
+    member_pid = np.where(act_pid == NA, -1, act_pid) if (act_pid != NA).any() else None
+    dev_code, dev_names = pd.factorize(act["device"].to_numpy(dtype=object, na_value=None))
     for rng in ranges.itertuples(index=False):
-        mask = step_members(rng, launch, act_pid)
+        mask = step_members(rng, launch, member_pid)
         if not mask.any():
             continue
-        for device in sorted(set(devices[mask].tolist()) - {None}, key=_dev_key):
-            own = mask & (devices == device)
-            dt = device_metrics(acts.subset(own))
-            v = interleaved(label_device(dt, covers[device]), acts.subset(own),
-                            acts.subset(~mask & (devices == device)))
+        codes = np.unique(dev_code[mask])
+        for device, code in sorted(((dev_names[c], c) for c in codes if c >= 0), key=lambda dc: _dev_key(dc[0])):
+            on_dev = dev_code == code
+            own = acts.subset(np.flatnonzero(mask & on_dev))
+            dt = device_metrics(own, strip=False)
+            v = label_device(dt, covers[device])
+            if v.label in INTERLEAVE_LABELS:
+                v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
-            step["busy_strip"] = None  # the device entry draws the strip
-            kind = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"
-            out.steps.append({"name": rng.name, "kind": kind,
+            kind_name = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"
+            out.steps.append({"name": rng.name, "kind": kind_name,
                               "wall_s": round((rng.end_ns - rng.start_ns) / 1e9, 9), **step})
     if left_out:
         out.lint.append({"code": "trace-steps-truncated", "kernels": [],

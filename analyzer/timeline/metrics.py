@@ -85,7 +85,7 @@ def covered_upto(u: Union, t: np.ndarray) -> np.ndarray:
     cum = np.concatenate([[0], np.cumsum(u.ends - u.starts)])
     i = np.searchsorted(u.starts, t, side="right")  # intervals starting at or before t
     j = np.maximum(i - 1, 0)
-    partial = np.clip(np.minimum(t, u.ends[j]) - u.starts[j], 0, None)
+    partial = np.maximum(np.minimum(t, u.ends[j]) - u.starts[j], 0)
     return np.where(i > 0, cum[j] + partial, 0)
 
 
@@ -103,13 +103,16 @@ def busy_strip(u: Union, bins: int = STRIP_BINS) -> dict[str, Any] | None:
             "busy_fraction": [round(float(x), 4) for x in frac]}
 
 
+_EDGES_S = tuple(e / 1e9 for e in GAP_EDGES_NS)
+
+
 def gap_histogram(gaps: np.ndarray) -> dict[str, Any]:
     """Gaps in decade bins (1 µs ... 1 s, and beyond): count and idle seconds per bin."""
     edges = np.array([*GAP_EDGES_NS, np.iinfo(np.int64).max])
     idx = np.searchsorted(edges, gaps, side="right") - 1
     count = np.bincount(idx, minlength=len(edges) - 1)[: len(edges) - 1]
     total = np.bincount(idx, weights=gaps.astype(np.float64), minlength=len(edges) - 1)[: len(edges) - 1]
-    return {"edges_s": [e / 1e9 for e in GAP_EDGES_NS], "count": [int(c) for c in count],
+    return {"edges_s": list(_EDGES_S), "count": [int(c) for c in count],
             "idle_s": [round(float(t) / 1e9, 9) for t in total]}
 
 
@@ -139,8 +142,10 @@ class Acts:
 
     @classmethod
     def from_frame(cls, act: pd.DataFrame) -> Acts:
-        kind = pd.Categorical(act["kind"].astype(object), categories=list(GPU_KINDS)).codes.astype(np.int8)
-        name, names = pd.factorize(act["name"].astype(object), sort=False)
+        k_code, k_values = pd.factorize(act["kind"], sort=False)
+        lut = np.array([GPU_KINDS.index(v) if v in GPU_KINDS else -1 for v in k_values] + [-1], dtype=np.int8)
+        kind = lut[k_code]  # code -1 (missing) takes the trailing -1
+        name, names = pd.factorize(act["name"], sort=False)
         names = np.asarray(names, dtype=object)
         order = np.argsort(names.astype(str), kind="stable")
         rank = np.empty(len(names), dtype=np.int64)
@@ -162,18 +167,20 @@ def _top(a: Acts, is_k: np.ndarray, kd: np.ndarray, n: int) -> list[dict[str, An
     if not ok.any():
         return []
     k = len(a.names)
-    total = np.bincount(codes[ok], weights=kd[ok].astype(np.float64), minlength=k)
     count = np.bincount(codes[ok], minlength=k)
     exact = np.zeros(k, dtype=np.int64)
-    np.add.at(exact, codes[ok], kd[ok])  # integer ns sums (the float sum only orders)
+    by = np.argsort(codes[ok], kind="stable")
+    c, d = codes[ok][by], kd[ok][by]
+    first = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    exact[c[first]] = np.add.reduceat(d, first)  # integer ns sums
     seen = np.flatnonzero(count)
     order = seen[np.lexsort((a.name_rank[seen], -exact[seen]))][:n]
-    del total
     return [{"name": a.names[i], "count": int(count[i]), "total_s": _sec(int(exact[i]))} for i in order]
 
 
-def device_metrics(act: pd.DataFrame | Acts, top: int = TOP_KERNELS) -> DeviceTimeline:
-    """``act``: the kernel/memcpy/memset events of one device (``EVENT_COLUMNS`` or :class:`Acts`)."""
+def device_metrics(act: pd.DataFrame | Acts, top: int = TOP_KERNELS, strip: bool = True) -> DeviceTimeline:
+    """``act``: the kernel/memcpy/memset events of one device (``EVENT_COLUMNS`` or :class:`Acts`);
+    ``strip=False`` leaves ``busy_strip`` null (steps: the device entry draws it)."""
     a = act if isinstance(act, Acts) else Acts.from_frame(act)
     kind, start, end = a.kind, a.start, a.end
     dur = end - start
@@ -215,6 +222,6 @@ def device_metrics(act: pd.DataFrame | Acts, top: int = TOP_KERNELS) -> DeviceTi
         },
         "top_kernels": _top(a, is_k, kd, top),
         "gap_histogram": gap_histogram(gaps),
-        "busy_strip": busy_strip(busy),
+        "busy_strip": busy_strip(busy) if strip else None,
     }
     return DeviceTimeline(m, busy, kbusy, sbusy)

@@ -23,21 +23,68 @@ MAX_RANGES = 50  # other top-level ranges listed per input: the longest
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 
 
-def launch_times(act: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
-    """Per activity row: the start ns of its launching runtime call, else its own start."""
-    own = act["start_ns"].to_numpy(dtype=np.int64)
-    if not len(runtime) or act["correlation"].isna().all():
+NA = np.iinfo(np.int64).min  # missing value of an integer column taken out of the events table
+
+
+def ints(col: pd.Series) -> np.ndarray:
+    """An ``Int64``/``int64`` events column as int64 with :data:`NA` for missing."""
+    return col.to_numpy(dtype=np.int64, na_value=NA)
+
+
+def group_codes(*cols: np.ndarray) -> np.ndarray:
+    """One code per distinct row of the int64 columns (mixed radix of per-column codes)."""
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    for col in cols:
+        vals, code = np.unique(col, return_inverse=True)
+        key = key * len(vals) + code.reshape(-1)
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
+
+
+def launch_times(own: np.ndarray, corr: np.ndarray, pid: np.ndarray, rt_start: np.ndarray,
+                 rt_corr: np.ndarray, rt_pid: np.ndarray) -> np.ndarray:
+    """Per activity: the start ns of its launching runtime call (the first call with its correlation
+    id, and process where both sides have processes), else its own start ``own``. Integer columns
+    carry :data:`NA` for missing."""
+    if not len(rt_start) or (corr == NA).all():
         return own
-    keys = ["correlation"]
-    if act["pid"].notna().any() and runtime["pid"].notna().any():
-        keys.append("pid")
-    rt = runtime.dropna(subset=keys).drop_duplicates(subset=keys, keep="first")
-    left = act[keys].reset_index(drop=True)
-    right = rt[[*keys, "start_ns"]].rename(columns={"start_ns": "launch"})
-    merged = left.merge(right, on=keys, how="left", sort=False)
-    launch = merged["launch"].astype("Int64")  # never through float64: epoch ns need 19 digits
-    missing = launch.isna().to_numpy()
-    return np.where(missing, own, launch.fillna(0).to_numpy(dtype=np.int64))
+    by_pid = (pid != NA).any() and (rt_pid != NA).any()
+    left = [corr, pid] if by_pid else [corr]
+    right = [rt_corr, rt_pid] if by_pid else [rt_corr]
+    ok_r = np.logical_and.reduce([c != NA for c in right])
+    ok_l = np.logical_and.reduce([c != NA for c in left])
+    codes = group_codes(*(np.concatenate([lc, rc[ok_r]]) for lc, rc in zip(left, right, strict=True)))
+    lkey, rkey = codes[: len(own)], codes[len(own):]
+    keys, first = np.unique(rkey, return_index=True)  # the first call of each key
+    if not len(keys):
+        return own
+    i = np.minimum(np.searchsorted(keys, lkey), len(keys) - 1)
+    hit = ok_l & (keys[i] == lkey)
+    return np.where(hit, rt_start[ok_r][first[i]], own)
+
+
+def _exclusive_group_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Per position: the max of ``values`` at earlier positions of the same group (int64 min if none)."""
+    uniq, rank = np.unique(values, return_inverse=True)
+    n = len(uniq) + 1
+    order = np.argsort(groups, kind="stable")
+    g, r = groups[order], rank.reshape(-1)[order] + 1
+    run = np.maximum.accumulate(r + g * n) - g * n  # segments cannot carry: each adds its own offset
+    prev = np.empty_like(run)
+    prev[1:] = run[:-1]
+    start = np.ones(len(g), dtype=bool)
+    start[1:] = g[1:] != g[:-1]
+    prev[start] = 0
+    out = np.empty(len(values), dtype=np.int64)
+    out[order] = np.where(prev > 0, uniq[np.maximum(prev - 1, 0)], np.iinfo(np.int64).min)
+    return out
+
+
+def _profiler_steps(names: pd.Series) -> np.ndarray:
+    """:data:`PROFILER_STEP` matches (the regex only where the cheap prefix test holds)."""
+    out = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool, na_value=False)
+    cand = np.flatnonzero(out)
+    out[cand] = names.iloc[cand].str.match(PROFILER_STEP).to_numpy(dtype=bool, na_value=False)
+    return out
 
 
 def top_level_ranges(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -45,18 +92,18 @@ def top_level_ranges(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     not contained in an earlier range of the same thread; in start order, with the number left out."""
     if not len(ranges):
         return ranges, 0
-    r = ranges[ranges["end_ns"] > ranges["start_ns"]].sort_values(["start_ns", "end_ns"],
-                                                                   ascending=[True, False])
-    thread = r["pid"].astype("string").fillna("") + ":" + r["tid"].astype("string").fillna("")
-    prev_max = r.groupby(thread.to_numpy(), sort=False)["end_ns"].transform(
-        lambda s: s.cummax().shift(1, fill_value=np.iinfo(np.int64).min))
-    is_step = r["name"].fillna("").str.match(PROFILER_STEP).to_numpy(dtype=bool)
-    top = ~is_step & (r["start_ns"].to_numpy() >= prev_max.to_numpy())
-    steps, others = r[is_step], r[top]
-    wall = others["end_ns"] - others["start_ns"]
-    longest = others.loc[wall.sort_values(ascending=False, kind="mergesort").index[:MAX_RANGES]]
-    out = pd.concat([steps.head(MAX_STEPS), longest]).sort_values(["start_ns", "end_ns"])
-    return out, max(0, len(steps) - MAX_STEPS) + max(0, len(others) - MAX_RANGES)
+    s, e = ranges["start_ns"].to_numpy(dtype=np.int64), ranges["end_ns"].to_numpy(dtype=np.int64)
+    pos = np.flatnonzero(e > s)
+    order = pos[np.lexsort((-e[pos], s[pos]))]  # start ascending, end descending, stable
+    thread = group_codes(ints(ranges["pid"])[order], ints(ranges["tid"])[order])
+    prev_max = _exclusive_group_cummax(e[order], thread)
+    is_step = _profiler_steps(ranges["name"].iloc[order])
+    top = ~is_step & (s[order] >= prev_max)
+    steps, others = order[is_step], order[top]
+    longest = others[np.argsort(-(e[others] - s[others]), kind="stable")[:MAX_RANGES]]
+    sel = np.concatenate([steps[:MAX_STEPS], longest])
+    sel = sel[np.lexsort((e[sel], s[sel]))]
+    return ranges.iloc[sel], max(0, len(steps) - MAX_STEPS) + max(0, len(others) - MAX_RANGES)
 
 
 def step_members(rng: Any, launch: np.ndarray, act_pid: np.ndarray | None) -> np.ndarray:
@@ -67,6 +114,7 @@ def step_members(rng: Any, launch: np.ndarray, act_pid: np.ndarray | None) -> np
     return mask
 
 
+INTERLEAVE_LABELS = ("idle", "overhead-bound")  # the verdicts other ranges' work can void
 INTERLEAVED_SHARE = 0.1
 """A step whose idle time is at least this share filled by other ranges' GPU work is not idle."""
 
@@ -80,7 +128,7 @@ def interleaved(v: Verdict, own: Acts, others: Acts) -> Verdict:
     """A step's ``idle``/``overhead-bound`` verdict, unless the GPU ran other ranges' work in its
     gaps: then the gaps are not this step's idle time and the verdict is ``unknown``, saying how
     much of them other work filled (docs/formulas.md#timelines)."""
-    if v.label not in ("idle", "overhead-bound"):
+    if v.label not in INTERLEAVE_LABELS:
         return v
     mine = union(own.start, own.end)
     if not len(mine.starts):

@@ -1,0 +1,59 @@
+"""Plain reference implementations of the vectorised timeline steps (``docs/formulas.md#timelines``):
+slow, written to be read, and held equal to the fast ones by ``tests/test_timeline_reference.py``
+(hypothesis). Not used by the analysis itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.timeline.steps import MAX_RANGES, MAX_STEPS, PROFILER_STEP
+
+
+def union_reference(start: list[int], end: list[int]) -> list[tuple[int, int]]:
+    """Merged intervals: positive-length ones, sorted by (start, end), an interval starting at or
+    before the merged end joins it."""
+    merged: list[list[int]] = []
+    for s, e in sorted((s, e) for s, e in zip(start, end, strict=True) if e > s):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def launch_times_reference(act: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
+    """Per activity row (``start_ns``, ``correlation``, ``pid``): the start of the first runtime call
+    with its correlation id (and process, where both sides have processes), else its own start."""
+    own = act["start_ns"].to_numpy(dtype=np.int64)
+    if not len(runtime) or act["correlation"].isna().all():
+        return own
+    keys = ["correlation"]
+    if act["pid"].notna().any() and runtime["pid"].notna().any():
+        keys.append("pid")
+    rt = runtime.dropna(subset=keys).drop_duplicates(subset=keys, keep="first")
+    left = act[keys].reset_index(drop=True)
+    right = rt[[*keys, "start_ns"]].rename(columns={"start_ns": "launch"})
+    merged = left.merge(right, on=keys, how="left", sort=False)
+    launch = merged["launch"].astype("Int64")  # never through float64: epoch ns need 19 digits
+    missing = launch.isna().to_numpy()
+    return np.where(missing, own, launch.fillna(0).to_numpy(dtype=np.int64))
+
+
+def top_level_ranges_reference(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """ProfilerStep ranges (the first ``MAX_STEPS``), plus the ``MAX_RANGES`` longest ranges not
+    contained in an earlier range of the same thread; in start order, with the number left out."""
+    if not len(ranges):
+        return ranges, 0
+    r = ranges[ranges["end_ns"] > ranges["start_ns"]].sort_values(["start_ns", "end_ns"],
+                                                                   ascending=[True, False])
+    thread = r["pid"].astype("string").fillna("") + ":" + r["tid"].astype("string").fillna("")
+    prev_max = r.groupby(thread.to_numpy(), sort=False)["end_ns"].transform(
+        lambda s: s.cummax().shift(1, fill_value=np.iinfo(np.int64).min))
+    is_step = r["name"].fillna("").str.match(PROFILER_STEP).to_numpy(dtype=bool)
+    top = ~is_step & (r["start_ns"].to_numpy() >= prev_max.to_numpy())
+    steps, others = r[is_step], r[top]
+    wall = others["end_ns"] - others["start_ns"]
+    longest = others.loc[wall.sort_values(ascending=False, kind="mergesort").index[:MAX_RANGES]]
+    out = pd.concat([steps.head(MAX_STEPS), longest]).sort_values(["start_ns", "end_ns"])
+    return out, max(0, len(steps) - MAX_STEPS) + max(0, len(others) - MAX_RANGES)
