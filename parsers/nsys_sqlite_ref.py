@@ -46,10 +46,11 @@ def _finish(frames: list[pd.DataFrame], path: str) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)
     df["input"] = path
     df["device"] = df["device"].map(lambda v: None if v is None or v != v else str(int(v)))
-    run = df["kind"] == "runtime"
-    if run.any():
-        df.loc[run, "name"] = df.loc[run, "name"].astype(object).map(
-            lambda s: VERSION_SUFFIX.sub("", s) if isinstance(s, str) else s)
+    names = df["name"].astype(object).to_numpy().copy()
+    for i in (df["kind"] == "runtime").to_numpy().nonzero()[0]:
+        if isinstance(names[i], str):
+            names[i] = VERSION_SUFFIX.sub("", names[i])
+    df["name"] = names
     for col, dtype in EVENT_COLUMNS.items():
         df[col] = df[col].astype(dtype)
     return df[list(EVENT_COLUMNS)].reset_index(drop=True)
