@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,14 +33,18 @@ from rooftop.analyzer.timeline.steps import (
 )
 from rooftop.parsers.model import ParseResult
 
-# blocking host calls (the CUDA/HIP runtime and driver APIs that wait for the GPU); names are
-# compared after the nsys ``_vNNNN`` suffix is stripped. docs/formulas.md#timelines
+# blocking host calls (docs/formulas.md#timelines): nsys cuda_api_sync's cudaDeviceSynchronize and
+# cudaStreamSynchronize; the event/context waits CUPTI records as synchronisation; the synchronous
+# copies of nsys cuda_memcpy_sync (less its host-to-device copies <= 64 KB: see sync_exempt). Not:
+# cudaStreamQuery (returns at once) and cudaMemset (asynchronous to the host except on pinned or
+# managed memory, nsys cuda_memset_sync). Names compared after the nsys ``_vNNNN`` suffix is stripped.
 SYNC_APIS = frozenset(
-    f"{p}{n}" for p in ("cuda", "hip") for n in ("DeviceSynchronize", "StreamSynchronize",
-                                                 "EventSynchronize", "Memcpy", "Memcpy2D", "Memset",
-                                                 "StreamQuery", "ThreadSynchronize")
+    f"{p}{n}" for p in ("cuda", "hip") for n in ("DeviceSynchronize", "StreamSynchronize", "EventSynchronize",
+                                                 "ThreadSynchronize", "Memcpy", "Memcpy2D")
 ) | {"cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpy", "cuMemcpyDtoH",
      "cuMemcpyHtoD", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
+SYNC_COPY_MIN_H2D_BYTES = 64 * 1024  # nsys cuda_memcpy_sync leaves out host-to-device copies <= 64 KB
+_H2D = re.compile(r"Host-to-Device|HtoD", re.I)
 ENTRY_KEYS = ("input", "device", "gpu_name", "kernels", "memcpy", "memset", "span_s", "kernel_sum_s",
               "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction", "gaps", "short_kernels",
               "top_kernels", "label", "limiter", "evidence")
@@ -87,6 +92,7 @@ class _SyncRows:
         kind = ev["kind"]
         sync = (kind == "sync").to_numpy(dtype=bool, na_value=False)
         api = ((kind == "runtime") & ev["name"].isin(SYNC_APIS)).to_numpy(dtype=bool, na_value=False)
+        api[np.flatnonzero(api)[sync_exempt(ev, np.flatnonzero(api))]] = False
         rows = np.flatnonzero(sync | api)
         return cls(ev["start_ns"].to_numpy(dtype=np.int64)[rows], ev["end_ns"].to_numpy(dtype=np.int64)[rows],
                    ev["device"].iloc[rows].to_numpy(dtype=object, na_value=None), api[rows])
@@ -94,6 +100,23 @@ class _SyncRows:
     def cover(self, device: str) -> Union:
         keep = self.is_api | np.array([d is None or d == device for d in self.device], dtype=bool)
         return union(self.start[keep], self.end[keep])
+
+
+def sync_exempt(ev: pd.DataFrame, calls: np.ndarray) -> np.ndarray:
+    """Which of the runtime rows ``calls`` launched a host-to-device copy of <= 64 KB (joined on
+    correlation id and process): nsys cuda_memcpy_sync does not count those as blocking."""
+    out = np.zeros(len(calls), dtype=bool)
+    copy = np.flatnonzero((ev["kind"] == "memcpy").to_numpy(dtype=bool, na_value=False))
+    if not len(calls) or not len(copy):
+        return out
+    nbytes = ints(ev["bytes"].iloc[copy])
+    names = ev["name"].iloc[copy].fillna("")
+    small = (nbytes != NA) & (nbytes <= SYNC_COPY_MIN_H2D_BYTES) & names.str.contains(_H2D).to_numpy(dtype=bool)
+    corr, pid = ints(ev["correlation"]), ints(ev["pid"])
+    keys = {(int(c), int(p)) for c, p in zip(corr[copy[small]], pid[copy[small]], strict=True) if c != NA}
+    if keys:
+        out = np.array([(int(c), int(p)) in keys for c, p in zip(corr[calls], pid[calls], strict=True)], dtype=bool)
+    return out
 
 
 def _summary_entries(r: ParseResult) -> list[dict[str, Any]]:

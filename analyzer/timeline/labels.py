@@ -3,8 +3,10 @@
 Order of the rules (first match wins):
 
 1. no positive-length kernel, copy or set: ``unknown`` (nothing to decide from).
-2. idle fraction >= ``IDLE_MIN`` (0.9): ``idle``.
-3. idle fraction >= ``OVERHEAD_MIN`` (0.5, nsys ``gpu_time_util``'s default threshold): ``overhead-bound``.
+2. idle fraction > ``OVERHEAD_MIN`` and >= ``IDLE_MIN`` (0.9): ``idle``.
+3. idle fraction > ``OVERHEAD_MIN`` (0.5), i.e. the GPU in use < 50 % of the time, as nsys
+   ``gpu_time_util`` flags a region (its default ``threshold=50``, ``In-Use < threshold``):
+   ``overhead-bound``.
 4. copy-only time (GPU busy minus kernel busy) >= ``TRANSFER_MIN`` (0.5) of GPU busy: ``transfer-bound``.
 5. otherwise ``kernel-bound`` (the roofline, from a joined ncu profile, says which roof).
 
@@ -75,7 +77,7 @@ def label_device(dt: DeviceTimeline, sync: Union) -> Verdict:
     ev = [f"GPU busy {m['gpu_busy_s']:.6f} s of a {m['span_s']:.6f} s span: idle {_pct(frac)} "
           f"in {m['gaps']['count']} gaps ({m['gaps']['lt_10us']} < 10 µs, {m['gaps']['10_to_100us']} "
           f"10-100 µs, {m['gaps']['gt_100us']} > 100 µs)"]
-    if frac >= OVERHEAD_MIN:
+    if frac > OVERHEAD_MIN:  # in use < 50 %: nsys gpu_time_util's strict comparison
         label = "idle" if frac >= IDLE_MIN else "overhead-bound"
         shares = {k: v / idle for k, v in causes.items()} if idle else {}
         if shares.get("sync", 0) >= SYNC_MIN:
@@ -90,8 +92,9 @@ def label_device(dt: DeviceTimeline, sync: Union) -> Verdict:
         sk = m["short_kernels"]
         if sk["share_of_kernel_busy"] is not None:
             ev.append(f"{sk['count']} short kernels (< 10 µs) hold {_pct(sk['share_of_kernel_busy'])} of kernel busy time")
-        threshold = IDLE_MIN if label == "idle" else OVERHEAD_MIN
-        ev.append(f"idle fraction >= {threshold} -> {label} ({RULE})")
+        ev.append(f"idle fraction >= {IDLE_MIN} -> idle ({RULE})" if label == "idle" else
+                  f"idle fraction > {OVERHEAD_MIN} (GPU in use < 50 % of the span, the default threshold "
+                  f"of Nsight Systems' gpu_time_util rule) -> overhead-bound ({RULE})")
         return Verdict(label, limiter, ev, {k: float(v) for k, v in causes.items()})
     busy = dt.busy.busy
     copy_only = busy - dt.kernel_busy_ns
