@@ -1,0 +1,105 @@
+"""What one ``rooftop ingest`` run did, and its summary as printed lines (docs/contract.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rooftop.parsers import InputError
+
+
+@dataclass
+class IngestSummary:
+    """What one ``ingest`` run did."""
+
+    dataset: Path
+    ingested: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    unusable: list[InputError] = field(default_factory=list)
+    rewritten: list[str] = field(default_factory=list)  # earlier bytes changed: ingested as new files
+    regrown: list[str] = field(default_factory=list)  # grew, format not appendable: ingested whole again
+    recut: list[str] = field(default_factory=list)  # grew after an unterminated stored line: ingested as new
+    recompressed: list[str] = field(default_factory=list)  # a compressed file grew: ingested whole as new
+    held_back: list[str] = field(default_factory=list)  # an unterminated last line was not ingested
+    waiting: list[str] = field(default_factory=list)  # skipped: no complete line beyond the stored ones
+    rotated: list[str] = field(default_factory=list)  # a rotated copy of a stored version: its tail appended
+    repaired: list[str] = field(default_factory=list)  # entries dropped by --repair (partitions gone)
+    lost: list[str] = field(default_factory=list)  # repaired entries whose input is gone too
+    orphans_removed: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rows(self) -> int:
+        return sum(int(e["records"]) for e in self.ingested)
+
+    @property
+    def files(self) -> int:
+        return len({f for e in self.ingested for f in e["files"]})  # small inputs share files
+
+    @property
+    def appended(self) -> list[dict[str, Any]]:
+        return [e for e in self.ingested if e.get("kind") == "append"]
+
+    def describe(self) -> str:
+        """The summary as text, one line per :meth:`lines` entry."""
+        return "\n".join(self.lines())
+
+    def lines(self) -> list[str]:
+        """The summary, one entry per printed line (a file name with a newline stays in its line:
+        the command line escapes each entry, docs/contract.md)."""
+        rej = sum(int(e["rejected"]) for e in self.ingested)
+        miss = sum(int(e["missing"]) for e in self.ingested)
+        lines = [
+            f"ingested {len(self.ingested)} input(s) into {self.dataset}: {self.rows:,} samples "
+            f"({miss:,} missing, {rej:,} rejected) in {self.files} partition file(s), "
+            f"{self.seconds:.1f} s"
+        ]
+        if self.appended:
+            lines.append(f"{len(self.appended)} of them grew since their last ingest: only the samples "
+                         "after the stored ones were added")
+        if self.rotated:
+            lines.append(f"{len(self.rotated)} input(s) are rotated copies (logrotate) of a stored version: only "
+                         "the samples after the stored ones were added: " + _first(self.rotated))
+        if self.repaired:
+            lines.append(f"repair: dropped {len(self.repaired)} entr(ies) whose partition files were missing or "
+                         "unreadable; their inputs were ingested again where they still exist: "
+                         + _first(self.repaired))
+        if self.lost:
+            lines.append(f"repair: {len(self.lost)} input(s) are gone too: their samples are no longer in the "
+                         "dataset: " + _first(self.lost))
+        if self.rewritten:
+            lines.append(f"{len(self.rewritten)} input(s) changed in their earlier bytes since their last "
+                         "ingest (rotated or rewritten): ingested as new files, earlier samples kept: "
+                         + _first(self.rewritten))
+        if self.recut:
+            lines.append(f"{len(self.recut)} input(s) grew since an ingest that stored their unterminated "
+                         "last line (--finished, UTF-16, or an older rooftop): ingested as new files, earlier samples "
+                         "kept: " + _first(self.recut))
+        if self.regrown:
+            lines.append(f"{len(self.regrown)} input(s) grew since their last ingest but their format is not "
+                         "read in line order: ingested whole again, so their earlier samples are stored twice: "
+                         + _first(self.regrown))
+        if self.recompressed:
+            lines.append(f"{len(self.recompressed)} compressed input(s) grew since their last ingest: a compressed "
+                         "file is not appended to, so each was ingested whole as a new file and its earlier samples "
+                         "are stored twice: " + _first(self.recompressed))
+        same = len(self.skipped) - len(self.waiting)
+        if same:
+            lines.append(f"skipped {same} input(s) already in the dataset (same SHA-256)")
+        if self.waiting:
+            lines.append(f"skipped {len(self.waiting)} input(s) with no complete new lines (only a line still "
+                         "being written)")
+        if self.held_back:
+            lines.append(f"held back the unterminated last line of {len(self.held_back)} input(s) (a line still "
+                         "being written): it is ingested once its newline arrives; pass --finished if the files "
+                         "are complete: " + _first(self.held_back))
+        for exc in self.unusable:
+            lines.append(f"unusable: {exc}")
+        if self.orphans_removed:
+            lines.append(f"removed {self.orphans_removed} file(s) left by an interrupted ingest")
+        return lines
+
+
+def _first(paths: list[str], n: int = 5) -> str:
+    return ", ".join(paths[:n]) + (" ..." if len(paths) > n else "")
