@@ -1,4 +1,5 @@
-"""The byte scanner of the ``dcgmi dmon`` parser: lines, tokens and fast-row candidates of one block.
+"""The byte scanner of the ``dcgmi dmon`` parser: lines, tokens and fast-row candidates of one block
+(docs/formulas.md#inputs).
 
 ``parsers/dcgm_dmon.py`` reads a file in blocks of whole lines. :func:`scan` finds, with numpy over
 the block's bytes (no per-line Python):
@@ -26,6 +27,8 @@ SPACE = 0x20  # bytes <= SPACE separate tokens
 PRINTABLE_LO, PRINTABLE_HI = 0x20, 0x7E  # printable ASCII: a "clean" line has only these
 ASCII_G, ASCII_P, ASCII_U, ASCII_DASH, ASCII_I, ASCII_C, ASCII_0 = (ord(c) for c in "GPU-IC0")
 FAST_KINDS = ("GPU", "GPU-I", "GPU-CI")  # entity kinds of the fast rows (code 0, 1, 2)
+KIND_GPU, KIND_GPU_I, KIND_GPU_CI = range(len(FAST_KINDS))
+NO_KIND = -1
 MAX_ID_DIGITS = 6  # fast rows' entity ids have at most this many digits (others: per line)
 KIND_STRIDE = 8  # key = (kind * KIND_STRIDE + digits) * 10**MAX_ID_DIGITS + id; digits < KIND_STRIDE
 MAX_BLOCK = 2**31 - 1  # token offsets are int32 in the Arrow view of the block: larger blocks have no fast rows
@@ -92,16 +95,16 @@ def _candidates(b: np.ndarray, clean: np.ndarray, ntok: np.ndarray, tfirst: np.n
 
     gpu = (at(s0, 0) == ASCII_G) & (at(s0, 1) == ASCII_P) & (at(s0, 2) == ASCII_U)
     dash = at(s0, 3) == ASCII_DASH
-    kind = np.full(len(ci), -1, dtype="int64")
-    kind[gpu & (len0 == 3)] = 0
-    kind[gpu & (len0 == 5) & dash & (at(s0, 4) == ASCII_I)] = 1
-    kind[gpu & (len0 == 6) & dash & (at(s0, 4) == ASCII_C) & (at(s0, 5) == ASCII_I)] = 2
+    kind = np.full(len(ci), NO_KIND, dtype="int64")
+    kind[gpu & (len0 == len(FAST_KINDS[KIND_GPU]))] = KIND_GPU
+    kind[gpu & (len0 == len(FAST_KINDS[KIND_GPU_I])) & dash & (at(s0, 4) == ASCII_I)] = KIND_GPU_I
+    kind[gpu & (len0 == len(FAST_KINDS[KIND_GPU_CI])) & dash & (at(s0, 4) == ASCII_C) & (at(s0, 5) == ASCII_I)] = KIND_GPU_CI
     num = np.zeros(len(ci), dtype="int64")
-    ok = (kind >= 0) & (len1 <= MAX_ID_DIGITS) & (nb < MAX_BLOCK)
+    ok = (kind != NO_KIND) & (len1 <= MAX_ID_DIGITS) & (nb < MAX_BLOCK)
     for j in range(min(MAX_ID_DIGITS, int(len1.max()) if len(len1) else 0)):
         inside = j < len1
         d = at(s1, j).astype("int64") - ASCII_0
-        ok &= ~inside | ((d >= 0) & (d <= 9))
+        ok &= ~inside | ((d >= 0) & (d <= 9))  # an ASCII digit
         num = np.where(inside, num * 10 + d, num)
     key = (kind[ok] * KIND_STRIDE + len1[ok]) * 10**MAX_ID_DIGITS + num[ok]
     return ci[ok], key
