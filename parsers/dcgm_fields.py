@@ -10,6 +10,11 @@ DCGM 4.6.1 adds fields in SI units under new IDs (1600-1612: clocks in Hz, energ
 as a ratio, BAR1 in bytes) and deprecates the fields they replace (:data:`SI_SUCCESSORS`, from
 NVIDIA go-dcgm's DCGM 4.6.1 ``dcgm_fields.h``). They are stored as the replaced field, converted.
 
+dcgm-exporter 4.9.0 (DCGM 4.7) renamed 23 default fields and changed 11 units (its release text);
+the new names are not in any source at hand, so none is mapped: such a name is rejected as an
+unknown field, never guessed (docs/formulas.md#inputs, which also records the open question
+about field 203 under ``DCGM_FI_DEV_GPU_UTIL_RATIO``).
+
 Canonical units in the sample table: DCGM's own units of the classic fields (MHz, mJ, %, MiB),
 except that the NVML utilisation percentages (203 GPU_UTIL, 204 MEM_COPY_UTIL, 206 ENC_UTIL,
 207 DEC_UTIL) are stored as ratios 0..1 (:data:`TO_CANONICAL`), so nvidia-smi and DCGM streams

@@ -69,3 +69,19 @@ def test_query_json_and_dmon_convert_too(tmp_path: Path) -> None:
     r = parse_path(d, ParseOptions(interval_s=1.0))
     vals = dict(zip(r.samples.column("field").to_pylist(), r.samples.column("value").to_pylist(), strict=True))
     assert r.samples.column("field_id").to_pylist() == [100, 100] and vals == {"1603": 1410.0, "SMCLK": 1410.0}
+
+
+def test_a_dcgm_exporter_4_9_name_rooftop_cannot_confirm_is_rejected_not_guessed(tmp_path: Path) -> None:
+    """dcgm-exporter 4.9.0 (release text) collects DCGM_FI_DEV_FB_CAPACITY_BYTES by default and labels
+    every metric DCGM_FI_SYSTEM_DRIVER_VERSION; no source maps that field to an ID or unit rooftop
+    stores, so its line is rejected with the reason, the known field beside it parsed as before."""
+    lab = 'gpu="0",UUID="GPU-1",DCGM_FI_SYSTEM_DRIVER_VERSION="590.48.01",hostname="h"'
+    p = tmp_path / "exporter49.prom"
+    p.write_text(f"DCGM_FI_DEV_FB_CAPACITY_BYTES{{{lab}}} 85899345920 1735689600000\n"
+                 f"DCGM_FI_DEV_GPU_TEMP_CELSIUS{{{lab}}} 41 1735689600000\n")
+    r = parse_path(p, ParseOptions())
+    assert (r.accounting.records, r.accounting.missing, r.accounting.rejected) == (1, 0, 1)
+    assert r.rejected[0].line == 1
+    assert r.rejected[0].reason == "unknown DCGM field 'DCGM_FI_DEV_FB_CAPACITY_BYTES'"
+    assert r.samples.column("field_id").to_pylist() == [150] and r.samples.column("value").to_pylist() == [41.0]
+    assert r.samples.column("host").to_pylist() == ["h"]
