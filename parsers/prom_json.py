@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -68,75 +69,111 @@ def _load(src: Source) -> dict[str, Any]:
                      "save the body of /api/v1/query or /api/v1/query_range")
 
 
-def parse(src: Source, opts: ParseOptions) -> ParseResult:
-    doc = _load(src)
-    data = doc["data"]
-    rtype = data.get("resultType")
+@dataclass
+class _Rows:
+    """What the series of one answer give: sample columns, rejections and counts."""
+
+    path: str
+    rows: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in SAMPLE_SCHEMA.names})
+    rejected: list[Rejected] = field(default_factory=list)
+    missing: int = 0
+    other: int = 0
+    sentinels: int = 0
+    rescaled: dict[str, int] = field(default_factory=dict)  # sample times not in s, by scale
+
+    def reject(self, why: str, n: int = 1) -> None:
+        self.rejected += [Rejected(self.path, None, why)] * n
+
+
+def _result_type(doc: dict[str, Any], path: str) -> str:
+    rtype = doc["data"].get("resultType")
     if doc.get("status") not in (None, "success"):
-        raise InputError(src.path, f"query failed: {doc.get('error', doc.get('status'))}", "re-run the query")
+        raise InputError(path, f"query failed: {doc.get('error', doc.get('status'))}", "re-run the query")
     if rtype not in ("vector", "matrix"):
-        raise InputError(src.path, f"resultType {rtype!r} is not a series result", "query a vector or a range")
-    rows: dict[str, list[Any]] = {c: [] for c in SAMPLE_SCHEMA.names}
-    rejected: list[Rejected] = []
-    missing = other = sentinels = 0
-    rescaled: dict[str, int] = {}
-    for k, series in enumerate(data.get("result") or []):
-        metric = series.get("metric") or {} if isinstance(series, dict) else {}
-        name = metric.get("__name__", "")
-        fid = F.BY_NAME.get(name)
-        pairs = [series.get("value")] if rtype == "vector" else list(series.get("values") or [])
-        long_label = next((k for k, v in metric.items() if isinstance(v, str) and len(v) > MAX_FIELD_CHARS), None)
-        if long_label is not None:  # a label value no GPU series has: refused, not carried into the reports
-            rejected += [Rejected(src.path, None, f"series {k}: label {str(long_label)[:40]!r} is longer than "
-                                  f"{MAX_FIELD_CHARS:,} characters")] * len(pairs)
+        raise InputError(path, f"resultType {rtype!r} is not a series result", "query a vector or a range")
+    return str(rtype)
+
+
+def _labels(metric: dict[str, Any]) -> dict[str, str | None]:
+    return {
+        "host": _first(metric, _HOST), "gpu": _first(metric, ("gpu",)),
+        "uuid": _first(metric, ("UUID", "uuid", "gpu_uuid")), "model": _first(metric, ("modelName", "model_name")),
+        "mig": _first(metric, ("GPU_I_ID",)), "mig_profile": _first(metric, ("GPU_I_PROFILE",)),
+        **_workload(metric), "job": _first(metric, ("hpc_job",)),
+    }
+
+
+def _sample(out: _Rows, k: int, name: str, pair: Any) -> tuple[float, float] | None:
+    """(time in ms, value) of one ``[time, "value"]`` pair, or None when rejected."""
+    try:
+        ts = float(pair[0])
+        value = float(pair[1])
+    except (TypeError, ValueError, IndexError):
+        out.reject(f"series {k} ({name}): bad sample {str(pair)[:60]}")
+        return None
+    scale = epoch_scale(ts) if math.isfinite(ts) else None  # the API's unit is s; ms/us/ns detected
+    if scale is None:
+        out.reject(f"series {k} ({name}): timestamp {str(pair[0])[:40]} is not an epoch time between "
+                   f"{EPOCH_YEARS[0]} and {EPOCH_YEARS[1]} in s (nor ms, us, ns) (docs/formulas.md#fleet-ingest)")
+        return None
+    if scale != "s":
+        out.rescaled[scale] = out.rescaled.get(scale, 0) + 1
+    return ts * (EPOCH_SCALES[scale] * 1000), value
+
+
+def _series(out: _Rows, k: int, series: Any, rtype: str) -> None:
+    """The samples of one series (or its rejections, or a count of other metrics)."""
+    metric = series.get("metric") or {} if isinstance(series, dict) else {}
+    name = metric.get("__name__", "")
+    fid = F.BY_NAME.get(name)
+    pairs = [series.get("value")] if rtype == "vector" else list(series.get("values") or [])
+    long_label = next((k for k, v in metric.items() if isinstance(v, str) and len(v) > MAX_FIELD_CHARS), None)
+    if long_label is not None:  # a label value no GPU series has: refused, not carried into the reports
+        out.reject(f"series {k}: label {str(long_label)[:40]!r} is longer than {MAX_FIELD_CHARS:,} characters",
+                   len(pairs))
+        return
+    if fid is None:
+        if isinstance(name, str) and name.startswith("DCGM_FI_"):
+            out.reject(f"series {k}: unknown DCGM field {name!r}", len(pairs))
+        else:
+            out.other += 1
+        return
+    labels = _labels(metric)
+    factor = F.canonical_factor(name)  # the unit of this name (a DCGM 4.6.1 SI field: converted)
+    rows = out.rows
+    for pair in pairs:
+        got = _sample(out, k, name, pair)
+        if got is None:
             continue
-        if fid is None:
-            if isinstance(name, str) and name.startswith("DCGM_FI_"):
-                rejected += [Rejected(src.path, None, f"series {k}: unknown DCGM field {name!r}")] * len(pairs)
-            else:
-                other += 1
+        ts_ms, value = got
+        if not math.isfinite(value) or F.sentinel_mask(np.array([value]))[0]:
+            out.missing += 1
+            out.sentinels += int(math.isfinite(value))
             continue
-        labels = {
-            "host": _first(metric, _HOST), "gpu": _first(metric, ("gpu",)),
-            "uuid": _first(metric, ("UUID", "uuid", "gpu_uuid")), "model": _first(metric, ("modelName", "model_name")),
-            "mig": _first(metric, ("GPU_I_ID",)), "mig_profile": _first(metric, ("GPU_I_PROFILE",)),
-            **_workload(metric), "job": _first(metric, ("hpc_job",)),
-        }
-        factor = F.canonical_factor(name)  # the unit of this name (a DCGM 4.6.1 SI field: converted)
-        for pair in pairs:
-            try:
-                ts = float(pair[0])
-                raw = pair[1]
-                value = float(raw)
-            except (TypeError, ValueError, IndexError):
-                rejected.append(Rejected(src.path, None, f"series {k} ({name}): bad sample {str(pair)[:60]}"))
-                continue
-            scale = epoch_scale(ts) if math.isfinite(ts) else None  # the API's unit is s; ms/us/ns detected
-            if scale is None:
-                rejected.append(Rejected(src.path, None, f"series {k} ({name}): timestamp {str(pair[0])[:40]} is "
-                                         f"not an epoch time between {EPOCH_YEARS[0]} and {EPOCH_YEARS[1]} in "
-                                         "s (nor ms, us, ns) (docs/formulas.md#fleet-ingest)"))
-                continue
-            ts_ms = ts * (EPOCH_SCALES[scale] * 1000)
-            if scale != "s":
-                rescaled[scale] = rescaled.get(scale, 0) + 1
-            if not math.isfinite(value) or F.sentinel_mask(np.array([value]))[0]:
-                missing += 1
-                sentinels += int(math.isfinite(value))
-                continue
-            rows["timestamp"].append(round(ts_ms))
-            rows["field_id"].append(fid)
-            rows["field"].append(name)
-            rows["value"].append(value * factor)
-            for c, v in labels.items():
-                rows[c].append(v)
-    n = len(rows["value"])
+        rows["timestamp"].append(round(ts_ms))
+        rows["field_id"].append(fid)
+        rows["field"].append(name)
+        rows["value"].append(value * factor)
+        for c, v in labels.items():
+            rows[c].append(v)
+
+
+def _table(rows: dict[str, list[Any]]) -> pa.Table:
     arrays = {c: pa.array(rows[c], type=SAMPLE_SCHEMA.field(c).type) if c != "timestamp" else
               pa.array(np.asarray(rows[c], dtype="int64").astype("datetime64[ms]"), pa.timestamp("ms"))
               .cast(pa.timestamp("ms", tz="UTC")) for c in SAMPLE_SCHEMA.names}
-    table = pa.table(arrays).cast(SAMPLE_SCHEMA)
-    acc = InputAccounting(src.path, FORMAT, records=n, missing=missing, rejected=len(rejected))
-    meta: dict[str, Any] = {"result_type": rtype, "other_series": other, "sentinels": sentinels}
-    if rescaled:  # sample times in ms/us/ns, not the API's seconds: rescaled, said here
-        meta["timestamps_rescaled_from"] = dict(sorted(rescaled.items()))
-    return ParseResult(accounting=acc, samples=table, rejected=rejected, meta=meta)
+    return pa.table(arrays).cast(SAMPLE_SCHEMA)
+
+
+def parse(src: Source, opts: ParseOptions) -> ParseResult:
+    doc = _load(src)
+    rtype = _result_type(doc, src.path)
+    out = _Rows(src.path)
+    for k, series in enumerate(doc["data"].get("result") or []):
+        _series(out, k, series, rtype)
+    acc = InputAccounting(src.path, FORMAT, records=len(out.rows["value"]), missing=out.missing,
+                          rejected=len(out.rejected))
+    meta: dict[str, Any] = {"result_type": rtype, "other_series": out.other, "sentinels": out.sentinels}
+    if out.rescaled:  # sample times in ms/us/ns, not the API's seconds: rescaled, said here
+        meta["timestamps_rescaled_from"] = dict(sorted(out.rescaled.items()))
+    return ParseResult(accounting=acc, samples=_table(out.rows), rejected=out.rejected, meta=meta)
