@@ -19,6 +19,7 @@ import rooftop.parsers.prom_records as pr
 import rooftop.parsers.prom_text as pt
 from rooftop.parsers.prom_scan import scan_chunk
 from rooftop.parsers.source import ParseOptions, Source
+from tests.conftest import FIXTURES, corpus_dir
 from tests.prom_scan_reference import reference_scan
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -99,16 +100,11 @@ def _parse(path: Path, chunk: int) -> tuple[Any, ...]:
     return r.samples.to_pydict(), [(x.line, x.reason) for x in r.rejected], r.meta, r.accounting
 
 
-@settings(max_examples=150, deadline=None)
-@given(_text, st.sampled_from([8 << 20, 97]))
-def test_parser_gives_the_same_records_and_rejections_with_and_without_the_fast_path(data: bytes, chunk: int) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "m.prom"
-        p.write_bytes(b"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n" + data)
-        fast = _parse(p, chunk)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(pr, "scan_chunk", _general_only)
-            general = _parse(p, chunk)
+def _with_and_without_fast_path(p: Path, chunk: int) -> None:
+    fast = _parse(p, chunk)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pr, "scan_chunk", _general_only)
+        general = _parse(p, chunk)
     assert fast[1] == general[1]  # rejections: line numbers and reasons
     assert fast[3] == general[3]  # records + missing + rejected
     assert fast[2] == general[2]
@@ -117,3 +113,23 @@ def test_parser_gives_the_same_records_and_rejections_with_and_without_the_fast_
     for col in samples_f:
         assert [("nan" if v != v else v) for v in samples_f[col]] == [
             ("nan" if v != v else v) for v in samples_g[col]], col
+
+
+@settings(max_examples=150, deadline=None)
+@given(_text, st.sampled_from([8 << 20, 97]))
+def test_parser_gives_the_same_records_and_rejections_with_and_without_the_fast_path(data: bytes, chunk: int) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "m.prom"
+        p.write_bytes(b"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n" + data)
+        _with_and_without_fast_path(p, chunk)
+
+
+def test_corpus_and_fixture_captures_parse_the_same_with_and_without_the_fast_path() -> None:
+    paths = sorted(corpus_dir("dcgm").glob("*.prom")) + sorted((FIXTURES / "dcgm").glob("*.prom"))
+    fast_lines = 0
+    for p in paths:
+        for chunk in (8 << 20, 997):
+            _with_and_without_fast_path(p, chunk)
+        _lines, _rest, fast = scan_chunk(p.read_bytes().rstrip(b"\n"))
+        fast_lines += len(fast.no) if fast is not None else 0
+    assert len(paths) >= 10 and fast_lines > 100  # the fast path is exercised, not bypassed
