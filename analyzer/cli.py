@@ -102,14 +102,15 @@ def main() -> None:
 @click.option("--top", type=COUNT, default=10, show_default=True, help="Findings to show.")
 @click.option("--window", "window_s", type=SECONDS_WINDOW, default=None,
               help="DCGM window, seconds [default: from the capture's span and sampling interval].")
-@click.option("--interval", "interval_s", type=SECONDS_INTERVAL, default=1.0, show_default=True,
-              help="dcgmi/nvidia-smi dmon sampling interval (-d), seconds.")
+@click.option("--interval", "interval_s", type=SECONDS_INTERVAL, default=None,
+              help="dcgmi/nvidia-smi dmon sampling interval (-d), seconds [default: the file's own "
+                   "`dcgmi dmon -d`, else 1 s; Prometheus text: 30 s].")
 @click.option("--start", type=IsoTime(),
               help="Wall-clock time of the first dmon sample (ISO 8601; default: file time).")
 @click.option("--host", help="Host name for streams that do not carry one (dmon).")
 @_prometheus_options
 def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: int, window_s: float | None,
-            interval_s: float, start: Any, host: str | None, prom_since: datetime | None = None,
+            interval_s: float | None, start: Any, host: str | None, prom_since: datetime | None = None,
             prom_until: datetime | None = None, prom_match: tuple[str, ...] = (),
             prom_step: float | None = None, prom_token_file: str | None = None) -> None:
     """Analyze ncu exports and DCGM streams (format detected from content), or a Prometheus server
@@ -139,8 +140,9 @@ def devices(as_json: bool) -> None:
 @main.command()
 @click.argument("inputs", nargs=-1, type=click.Path())
 @click.option("--to", "dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder.")
-@click.option("--interval", "interval_s", type=SECONDS_INTERVAL, default=1.0, show_default=True,
-              help="dmon interval, seconds.")
+@click.option("--interval", "interval_s", type=SECONDS_INTERVAL, default=None,
+              help="dmon interval, seconds [default: the file's own `dcgmi dmon -d`, else 1 s; "
+                   "Prometheus text: 30 s].")
 @click.option("--start", type=IsoTime(), help="Wall-clock time of the first dmon sample (ISO 8601).")
 @click.option("--host", help="Host name for streams that do not carry one.")
 @click.option("--finished", is_flag=True,
@@ -149,7 +151,7 @@ def devices(as_json: bool) -> None:
               help="Drop entries whose partition files are missing or unreadable and ingest their inputs again.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar.")
 @_prometheus_options
-def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float, start: Any,
+def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, start: Any,
            host: str | None, finished: bool, repair: bool, quiet: bool,
            prom_since: datetime | None = None, prom_until: datetime | None = None,
            prom_match: tuple[str, ...] = (), prom_step: float | None = None,

@@ -64,7 +64,8 @@ class ParsedInputs:
                 out.append({"code": "dmon-time-assumed", "kernels": [],
                             "message": f"{r.accounting.path}: dcgmi dmon prints no timestamps; the "
                                        f"window times assume samples {r.meta.get('interval_s')} s "
-                                       "apart (--interval) ending at the file's modification time. "
+                                       f"apart ({r.meta.get('interval_from', '--interval')}) ending at the "
+                                       "file's modification time. "
                                        "Pass --start T and --interval S (dmon's -d) for real times."})
         return out
 

@@ -15,8 +15,9 @@ Rules (see the corpus FORMATS.md §1):
   raises :class:`InputError`. ``dmon was stopped ...`` (Ctrl-C trailer), prompts, Markdown fences,
   ``...`` elisions and prose are skipped.
 * No timestamps in dmon output: a tick is one block of entity rows (a new tick starts when an
-  entity repeats); tick *k* is stamped ``start + k * ParseOptions.interval_s`` with ``start`` =
-  ``ParseOptions.start`` or the file's mtime minus ``n_ticks * interval``. Ticks count on across
+  entity repeats); tick *k* is stamped ``start + k * interval`` with ``start`` =
+  ``ParseOptions.start`` or the file's mtime minus ``n_ticks * interval``; the interval is
+  ``--interval``, else the file's own ``dcgmi dmon -d``, else 1 s (``parsers/dmon_interval.py``). Ticks count on across
   several ``dcgmi dmon`` runs pasted in one file. A leading wall-clock prefix added by a wrapper
   (``2024-05-01 12:00:00`` / ``2024-05-01T12:00:00Z`` / epoch seconds) is used as the timestamp.
 * Entities -> sample columns: ``GPU n`` -> gpu ``n``; ``GPU-I n`` -> mig ``n`` with gpu = the
@@ -40,12 +41,14 @@ Modules (docs/formulas.md#inputs): this one reads the blocks and stamps the tick
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Generator, Iterator
 
 import pyarrow as pa
 
 from rooftop.parsers.dmon_block import FORMAT, BlockParser, Part
+from rooftop.parsers.dmon_interval import Interval, delays, resolve, tap
 from rooftop.parsers.model import ParseResult, drain_batches
 from rooftop.parsers.prom_text import default_start_ms
 from rooftop.parsers.source import ParseOptions, Source
@@ -97,30 +100,38 @@ def parse_batches(src: Source, opts: ParseOptions, *, hold: bool = False
 
     Tick times need the start: ``opts.start``, or the file's mtime minus the number of ticks.
     Without ``opts.start`` the ticks are counted first in a rows-only pass over the file (bounded
-    memory, ~half the parse time); ``hold=True`` instead keeps the blocks' samples in memory and
-    stamps them at the end (what :func:`parse` does)."""
-    interval_s = float(opts.interval_s)
-    interval_ms = round(interval_s * 1000)
+    memory, ~half the parse time; it also finds the ``dcgmi dmon -d`` commands); ``hold=True``
+    instead keeps the blocks' samples in memory and stamps them at the end (what :func:`parse`
+    does). With ``opts.start`` but no ``opts.interval_s``, a byte scan for the commands comes first
+    (parsers/dmon_interval.py)."""
+    found: list[tuple[int, int]] = []
+    interval: Interval | None = None
     start_ms: int | None = None
-    if opts.start is not None:
-        start_ms = default_start_ms(src, opts, 0, interval_s)
-    elif not hold:
+    if opts.start is not None:  # batches go out at once: the interval first (a byte scan, unless given)
+        interval = resolve(src.path, opts, delays(_blocks(src)) if opts.interval_s is None else [])
+        start_ms = default_start_ms(src, opts, 0, interval.seconds)
+    elif not hold:  # the rows-only count of ticks also finds the -d commands
         count = BlockParser(src.path, opts.host)
-        for data in _blocks(src):
+        for data in tap(_blocks(src), found):
             count.block(data, values=False)
-        start_ms = default_start_ms(src, opts, count.ticks, interval_s)
+        interval = resolve(src.path, opts, found)
+        start_ms = default_start_ms(src, opts, count.ticks, interval.seconds)
     p = BlockParser(src.path, opts.host)
     held: list[Part] = []
-    for data in _blocks(src):
+    for data in tap(_blocks(src), found) if interval is None else _blocks(src):
         part = p.block(data)
         if part is None:
             continue
-        if start_ms is None:
+        if start_ms is None or interval is None:
             held.append(part)
         else:
-            yield part.table(start_ms, interval_ms)
-    final_start = start_ms if start_ms is not None else default_start_ms(src, opts, p.ticks, interval_s)
-    result = p.finish(opts, final_start)
+            yield part.table(start_ms, round(interval.seconds * 1000))
+    if interval is None:
+        interval = resolve(src.path, opts, found)
+    interval_ms = round(interval.seconds * 1000)
+    final_start = start_ms if start_ms is not None else default_start_ms(src, opts, p.ticks, interval.seconds)
+    result = p.finish(dataclasses.replace(opts, interval_s=interval.seconds), final_start)
+    result.meta["interval_from"] = interval.source
     held.reverse()
     while held:  # each part released once handed out
         yield held.pop().table(final_start, interval_ms)

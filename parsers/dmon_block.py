@@ -266,7 +266,7 @@ class BlockParser:
                               rejected=len(rules.rejected) + rules.extra_rejected)
         meta: dict[str, object] = {
             "errors": rules.errors, "ticks": self.tick.count, "headers": rules.headers, "rows": self.tick.rows,
-            "interval_s": float(opts.interval_s), "sentinels": self.sentinels,
+            "interval_s": opts.interval_or_default(), "sentinels": self.sentinels,
             "start": datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat(),
             "start_from": "--start" if opts.start is not None else "file mtime",
         }

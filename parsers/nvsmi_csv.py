@@ -108,7 +108,7 @@ def csv_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: i
     header = _first_header(src)
     ent_col = _entity_column(src, header, segment_lines) if header else None
     timed = header is not None and "timestamp" in header
-    interval_ms = round(opts.interval_s * 1000)
+    interval_ms = round(opts.interval_or_default() * 1000)
     ticker = Ticker()
     total: int | None = None
     if not timed and not hold and opts.start is None and header is not None:
@@ -138,7 +138,7 @@ def csv_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: i
                             acc, rejected, state)
 
     def stamp() -> int:
-        return default_start_ms(src, opts, total if total is not None else ticker.count, opts.interval_s)
+        return default_start_ms(src, opts, total if total is not None else ticker.count, opts.interval_or_default())
 
     yield from segments(src, opts, hold, parts(), stamp)
     header = reader.header

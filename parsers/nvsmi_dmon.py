@@ -85,7 +85,7 @@ def dmon_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: 
             for recs, _ in _DmonReader(src).segments(segment_lines):
                 count.run([r[1][r[3].index("gpu")] for r in recs], [r[2] for r in recs])
         total = count.count
-    interval_ms = round(opts.interval_s * 1000)
+    interval_ms = round(opts.interval_or_default() * 1000)
     ticker = Ticker()
     reader = _DmonReader(src)
     rejected: list[Rejected] = []
@@ -98,7 +98,7 @@ def dmon_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: 
             yield _dmon_part(src, recs, ticker, interval_ms, acc, rejected)
 
     def stamp() -> int:
-        return default_start_ms(src, opts, total if total is not None else ticker.count, opts.interval_s)
+        return default_start_ms(src, opts, total if total is not None else ticker.count, opts.interval_or_default())
 
     yield from segments(src, opts, hold, parts(), stamp)
     start_ms = stamp()

@@ -35,8 +35,7 @@ Otherwise scrapes are told apart by repetition: scrape index of a line = running
 many times this series appeared before" (a repeated series starts a new scrape; a series is the
 field plus host/gpu/UUID/GPU-instance values, so label drift between scrapes does not hide it),
 and scrape *k* is stamped ``start + k * interval``. ``interval`` is dcgm-exporter's default
-collect interval, 30 s, unless ``ParseOptions.interval_s`` is set to something other than its
-default; ``start`` is ``ParseOptions.start`` or the file's mtime minus ``n_scrapes * interval``.
+collect interval, 30 s, unless ``ParseOptions.interval_s`` is given; ``start`` is ``ParseOptions.start`` or the file's mtime minus ``n_scrapes * interval``.
 ``meta["interval_assumed"]`` says when the 30 s default was used.
 """
 
@@ -231,9 +230,8 @@ def parse_batches(src: Source, opts: ParseOptions, *, spill: bool = True
     """
     state, tally = State(), _Tally()
     rejected: list[Rejected] = []
-    default_interval = ParseOptions.__dataclass_fields__["interval_s"].default
-    assumed = opts.interval_s == default_interval
-    interval_s = DEFAULT_SCRAPE_INTERVAL_S if assumed else float(opts.interval_s)
+    assumed = opts.interval_s is None
+    interval_s = DEFAULT_SCRAPE_INTERVAL_S if assumed else opts.interval_or_default()
     interval_ms = round(interval_s * 1000)
     given = default_start_ms(src, opts, 0, interval_s) if opts.start is not None else None
     held = _Held(spill)

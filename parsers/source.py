@@ -21,17 +21,25 @@ if TYPE_CHECKING:
     from rooftop.parsers.prom_http import PromQuery
 
 SNIFF_BYTES = 64 * 1024
+DEFAULT_INTERVAL_S = 1.0  # dcgmi dmon -d 1000 (ms) and nvidia-smi dmon -d 1 (s) defaults
 
 
 @dataclass(frozen=True)
 class ParseOptions:
     """Options the user can give for inputs that do not carry the information themselves."""
 
-    interval_s: float = 1.0  # dcgmi dmon -d / nvidia-smi dmon -d, in seconds
+    # seconds between ticks (dcgmi dmon -d / nvidia-smi dmon -d); None: the file's own `dcgmi dmon -d`,
+    # else the tools' default 1 s (:meth:`interval_or_default`); prom text: dcgm-exporter's 30 s
+    interval_s: float | None = None
     start: datetime | None = None  # wall-clock time of the first dmon tick (UTC); None: file mtime
     host: str | None = None  # host name for streams that do not name one (dmon)
     decimal_comma: bool | None = None  # None: detect per file
     prometheus: PromQuery | None = None  # range, selectors, auth for http(s):// inputs (parsers.prom_http)
+
+    def interval_or_default(self) -> float:
+        """The given interval, else :data:`DEFAULT_INTERVAL_S` (``dcgmi dmon -d`` and ``nvidia-smi dmon -d``
+        both default to 1 s; docs/formulas.md#inputs)."""
+        return DEFAULT_INTERVAL_S if self.interval_s is None else float(self.interval_s)
 
 
 class Source:

@@ -275,8 +275,8 @@ def test_batches_join_to_parse_and_are_bounded(tmp_path: Path, monkeypatch: pyte
 
 
 def test_batches_stream_without_holding_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first batch is handed out after one block (opts.start given) or after the rows-only
-    count of ticks plus one block (no start): samples are never gathered for the whole file."""
+    """The first batch is handed out after one block (opts.start and interval given) or after one
+    pass over the file plus one block: samples are never gathered for the whole file."""
     import rooftop.parsers.dcgm_dmon as dm
     from bench.gen_inputs import write_dmon
 
@@ -293,9 +293,11 @@ def test_batches_stream_without_holding_the_file(tmp_path: Path, monkeypatch: py
             yield data
 
     monkeypatch.setattr(dm, "_blocks", counting)
-    for start, before_first in ((START, 1), (None, n_blocks + 1)):
+    # start and interval given: at once; no interval: after the byte scan for `dcgmi dmon -d`;
+    # no start: after the rows-only count of ticks (which finds the -d too)
+    for start, interval, before_first in ((START, 1.0, 1), (START, None, n_blocks + 1), (None, None, n_blocks + 1)):
         read.clear()
-        gen = dm.parse_batches(Source(w.path), ParseOptions(start=start))
+        gen = dm.parse_batches(Source(w.path), ParseOptions(start=start, interval_s=interval))
         next(gen)
         assert len(read) == before_first
         gen.close()

@@ -176,8 +176,8 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize(("name", "interval"), [("dmon_v2_phases.txt", 5.0), ("dmon_v3_phases.txt", 5.0),
-                                                ("dmon_v4_phases.txt", 5.0), ("prom_scrapes_phases.prom", 1.0)])
-def test_fixture_phases(name: str, interval: float) -> None:
+                                                ("dmon_v4_phases.txt", 5.0), ("prom_scrapes_phases.prom", None)])
+def test_fixture_phases(name: str, interval: float | None) -> None:
     r = parse_path(FIX / name, ParseOptions(start=START, interval_s=interval))
     wa = W.analyze_windows(r.samples, window_s=60.0)
     w = wa.windows
