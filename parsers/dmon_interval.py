@@ -23,6 +23,7 @@ from rooftop.parsers.model import InputError
 from rooftop.parsers.source import DEFAULT_INTERVAL_S, ParseOptions
 
 COMMAND = re.compile(rb"dcgmi[ \t]+dmon\b[^\n]*")
+MIN_MS, MAX_MS = 1, 86_400_000  # dcgmi dmon's minimum -d 1 ms; --interval's upper bound, one day
 DELAY = re.compile(rb"(?:[ \t]-d[ \t]*|[ \t]--delay(?:=|[ \t]+))(\d+)\b")
 
 
@@ -66,9 +67,9 @@ def resolve(path: str, opts: ParseOptions, found: list[tuple[int, int]]) -> Inte
         return Interval(float(opts.interval_s), f"--interval{note}")
     if len(values) == 1:
         line, ms = found[0]
-        if ms <= 0:
-            raise InputError(path, f"dcgmi dmon -d {ms} is not a sampling interval", "pass --interval SECONDS",
-                             line=line)
+        if not MIN_MS <= ms <= MAX_MS:
+            raise InputError(path, f"dcgmi dmon -d {ms} is not a usable sampling interval (1 ms to 1 day)",
+                             "pass --interval SECONDS", line=line)
         return Interval(ms / 1000, f"the file's dcgmi dmon -d {ms} (line {line})")
     if not values:
         return Interval(DEFAULT_INTERVAL_S, "dcgmi dmon's default -d 1000 (no -d in the file)")

@@ -52,6 +52,14 @@ def test_runs_with_different_delays_are_refused_with_the_lines(tmp_path: Path) -
     assert parse(Source(p), ParseOptions(start=START, interval_s=1.0)).accounting.records == 6
 
 
+@pytest.mark.parametrize("delay", ["0", "86400001", "1" + "0" * 30])
+def test_an_unusable_delay_is_refused_with_its_line(tmp_path: Path, delay: str) -> None:
+    p = tmp_path / "bad.txt"
+    p.write_text(f"$ dcgmi dmon -e 1001 -d {delay}\n" + ROWS, encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.txt:1: dcgmi dmon -d \d+ is not a usable sampling interval"):
+        parse(Source(p), ParseOptions())
+
+
 @pytest.mark.parametrize("start", [START, None])
 def test_streamed_batches_use_the_same_interval(tmp_path: Path, start: datetime | None) -> None:
     p = tmp_path / "d.txt"
