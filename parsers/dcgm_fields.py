@@ -12,8 +12,8 @@ NVIDIA go-dcgm's DCGM 4.6.1 ``dcgm_fields.h``). They are stored as the replaced 
 
 dcgm-exporter 4.9.0 (DCGM 4.7) renamed 23 default fields and changed 11 units (its release text);
 the new names are not in any source at hand, so none is mapped: such a name is rejected as an
-unknown field, never guessed (docs/formulas.md#inputs, which also records the open question
-about field 203 under ``DCGM_FI_DEV_GPU_UTIL_RATIO``).
+unknown field, never guessed. Field 203 under ``DCGM_FI_DEV_GPU_UTIL_RATIO`` may be a percent or
+a ratio: its value decides (:func:`percent_or_ratio`, docs/formulas.md#inputs).
 
 Canonical units in the sample table: DCGM's own units of the classic fields (MHz, mJ, %, MiB),
 except that the NVML utilisation percentages (203 GPU_UTIL, 204 MEM_COPY_UTIL, 206 ENC_UTIL,
@@ -198,6 +198,22 @@ BY_SHORT: dict[str, int] = {f.short.upper(): f.id for f in FIELDS}
 # ID: DCGM 4.6 renamed 203 DCGM_FI_DEV_GPU_UTIL_RATIO but still stores NVML's integer percent
 # (DcgmCacheManager.cpp, v4.6.0), so the factor holds under both names.
 TO_CANONICAL: dict[int, float] = {203: 0.01, 204: 0.01, 206: 0.01, 207: 0.01}
+
+# Names whose unit the sources leave open: DCGM 4.6.0 stores NVML's integer percent under
+# DCGM_FI_DEV_GPU_UTIL_RATIO (INT64 in v4.6.0 dcgm_fields.cpp), while dcgm-exporter 4.9 (DCGM 4.7)
+# announces "% to 0..1 ratio" changes without naming the fields. The value decides (see
+# :func:`percent_or_ratio`; docs/formulas.md#inputs).
+UNIT_BY_VALUE = frozenset({"DCGM_FI_DEV_GPU_UTIL_RATIO"})
+
+
+def percent_or_ratio(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(factor, ambiguous)`` per value of a :data:`UNIT_BY_VALUE` name, to the canonical ratio:
+    a non-integer in (0, 1) cannot be an integer percent, so it is a ratio (x 1); exactly 1 is 1 %
+    or 100 % and is ``ambiguous`` (counted missing, never guessed); 0 and anything else is DCGM's
+    integer percent (x 0.01; 0 is 0 either way)."""
+    frac = (v > 0) & (v < 1) & (v != np.floor(v))
+    return np.where(frac, 1.0, 0.01), v == 1
+
 
 PROFILING_IDS = frozenset(range(1001, 1097))
 

@@ -150,10 +150,17 @@ def _series(out: _Rows, k: int, series: Any, rtype: str) -> None:
             out.missing += 1
             out.sentinels += int(math.isfinite(value))
             continue
+        scale = factor
+        if name in F.UNIT_BY_VALUE:  # the unit is told by the value (dcgm_fields.percent_or_ratio)
+            f, ambiguous = F.percent_or_ratio(np.array([value]))
+            if ambiguous[0]:
+                out.missing += 1
+                continue
+            scale = float(f[0])
         rows["timestamp"].append(round(ts_ms))
         rows["field_id"].append(fid)
         rows["field"].append(name)
-        rows["value"].append(value * factor)
+        rows["value"].append(value * scale)
         for c, v in labels.items():
             rows[c].append(v)
 

@@ -4,7 +4,8 @@ Every candidate line (:mod:`parsers.prom_scan` fast lines, :mod:`parsers.prom_gr
 ones) becomes a row or a :class:`Rejected` with its 1-based line number and reason: the line does
 not parse as ``name{labels} value [ts]``, names a field rooftop does not know, has a non-numeric
 value, or a timestamp out of range or in no epoch scale (:mod:`parsers.prom_times`). Rows carry
-``missing`` for ``NaN``/``±Inf`` and DCGM blank sentinels. Values are converted to the field's
+``missing`` for ``NaN``/``±Inf``, DCGM blank sentinels and a value whose unit cannot be told
+(:func:`parsers.dcgm_fields.percent_or_ratio`). Values are converted to the field's
 canonical unit (:func:`parsers.dcgm_fields.canonical_factor`). docs/formulas.md#inputs.
 """
 
@@ -37,6 +38,7 @@ class State:
     other: int = 0
     sentinels: int = 0
     label_sentinels: int = 0
+    unit_ambiguous: int = 0  # values of a UNIT_BY_VALUE field that are exactly 1 (1 % or 100 %)
     rescaled: dict[str, int] = field(default_factory=dict)  # explicit timestamps not in ms, by scale
     heads: HeadCache = field(default_factory=HeadCache)
 
@@ -129,9 +131,16 @@ def _columns(h: Heads, hidx: np.ndarray, value: pa.Array, ts_s: pa.Array, state:
     scrape = _scrapes(h, hidx, state)
     v = np.asarray(value.to_numpy(zero_copy_only=False), dtype="float64")
     # the canonical factor of each head's field name (DCGM 4.6.1 SI names converted), per sample
-    factor = np.array([F.canonical_factor(n or "") for n in h.name.to_pylist()], dtype="float64")[hidx]
+    names = h.name.to_pylist()
+    factor = np.array([F.canonical_factor(n or "") for n in names], dtype="float64")[hidx]
     sentinel = F.sentinel_mask(v)
     state.sentinels += int(sentinel.sum())
+    by_value = np.array([n in F.UNIT_BY_VALUE for n in names], dtype=bool)[hidx]
+    if by_value.any():  # the unit is told by the value (dcgm_fields.percent_or_ratio)
+        f, ambiguous = F.percent_or_ratio(v[by_value])
+        factor[by_value] = f
+        sentinel[by_value] |= ambiguous
+        state.unit_ambiguous += int(ambiguous.sum())
     ts = pc.cast(ts_s, pa.int64()) if ts_s.null_count < len(ts_s) else pa.nulls(len(v), pa.int64())
     h_arr = pa.array(hidx, pa.int64())
     cols: dict[str, pa.Array] = {

@@ -205,6 +205,7 @@ def _meta(state: State, tally: _Tally, n_scrapes: int, interval_s: float, assume
         "interval_assumed": assumed,
         "sentinels": state.sentinels,
         "label_sentinels": state.label_sentinels,
+        "unit_ambiguous": state.unit_ambiguous,
         "label_names": sorted(state.heads.seen),
     }
     if state.rescaled:  # explicit timestamps in s/us/ns, not the format's ms: rescaled, said here

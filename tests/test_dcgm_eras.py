@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,28 @@ def test_a_dcgm_exporter_4_9_name_rooftop_cannot_confirm_is_rejected_not_guessed
     assert r.rejected[0].reason == "unknown DCGM field 'DCGM_FI_DEV_FB_CAPACITY_BYTES'"
     assert r.samples.column("field_id").to_pylist() == [150] and r.samples.column("value").to_pylist() == [41.0]
     assert r.samples.column("host").to_pylist() == ["h"]
+
+
+def test_gpu_util_ratio_unit_is_told_by_the_value(tmp_path: Path) -> None:
+    """DCGM 4.6.0 stores NVML's integer percent under DCGM_FI_DEV_GPU_UTIL_RATIO; exporter 4.9 may
+    write a 0..1 ratio. A non-integer below 1 is a ratio, exactly 1 is unknown (missing), the rest
+    percent (docs/formulas.md#inputs, dcgm_fields.percent_or_ratio)."""
+    lines = [f'DCGM_FI_DEV_GPU_UTIL_RATIO{{gpu="{g}"}} {v}' for g, v in enumerate(["45", "0.45", "1", "0", "100"])]
+    lines.append('DCGM_FI_DEV_GPU_UTIL{gpu="5"} 1')  # the classic name: NVML's integer percent, 1 % by source
+    p = tmp_path / "u.prom"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = parse_path(p, ParseOptions(start=datetime(2025, 1, 1, tzinfo=timezone.utc)))
+    got = dict(zip(r.samples.column("gpu").to_pylist(), r.samples.column("value").to_pylist(), strict=True))
+    assert got == pytest.approx({"0": 0.45, "1": 0.45, "3": 0.0, "4": 1.0, "5": 0.01})
+    assert (r.accounting.records, r.accounting.missing, r.meta["unit_ambiguous"]) == (5, 1, 1)
+
+
+def test_gpu_util_ratio_in_a_prometheus_json_answer(tmp_path: Path) -> None:
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL_RATIO", "gpu": "0"},
+         "values": [[1735689600, "0.5"], [1735689601, "50"], [1735689602, "1"]]}]}}
+    p = tmp_path / "q.json"
+    p.write_text(json.dumps(doc), encoding="utf-8")
+    r = parse_path(p, ParseOptions())
+    assert r.samples.column("value").to_pylist() == pytest.approx([0.5, 0.5])
+    assert (r.accounting.records, r.accounting.missing) == (2, 1)
