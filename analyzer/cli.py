@@ -32,6 +32,7 @@ from rooftop.analyzer.cli_support import (
     SchedulerAddress,
     echo,
     emit,
+    frozen_imports,
     output_options,
     progress_bar,
     show_progress,
@@ -115,8 +116,9 @@ def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: 
             prom_step: float | None = None, prom_token_file: str | None = None) -> None:
     """Analyze ncu exports and DCGM streams (format detected from content), or a Prometheus server
     (http://HOST:9090 with --since and --until)."""
-    from rooftop.analyzer.pipeline import run_analysis
-    from rooftop.parsers import ParseOptions
+    with frozen_imports():
+        from rooftop.analyzer.pipeline import run_analysis
+        from rooftop.parsers import ParseOptions
 
     _guard_outputs(list(inputs), outputs.files)
     options = ParseOptions(interval_s=interval_s, start=start, host=host,
@@ -161,9 +163,10 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, star
     Files still being written may be ingested again later: only their new samples are added. An
     unterminated last line (a line still being written) is held back until its newline arrives;
     pass --finished when the files are complete."""
-    from rooftop.analyzer.fleet.ingest import ingest_files
-    from rooftop.parsers import ParseOptions, expand_inputs
-    from rooftop.parsers.prom_http import is_url, pull, source_dir
+    with frozen_imports():
+        from rooftop.analyzer.fleet.ingest import ingest_files
+        from rooftop.parsers import ParseOptions, expand_inputs
+        from rooftop.parsers.prom_http import is_url, pull, source_dir
 
     click.get_current_context().meta["rooftop.writes"] = [dataset]
     options = ParseOptions(interval_s=interval_s, start=start, host=host)
@@ -213,7 +216,8 @@ def fleet(dataset: str, since: Any, until: Any, by: str, engine: str, scheduler:
           profiles: tuple[str, ...], job: str | None, pod: str | None, namespace: str | None,
           host: str | None) -> None:
     """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
-    from rooftop.analyzer.fleet.pipeline import run_fleet
+    with frozen_imports():
+        from rooftop.analyzer.fleet.pipeline import run_fleet
 
     groups = [g.strip() for g in by.split(",") if g.strip()]
     _guard_outputs(list(profiles), outputs.files)
@@ -264,7 +268,8 @@ def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
 def diff(baseline: str, candidate: str, fail_on: float | None, gate: str, device: str | None,
          outputs: Outputs) -> None:
     """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
-    from rooftop.analyzer.diff import run_diff
+    with frozen_imports():
+        from rooftop.analyzer.diff import run_diff
 
     _guard_outputs([baseline, candidate], outputs.files)
     doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate)

@@ -34,18 +34,20 @@ import os
 import re
 import shutil
 import tempfile
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rooftop.parsers import dcgm_fields as F
 from rooftop.parsers.model import InputError, ParseResult
 from rooftop.parsers.source import ParseOptions
+
+if TYPE_CHECKING:  # urllib.request (http.client, ssl, email) is imported only to send: bench/cli_startup.py
+    import urllib.error
+    import urllib.request
 
 TOKEN_ENV = "ROOFTOP_PROMETHEUS_TOKEN"
 MAX_STEPS = 10_000  # points per series per request (Prometheus refuses more than 11,000)
@@ -121,6 +123,8 @@ class _Client:
         return data
 
     def _call(self, endpoint: str, params: list[tuple[str, str]], post: bool = True) -> Any:
+        import urllib.request
+
         url = f"{self.server}/api/v1/{endpoint}"
         encoded = urllib.parse.urlencode(params)
         if post:
@@ -147,6 +151,9 @@ class _Client:
         return doc["data"]
 
     def _send(self, req: urllib.request.Request, url: str) -> bytes:
+        import urllib.error
+        import urllib.request
+
         try:
             with urllib.request.urlopen(req, timeout=self.query.timeout_s) as resp:
                 data: bytes = resp.read()
