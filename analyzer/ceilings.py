@@ -81,14 +81,20 @@ def _export_fp_peaks(df: pd.DataFrame, sm_hz: pd.Series) -> dict[str, tuple[pd.S
     return out
 
 
-def _export_bw(df: pd.DataFrame, cc: pd.Series) -> dict[str, dict[str, tuple[pd.Series, pd.Series]]]:
+def _export_bw(df: pd.DataFrame, cc: pd.Series, sm_hz: pd.Series
+               ) -> dict[str, dict[str, tuple[pd.Series, pd.Series]]]:
     """level -> convention -> (bytes/s ceiling, description)."""
+    clocks: dict[str, pd.Series] = {}  # each unit's clock once (the L1 has four recipes)
+
+    def clock(unit: str) -> pd.Series:
+        if unit not in clocks:
+            hz, _ = M.clock_hz(df, unit)
+            clocks[unit] = hz.fillna(sm_hz) if unit == "l1tex" else hz
+        return clocks[unit]
+
     def per(recipes: tuple[M.Recipe, ...], unit: str) -> tuple[pd.Series, pd.Series]:
         per_cycle, src = M.resolve(df, recipes)
-        hz, _ = M.clock_hz(df, unit)
-        if unit == "l1tex":
-            hz = hz.fillna(M.clock_hz(df, "sm")[0])
-        return per_cycle * hz, src.where(src.isna(), src + f" x {unit}__cycles_elapsed.avg.per_second")
+        return per_cycle * clock(unit), src.where(src.isna(), src + f" x {unit}__cycles_elapsed.avg.per_second")
 
     dram = _dram_peak(df, per((M.Recipe(("dram__bytes.sum.peak_sustained",)),), "dram"))
     l2 = per((M.Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), M.L2_BYTES_PER_CYCLE),
@@ -185,35 +191,42 @@ def _spec_per_row(keys: pd.DataFrame, option: DeviceSpec | None
 
 
 def _spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series, ops: pd.DataFrame
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Ceilings from device specs per row: (values per variant/class/level, detail text, source)."""
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
+    """Ceilings from device specs per row: (values per variant/class/level, detail text, source).
+
+    Columns are NumPy arrays filled by row mask and framed once (the per-cell ``.loc`` writes
+    cost more than the whole rule on a few kernels; bench/NOTES.md, command-line start-up)."""
     idx = ids.index
+    n = len(idx)
     cols = [f"peak_{c}" for c in ("fp64", "fp32", "fp16")] + [f"bw_{lvl}" for lvl in M.LEVELS] + \
         [f"tensor:{v}" for v in ops.columns] + ["peak_tensor_display"]
-    vals = pd.DataFrame(np.nan, index=idx, columns=cols)
-    detail = pd.DataFrame(None, index=idx, columns=cols, dtype="object")
-    source = pd.Series(None, index=idx, dtype="object")
+    vals = {c: np.full(n, np.nan) for c in cols}
+    detail = {c: np.full(n, np.nan, dtype=object) for c in cols}
+    source = np.full(n, np.nan, dtype=object)
+    id_arr = ids.to_numpy()
+    hz = sm_hz.to_numpy(dtype="float64", na_value=np.nan)
     for sid, spec in specs.items():
-        rows = ids == sid
+        rows = id_arr == sid
         if not rows.any():
             continue
-        source = source.mask(rows, spec.source)
+        source[rows] = spec.source
         boost = spec.clock_mhz.get("sm")
-        ratio = (sm_hz[rows] / (boost * 1e6)) if boost else pd.Series(np.nan, index=idx[rows])
+        nan = np.full(int(rows.sum()), np.nan)
+        ratio = (hz[rows] / (boost * 1e6)) if boost else nan
         t_clock = spec.clock_mhz.get("tensor", boost)
-        t_ratio = (sm_hz[rows] / (t_clock * 1e6)) if t_clock else pd.Series(np.nan, index=idx[rows])
+        t_ratio = (hz[rows] / (t_clock * 1e6)) if t_clock else nan
         note = f" x measured SM clock / {boost:g} MHz" if boost else ""
 
-        def put(col: str, value: float | None, key: str, r: pd.Series, scaled: bool, factor: float = 1.0,
-                rows: pd.Series = rows, spec: DeviceSpec = spec, note: str = note) -> None:
+        def put(col: str, value: float | None, key: str, r: np.ndarray, scaled: bool, factor: float = 1.0,
+                rows: np.ndarray = rows, spec: DeviceSpec = spec, note: str = note) -> None:
             if value is None or (spec.source == "user" and spec.base and key not in spec.user_keys):
                 return  # a key the user file took from its base: filled from the base, labelled builtin
-            v = pd.Series(value * factor, index=idx[rows])
+            v = np.full(int(rows.sum()), value * factor)
             if scaled:
-                v = v * r.fillna(1.0)
-            vals.loc[rows, col] = v
+                v = v * np.where(np.isnan(r), 1.0, r)
+            vals[col][rows] = v
             extra = " (2:4 sparse = 2 x dense)" if factor == 2.0 else ""
-            detail.loc[rows, col] = f"{spec.name}: {spec.sources.get(key, spec.source)}{extra}" + (note if scaled else "")
+            detail[col][rows] = f"{spec.name}: {spec.sources.get(key, spec.source)}{extra}" + (note if scaled else "")
 
         for c in ("fp64", "fp32", "fp16"):
             put(f"peak_{c}", spec.peaks.get(c), c, ratio, True)
@@ -226,7 +239,18 @@ def _spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series,
                 peak, key = spec.peaks.get("tensor"), "tensor"
             put(f"tensor:{v}", peak, key or "tensor", t_ratio, True, factor)
         put("peak_tensor_display", spec.peaks.get("tensor"), "tensor", t_ratio, True)
-    return vals, detail, source
+    return (pd.DataFrame(vals, index=idx, columns=cols), pd.DataFrame(detail, index=idx, columns=cols, dtype="object"),
+            pd.Series(source, index=idx, dtype="object"))
+
+
+def _cells(values: pd.Series, take: np.ndarray) -> np.ndarray:
+    """The selected cells as objects, missing ones as NaN (as a ``.loc`` write into an object column
+    stores them)."""
+    out = values.to_numpy(dtype=object)[take]
+    missing = pd.isna(out)
+    if missing.any():
+        out[missing] = np.nan
+    return out
 
 
 def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch: pd.DataFrame,
@@ -234,17 +258,20 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
                      hints: dict[str, dict[str, Any]] | None = None) -> Ceilings:
     """Every kernel's ceilings, each with its source (see the module docstring for the order)."""
     idx = df.index
+    n = len(idx)
     sm_hz, _ = M.clock_hz(df, "sm")
-    values = pd.DataFrame(np.nan, index=idx, columns=list(CEILING_COLUMNS))
-    source = pd.DataFrame(None, index=idx, columns=list(CEILING_COLUMNS), dtype="object")
-    detail = pd.DataFrame(None, index=idx, columns=list(CEILING_COLUMNS), dtype="object")
+    # per ceiling a NumPy column, framed once at the end (bench/NOTES.md, command-line start-up)
+    val: dict[str, np.ndarray] = {col: np.full(n, np.nan) for col in CEILING_COLUMNS}
+    src: dict[str, np.ndarray] = {col: np.full(n, np.nan, dtype=object) for col in CEILING_COLUMNS}
+    det: dict[str, np.ndarray] = {col: np.full(n, np.nan, dtype=object) for col in CEILING_COLUMNS}
 
     def fill(col: str, v: pd.Series, src_word: str | pd.Series, text: pd.Series) -> None:
-        take = values[col].isna() & v.notna() & (v > 0)
+        arr = v.to_numpy(dtype="float64", na_value=np.nan)
+        take = np.isnan(val[col]) & (arr > 0)  # NaN > 0 is False: a value, and a positive one
         if take.any():
-            values.loc[take, col] = v[take]
-            source.loc[take, col] = src_word[take] if isinstance(src_word, pd.Series) else src_word
-            detail.loc[take, col] = text[take]
+            val[col][take] = arr[take]
+            src[col][take] = _cells(src_word, take) if isinstance(src_word, pd.Series) else src_word
+            det[col][take] = _cells(text, take)
 
     # 1. --device override
     keys = _device_keys(df, launch, hints)
@@ -259,7 +286,7 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
     fp = _export_fp_peaks(df, sm_hz)
     for cls, (v, s) in fp.items():
         fill(f"peak_{cls}", v, "export", s)
-    bw = _export_bw(df, cc)
+    bw = _export_bw(df, cc, sm_hz)
     for lvl, by_conv in bw.items():
         conv = bytes_conv[lvl]
         for cname, (v, s) in by_conv.items():
@@ -286,6 +313,9 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
                                                   (b_vals, b_detail, b_src))
     fill("peak_tensor", t_val, t_src, t_det)
 
+    values = pd.DataFrame(val, index=idx, columns=list(CEILING_COLUMNS))
+    source = pd.DataFrame(src, index=idx, columns=list(CEILING_COLUMNS), dtype="object")
+    detail = pd.DataFrame(det, index=idx, columns=list(CEILING_COLUMNS), dtype="object")
     dev_name = pd.Series(None, index=idx, dtype="object")
     if option is not None:
         dev_name[:] = option.name
@@ -295,7 +325,7 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
         if "device" in df.columns:
             exported = df["device"].astype("object").where(df["device"].notna(), None)
             dev_name = dev_name.where(dev_name.notna(), exported)
-    devices = _used_devices(df, values, source, detail, specs, ids, option)
+    devices = _used_devices(df, values, source, detail, specs, ids, option, launch["sm_count"])
     builtin_name = ids.map({sid: s.name for sid, s in specs.items()}).astype("object")
     lint, assumed = device_lint(keys, matches, option)
     return Ceilings(values, source, detail, dev_name.where(dev_name.notna(), None), devices, t_missing,
@@ -362,7 +392,8 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
 
 
 def _used_devices(df: pd.DataFrame, values: pd.DataFrame, source: pd.DataFrame, detail: pd.DataFrame,
-                  specs: dict[int, DeviceSpec], ids: pd.Series, option: DeviceSpec | None) -> list[dict[str, Any]]:
+                  specs: dict[int, DeviceSpec], ids: pd.Series, option: DeviceSpec | None,
+                  sms: pd.Series) -> list[dict[str, Any]]:
     """Contract ``devices[]``: the option / built-in specs used, plus one ``export`` entry per
     exported device name holding the median of its kernels' export ceilings."""
     out: list[dict[str, Any]] = []
@@ -375,7 +406,6 @@ def _used_devices(df: pd.DataFrame, values: pd.DataFrame, source: pd.DataFrame, 
         name = df["device"].astype("object").where(df["device"].notna(), "unnamed device") if "device" in df.columns \
             else pd.Series("unnamed device", index=df.index)
         cc = df["cc"] if "cc" in df.columns else pd.Series(None, index=df.index)
-        sms = M.launch(df)["sm_count"]
         for nm in name[exp_rows].unique():
             rows = exp_rows & (name == nm)
             peaks: dict[str, float] = {}

@@ -182,57 +182,57 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     roof.loc[rate_only, "flops"] = np.nan  # rates only: the totals are not known
     sol_c, sol_m, sol_src = M.sol(df)
 
-    f = pd.DataFrame(index=df.index)
-    for col in ("index", "input", "id", "name", "nvtx", "invocations"):
-        f[col] = df[col] if col in df.columns else None
+    # the columns are gathered in dicts and framed once: one DataFrame.__setitem__ per column cost
+    # ~0.1 ms each, about a sixth of a one-kernel analysis (bench/NOTES.md, command-line start-up)
+    idx = df.index
+    cols: dict[str, Any] = {col: df[col] if col in df.columns else None
+                            for col in ("index", "input", "id", "name", "nvtx", "invocations")}
     exported = df["device"].astype("object").where(df["device"].notna(), None) if "device" in df.columns \
-        else pd.Series(None, index=df.index, dtype="object")
-    f["device"] = exported.where(exported.notna(), ceil.device_name)
-    f["ceiling_device"] = ceil.device_name
-    f["builtin_device"] = ceil.builtin_name
-    f["device_assumed"] = ceil.assumed
-    f["export_device"] = exported.where(exported.notna(), "unnamed device")  # name of its ``export`` entry
-    f["cc"] = df["cc"] if "cc" in df.columns else None
-    f["duration_s"] = dur
-    f["duration_source"] = dur_src
-    f["grid"] = launch["grid"].round().astype("Int64")
-    f["block"] = launch["block"].round().astype("Int64")
-    f["waves"] = launch["waves"]
-    f["sm_count"] = launch["sm_count"]
-    f["sol_compute_pct"], f["sol_memory_pct"], f["sol_source"] = sol_c, sol_m, sol_src
+        else pd.Series(None, index=idx, dtype="object")
+    cols["device"] = exported.where(exported.notna(), ceil.device_name)
+    cols["ceiling_device"] = ceil.device_name
+    cols["builtin_device"] = ceil.builtin_name
+    cols["device_assumed"] = ceil.assumed
+    cols["export_device"] = exported.where(exported.notna(), "unnamed device")  # name of its ``export`` entry
+    cols["cc"] = df["cc"] if "cc" in df.columns else None
+    cols["duration_s"] = dur
+    cols["duration_source"] = dur_src
+    cols["grid"] = launch["grid"].round().astype("Int64")
+    cols["block"] = launch["block"].round().astype("Int64")
+    cols["waves"] = launch["waves"]
+    cols["sm_count"] = launch["sm_count"]
+    cols["sol_compute_pct"], cols["sol_memory_pct"], cols["sol_source"] = sol_c, sol_m, sol_src
     for c in M.FLOP_CLASSES:
-        f[f"flops_{c}"] = flops[c]
-        f[f"partial_{c}"] = partial[c] if c in partial.columns else None
-    f["tensor_source"] = t_src
+        cols[f"flops_{c}"] = flops[c]
+        cols[f"partial_{c}"] = partial[c] if c in partial.columns else None
+    cols["tensor_source"] = t_src
     for lvl in M.LEVELS:
-        f[f"bytes_{lvl}"] = bytes_[lvl]
-        f[f"bytes_{lvl}_source"] = b_src[lvl]
-    f["bytes_convention"] = M.bytes_convention(b_conv)
+        cols[f"bytes_{lvl}"] = bytes_[lvl]
+        cols[f"bytes_{lvl}_source"] = b_src[lvl]
+    cols["bytes_convention"] = M.bytes_convention(b_conv)
     for col in CEILING_COLUMNS:
-        f[col] = ceil.values[col]
-        f[f"src_{col}"] = ceil.source[col]
-        f[f"detail_{col}"] = ceil.detail[col]
-    f["tensor_peak_missing"] = ceil.tensor_missing_peak
-    f["rate_only"] = rate_only
+        cols[col] = ceil.values[col]
+        cols[f"src_{col}"] = ceil.source[col]
+        cols[f"detail_{col}"] = ceil.detail[col]
+    cols["tensor_peak_missing"] = ceil.tensor_missing_peak
+    cols["rate_only"] = rate_only
     for lvl in M.LEVELS:
-        f[f"rate_{lvl}"] = (bytes_in[lvl] / dur_in).where(rate_only)
-    f = pd.concat([f, roof], axis=1)
+        cols[f"rate_{lvl}"] = (bytes_in[lvl] / dur_in).where(rate_only)
     units = M.unit_throughput(df)
     pipes = M.pipe_utilization(df)
-    for lvl in M.LEVELS:
-        f[f"unit_{lvl}"] = units[lvl]
-    for k in pipes.columns:
-        f[f"pipe_{k}"] = pipes[k]
+    more: dict[str, Any] = {f"unit_{lvl}": units[lvl] for lvl in M.LEVELS}
+    more.update({f"pipe_{k}": pipes[k] for k in pipes.columns})
     # lint inputs
     hcounts = [M.counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)[0] for op in ("hadd", "hmul", "hfma")]
     hsum = hcounts[0].fillna(0) + hcounts[1].fillna(0) + hcounts[2].fillna(0)
-    f["fp16_counters_zero"] = pd.concat(hcounts, axis=1).notna().any(axis=1) & (hsum == 0)
+    more["fp16_counters_zero"] = pd.concat(hcounts, axis=1).notna().any(axis=1) & (hsum == 0)
     unscaled = M.tensor_inst_unscaled(df, dur, cc)
-    f["tensor_uncounted"] = f["flops_tensor"].isna() & ((pipes["tensor"] > 0) | (unscaled > 0))
-    f["legacy_metrics"] = (sol_src == "legacy") | b_src["dram"].astype("string").str.contains("legacy", na=False)
+    more["tensor_uncounted"] = flops["tensor"].isna() & ((pipes["tensor"] > 0) | (unscaled > 0))
+    more["legacy_metrics"] = (sol_src == "legacy") | b_src["dram"].astype("string").str.contains("legacy", na=False)
     max_clock_khz = M.column(df, "device__attribute_clock_rate")
     sm_hz, _ = M.clock_hz(df, "sm")
-    f["clock_ratio"] = sm_hz / (max_clock_khz * 1e3)
+    more["clock_ratio"] = sm_hz / (max_clock_khz * 1e3)
+    f = pd.concat([pd.DataFrame(cols, index=idx), roof, pd.DataFrame(more, index=idx)], axis=1)
     f.attrs["device_lint"] = ceil.lint
     return f, ceil.devices
 
@@ -277,6 +277,10 @@ def _where(mask: Any, yes: Text, no: Text) -> pa.Array:
 
 
 def _mask(mask: Any) -> np.ndarray:
+    if isinstance(mask, np.ndarray) and mask.dtype == bool:  # already a mask: no Series round trip
+        return mask
+    if isinstance(mask, pd.Series) and mask.dtype == bool:
+        return mask.to_numpy()
     return np.asarray(pd.Series(mask).fillna(False).to_numpy(dtype=bool))
 
 
@@ -294,8 +298,15 @@ def _take(texts: list[str], codes: np.ndarray) -> pa.Array:
     return pa.array(texts, type=pa.string()).take(pa.array(codes))
 
 
+def _floats(values: Any) -> np.ndarray:
+    """Numbers as float64 (what is not a number: NaN); float64 columns pass without a copy."""
+    if isinstance(values, pd.Series) and values.dtype == np.float64:
+        return values.to_numpy()
+    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
+
+
 def _factorize(values: Any) -> tuple[np.ndarray, np.ndarray]:
-    v = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64")
+    v = _floats(values)
     codes, uniq = pd.factorize(v, use_na_sentinel=False)
     return codes, np.asarray(uniq, dtype="float64")
 
@@ -343,16 +354,18 @@ def _rows(frags: list[pa.Array], n: int) -> list[list[str]]:
 def _missing_levels(f: pd.DataFrame) -> pd.Series:
     """Per kernel, the memory levels whose utilisation is unknown and why, e.g.
     ``"L1 (no ceiling), L2 (no bytes in the export)"``; ``""`` when every level is known."""
-    out = pd.Series("", index=f.index, dtype=object)
+    n = len(f)
+    out = np.full(n, "", dtype=object)
+    nan = np.full(n, np.nan)
     for lvl in M.LEVELS:
-        nan = pd.Series(np.nan, index=f.index)
-        util = f[f"bw_util_{lvl}"] if f"bw_util_{lvl}" in f.columns else nan
-        unit = f[f"unit_{lvl}"] if f"unit_{lvl}" in f.columns else nan
-        has_bytes = f[f"bytes_{lvl}"].notna() if f"bytes_{lvl}" in f.columns else nan.notna()
-        why = pd.Series(np.where(has_bytes, " (no ceiling)", " (no bytes in the export)"), index=f.index)
-        miss = util.isna() & unit.isna()
-        out = out.where(~miss, out + ", " + LEVEL_NAMES[lvl] + why)
-    return out.str.lstrip(", ")
+        util = f[f"bw_util_{lvl}"].isna().to_numpy() if f"bw_util_{lvl}" in f.columns else np.isnan(nan)
+        unit = f[f"unit_{lvl}"].isna().to_numpy() if f"unit_{lvl}" in f.columns else np.isnan(nan)
+        has_bytes = f[f"bytes_{lvl}"].notna().to_numpy() if f"bytes_{lvl}" in f.columns else ~np.isnan(nan)
+        why = np.where(has_bytes, f", {LEVEL_NAMES[lvl]} (no ceiling)",
+                       f", {LEVEL_NAMES[lvl]} (no bytes in the export)").astype(object)
+        miss = util & unit
+        out[miss] = out[miss] + why[miss]
+    return pd.Series([t.lstrip(", ") for t in out.tolist()], index=f.index, dtype=object)
 
 
 def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
@@ -364,7 +377,7 @@ def explain(f: pd.DataFrame, c: pd.DataFrame) -> list[list[str]]:
         frags.append(pc.if_else(_mask(mask), texts, _NULL))
 
     def fin(col: str) -> np.ndarray:
-        return np.isfinite(pd.to_numeric(f[col], errors="coerce").to_numpy(dtype="float64"))
+        return np.isfinite(_floats(f[col]))
 
     lim, label = c["limiter"], c["label"]
     # 1. the rule that decided (docs/formulas.md#kernel-labels)
