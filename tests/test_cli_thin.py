@@ -236,3 +236,27 @@ def test_the_command_line_imports_no_heavy_module() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
                          env={**os.environ, "PYTHONPATH": str(_package_only())}, cwd=_package_only())
     assert res.stdout.strip() == "[]", res.stdout
+
+
+def test_an_ncu_analysis_imports_no_http_client() -> None:
+    """Reading a file pays for no HTTP stack: ``urllib.request`` (http.client, ssl, email) is
+    imported only to read a Prometheus server (issue 18 item 6)."""
+    code = ("import sys\nfrom rooftop.analyzer.pipeline import run_analysis\n"
+            f"run_analysis([{DEMO!r}])\n"
+            "print(sorted(m for m in ('urllib.request', 'http.client', 'ssl', 'plotly') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
+                         env={**os.environ, "PYTHONPATH": str(_package_only())}, cwd=_package_only())
+    assert res.stdout.strip().splitlines()[-1] == "[]", res.stdout
+
+
+def test_frozen_imports_freezes_only_the_first_import_of_pandas() -> None:
+    """analyzer/cli_support.frozen_imports: GC paused inside and restored after; gc.freeze() only
+    in the call that imported pandas (a process running many commands freezes once)."""
+    code = ("import gc\nfrom rooftop.analyzer.cli_support import frozen_imports\n"
+            "with frozen_imports():\n    inside = gc.isenabled()\n    import pandas\n"
+            "first = gc.get_freeze_count()\ngc.unfreeze()\n"
+            "with frozen_imports():\n    import pandas\n"
+            "print(inside, first > 1000, gc.get_freeze_count(), gc.isenabled())")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
+                         env={**os.environ, "PYTHONPATH": str(_package_only())}, cwd=_package_only())
+    assert res.stdout.strip() == "False True 0 True", res.stdout
