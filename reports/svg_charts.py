@@ -30,7 +30,7 @@ from rooftop.reports.svg_axes import (
 W = 1040
 ML, MR, MT, MB = 96, 16, 10, 40
 BUCKET_PX = 2             # one envelope bucket per 2 px of plot width
-HOVER_COLUMNS = 80        # <title> hover columns per time chart
+HOVER_COLUMNS = 60        # <title> hover columns per time chart
 PALETTE = ("#1971c2", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#e67700", "#5c940d",
            "#862e9c", "#495057", "#d6336c", "#1098ad", "#a61e4d", "#364fc7", "#087f5b", "#f08c00")
 STYLE = ("<style>.tk{font-size:11px;fill:#444}.ax{font-size:12px;fill:#222}.ti{font-size:13px;font-weight:600;"
@@ -50,6 +50,7 @@ class Line:
     y: np.ndarray
     color: str
     dash: bool = False
+    end: np.ndarray | None = None  # per-sample end times (a window's end); None: held to the next sample
 
 
 def _svg(h: float, cls: str, body: Sequence[str], label: str) -> str:
@@ -113,27 +114,33 @@ def _runs(idx: np.ndarray) -> list[tuple[int, int]]:
     return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(bounds) - 1)]
 
 
-def _steps(t: np.ndarray, y: np.ndarray, px: Callable[[float], float], py: Callable[[float], float],
-           hold: float | None) -> str:
-    """Each sample held for ``hold`` seconds (the window length) or to the next sample, whichever
-    is first; a stretch without samples stays empty."""
+def _steps(t: np.ndarray, y: np.ndarray, end: np.ndarray | None, px: Callable[[float], float],
+           py: Callable[[float], float]) -> tuple[str, str]:
+    """Each sample drawn over its own [t, end) (a window's start and end) or, without ends, held to
+    the next sample; a stretch without samples stays empty; a sample that covers no time is a dot."""
     out: list[tuple[str, float]] = []
+    dots = []
     for i in range(len(t)):
+        ti = float(t[i])
         nxt = float(t[i + 1]) if i + 1 < len(t) else None
-        end = float(t[i]) + hold if hold else (nxt if nxt is not None else float(t[i]))
+        stop = float(end[i]) if end is not None and np.isfinite(end[i]) else (nxt if nxt is not None else ti)
         if nxt is not None:
-            end = min(end, nxt)
-        x0, x1, yy = px(float(t[i])), px(end), py(float(y[i]))
-        joined = i > 0 and out and out[-1][1] >= float(t[i]) - 1e-9
-        out.append((f"V{yy:.1f}H{max(x1, x0 + 1):.1f}" if joined else f"M{x0:.1f} {yy:.1f}H{max(x1, x0 + 1):.1f}", end))
-    return "".join(s for s, _ in out)
+            stop = min(stop, nxt)
+        x0, x1, yy = px(ti), px(stop), py(float(y[i]))
+        if x1 - x0 < 0.5:
+            dots.append(f"M{x0:.1f} {yy:.1f}h0.01")
+            continue
+        joined = out and out[-1][1] >= ti - 1e-9
+        out.append((f"V{yy:.1f}H{x1:.1f}" if joined else f"M{x0:.1f} {yy:.1f}H{x1:.1f}", stop))
+    return "".join(s for s, _ in out), "".join(dots)
 
 
 def _series_svg(ln: Line, ax: TimeAxis, px: Callable[[float], float], py: Callable[[float], float], buckets: int,
-                bw: float, unit: str, hold: float | None) -> tuple[str, bool]:
+                bw: float, unit: str) -> tuple[str, bool]:
     """One series: a step line through the samples, or envelope + mean when denser than the buckets."""
     ok = np.isfinite(ln.t) & np.isfinite(ln.y)
     t, y = ln.t[ok], ln.y[ok]
+    end = ln.end[ok] if ln.end is not None else None
     dash = ' stroke-dasharray="5 3"' if ln.dash else ""
     if not len(t):
         return "", False
@@ -141,19 +148,24 @@ def _series_svg(ln: Line, ax: TimeAxis, px: Callable[[float], float], py: Callab
              f"mean {fmt_value(float(y.mean()), unit)}, max {fmt_value(float(y.max()), unit)}")
     env = envelope(ln.t, ln.y, ax.lo, ax.hi, buckets)
     if len(env.index) == len(t):  # at most one sample per bucket: the samples themselves
-        d = _steps(t, y, px, py, hold)
-        return (f'<path d="{d}" fill="none" stroke="{ln.color}" stroke-width="1.4"{dash}>'
-                f"<title>{esc(stats)}</title></path>"), False
+        d, dots = _steps(t, y, end, px, py)
+        svg = f'<path d="{d}" fill="none" stroke="{ln.color}" stroke-width="1.4"{dash}/>' if d else ""
+        if dots:
+            svg += f'<path d="{dots}" fill="none" stroke="{ln.color}" stroke-width="6" stroke-linecap="round"/>'
+        return f'<g class="series">{svg}<title>{esc(stats)}</title></g>', False
     parts = []
     for a, b in _runs(env.index):
-        xs = [ML + (i + 0.5) * bw for i in env.index[a:b]]
-        hi = [py(float(v)) for v in env.hi[a:b]]
-        lo = [py(float(v)) for v in env.lo[a:b]]
-        mean = [py(float(v)) for v in env.mean[a:b]]
-        poly = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs + xs[::-1], hi + lo[::-1], strict=True))
-        parts.append(f'<polygon points="{poly}" fill="{ln.color}" fill-opacity="0.18" stroke="none"/>')
-        parts.append(f'<polyline points="{" ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, mean, strict=True))}" '
-                     f'fill="none" stroke="{ln.color}" stroke-width="1.3"{dash}/>')
+        # each bucket is a flat step over its own pixels (the samples in it), as compact path commands
+        x0 = ML + int(env.index[a]) * bw
+        hi = [round(py(float(v))) for v in env.hi[a:b]]
+        lo = [round(py(float(v))) for v in env.lo[a:b]]
+        mean = [round(py(float(v))) for v in env.mean[a:b]]
+        step = f"{bw:.3g}"
+        up = f"M{x0:.1f} {hi[0]}" + "".join(f"V{v}h{step}" for v in hi)
+        down = "".join(f"V{v}h-{step}" for v in lo[::-1])
+        parts.append(f'<path d="{up}{down}Z" fill="{ln.color}" fill-opacity="0.18" stroke="none"/>')
+        parts.append(f'<path d="M{x0:.1f} {mean[0]}' + "".join(f"V{v}h{step}" for v in mean)
+                     + f'" fill="none" stroke="{ln.color}" stroke-width="1.3"{dash}/>')
     return f'<g class="series">{"".join(parts)}<title>{esc(stats)}</title></g>', True
 
 
@@ -171,7 +183,7 @@ def _hover_columns(lines: Sequence[Line], ax: TimeAxis, unit: str, top: float, p
             if k < len(e.index) and e.index[k] == c:
                 lo, mean, hi, n = float(e.lo[k]), float(e.mean[k]), float(e.hi[k]), int(e.count[k])
                 rows.append(f"{ln.name}: {fmt_value(mean, unit)}" + (
-                    f" (min {fmt_value(lo, unit)}, max {fmt_value(hi, unit)}, {n} samples)" if n > 1 else ""))
+                    f" (mean; {fmt_value(lo, unit)} – {fmt_value(hi, unit)}, n={n})" if n > 1 else ""))
         if not rows:
             continue
         t0 = ax.lo + (ax.hi - ax.lo) * c / cols
@@ -183,10 +195,9 @@ def _hover_columns(lines: Sequence[Line], ax: TimeAxis, unit: str, top: float, p
 
 
 def time_chart(title: str, lines: Sequence[Line], ax: TimeAxis, *, unit: str, y_title: str,
-               y_range: tuple[float, float] | None = None, height: int = 190,
-               hold: float | None = None) -> tuple[str, bool]:
-    """One metric family over time, one series per device (each sample held ``hold`` seconds, or to
-    the next). Returns the SVG and whether any series was reduced to its per-bucket envelope (the
+               y_range: tuple[float, float] | None = None, height: int = 190) -> tuple[str, bool]:
+    """One metric family over time, one series per device (each sample over its own [t, end), or to
+    the next sample). Returns the SVG and whether any series was reduced to its per-bucket envelope (the
     caption must say so)."""
     ph = height - MT - MB - 16
     top = MT + 16
@@ -199,12 +210,12 @@ def time_chart(title: str, lines: Sequence[Line], ax: TimeAxis, *, unit: str, y_
     body += ygrid
 
     def px(t: float) -> float:
-        return ML + (t - ax.lo) / ((ax.hi - ax.lo) or 1.0) * pw
+        return ML + min(max((t - ax.lo) / ((ax.hi - ax.lo) or 1.0), 0.0), 1.0) * pw
     body += _x_axis(ax, px, top, ph)
     body.append(f'<rect x="{ML}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#adb5bd"/>')
     reduced = False
     for ln in lines:
-        svg, red = _series_svg(ln, ax, px, py, buckets, pw / buckets, unit, hold)
+        svg, red = _series_svg(ln, ax, px, py, buckets, pw / buckets, unit)
         body.append(svg)
         reduced |= red
     body += _hover_columns(lines, ax, unit, top, ph)
@@ -244,7 +255,7 @@ def span_rows(title: str, rows: Sequence[tuple[str, Sequence[Span]]], ax: TimeAx
         body.append(f'<text x="{ML + lw - 6}" y="{y + 13}" text-anchor="end" class="tk">{esc(short)}'
                     f"<title>{esc(name)}</title></text>")
         body.append('<g class="row">' + "".join(
-            f'<rect x="{px(s.t0):.1f}" y="{y}" width="{max(px(s.t1) - px(s.t0), 0.6):.1f}" height="{row_h}" '
+            f'<rect x="{px(s.t0):.1f}" y="{y}" width="{max(px(s.t1) - px(s.t0), 3.0):.1f}" height="{row_h}" '
             f'fill="{s.color}"><title>{esc(s.title)}</title></rect>' for s in spans) + "</g>")
     for t, lab in ax.ticks():
         x = px(t)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.reports.formatting import fmt_num, fmt_pct, num, num_column
+from rooftop.reports.formatting import fmt_num, fmt_pct, num_column
 from rooftop.reports.svg_axes import TimeAxis
 from rooftop.reports.svg_charts import (
     BUCKET_PX,
@@ -220,7 +220,8 @@ def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
     finite = [v for v in times if math.isfinite(v)]
     if not finite:
         return [], " ".join(notes)
-    ax = TimeAxis(min(finite), max(finite) if max(finite) > min(finite) else min(finite) + 1.0, epoch=True)
+    lo, hi = min(finite), max(finite)
+    ax = TimeAxis(lo, hi, epoch=True) if hi > lo else TimeAxis(lo - 0.5, hi + 0.5, epoch=True)
     charts = []
     rows, counts, dense = [], {}, False
     for k in keys:
@@ -236,19 +237,19 @@ def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
                "and times." + (" Where a pixel holds several windows it shows the label with the most window "
                                "time in it." if dense else ""))
         charts.append(Chart("labels", "Window label per GPU", figure_html(svg, cap), list(counts), counts))
-    hold = num(window.get("seconds")) if window else None
+    ends = {k: _epoch_s(by_key[k]["end"]) for k in keys
+            if k in by_key and k in data and len(by_key[k]) == len(data[k][0])}
     for fam, title, unit, factor, coarse in FAMILIES:
-        lines = [Line(f"GPU {k}", data[k][0], _floats(data[k][1][fam], factor), color(n), dash=coarse)
-                 for n, k in enumerate(keys) if k in data and fam in data[k][1]]
+        lines = [Line(f"GPU {k}", data[k][0], _floats(data[k][1][fam], factor), color(n), dash=coarse,
+                      end=ends.get(k)) for n, k in enumerate(keys) if k in data and fam in data[k][1]]
         lines = [ln for ln in lines if np.isfinite(ln.y).any()]
         if not lines:
             continue
         svg, reduced = time_chart(title, lines, ax, unit=unit, y_title=_Y_TITLES[unit],
-                                  y_range=(0.0, 1.0) if unit == "ratio" else None, hold=hold)
-        cap = ("One line per GPU; each step is one window's value from the document, drawn over the window "
-               f"({fmt_num(hold)} s)" if hold else "One line per GPU; each step is one window's value from the document, "
-               "held to the next window")
-        cap += ". Hover a column for every GPU's value there."
+                                  y_range=(0.0, 1.0) if unit == "ratio" else None)
+        cap = ("One line per GPU; each step is one window's value from the document, drawn from the window's "
+               "start to the end of the time it covers (a dot: a window that covers no time, e.g. one scrape). "
+               "Hover a column for every GPU's value there.")
         if reduced:
             cap += (f" More windows than {BUCKET_PX}-pixel buckets: each bucket shows the min–max envelope "
                     "(shaded) and the mean (line) of the windows in it.")
