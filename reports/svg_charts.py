@@ -94,12 +94,17 @@ def _y_axis(lo: float, hi: float, unit: str, top: float, ph: float, title: str) 
     return out, py
 
 
+def _anchor(x: float) -> str:
+    """Tick labels at the right edge end there instead of running off the chart."""
+    return "end" if x > W - MR - 30 else "middle"
+
+
 def _x_axis(ax: TimeAxis, px: Callable[[float], float], top: float, ph: float) -> list[str]:
     out = []
     for t, lab in ax.ticks():
         x = px(t)
         out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#f1f3f5"/>'
-                   f'<text x="{x:.1f}" y="{top + ph + 15:.0f}" text-anchor="middle" class="tk">{esc(lab)}</text>')
+                   f'<text x="{x:.1f}" y="{top + ph + 15:.0f}" text-anchor="{_anchor(x)}" class="tk">{esc(lab)}</text>')
     out.append(f'<text x="{ML + (W - ML - MR) / 2:.0f}" y="{top + ph + 32:.0f}" text-anchor="middle" class="ax">'
                f"{esc(ax.title())}</text>")
     return out
@@ -260,7 +265,7 @@ def span_rows(title: str, rows: Sequence[tuple[str, Sequence[Span]]], ax: TimeAx
     for t, lab in ax.ticks():
         x = px(t)
         body.append(f'<line x1="{x:.1f}" y1="{top + ph}" x2="{x:.1f}" y2="{top + ph + 4}" stroke="#444"/>'
-                    f'<text x="{x:.1f}" y="{top + ph + 16:.0f}" text-anchor="middle" class="tk">{esc(lab)}</text>')
+                    f'<text x="{x:.1f}" y="{top + ph + 16:.0f}" text-anchor="{_anchor(x)}" class="tk">{esc(lab)}</text>')
     body.append(f'<text x="{ML + lw + (pw - lw) / 2:.0f}" y="{top + ph + 32:.0f}" text-anchor="middle" class="ax">'
                 f"{esc(ax.title())}</text>")
     leg, lh = _legend([(n, c, False) for n, c in legend], top + ph + 52)
