@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
+from rooftop.parsers.kineto_whole import MISSING, read_whole
 from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.trace_io import (
@@ -68,15 +69,22 @@ def to_ns(v: Any) -> int:
     raise ValueError(f"not a number: {v!r}")
 
 
+_I64 = 2**63  # ids and times are kept in 64-bit columns (-2**63 marks a missing value)
+
+
 def _int(v: Any) -> int | None:
+    """An integer id (``7``, ``"stream 7"``, ``7.0``); ``None`` when absent, not an integer or
+    outside the 64-bit range the events table holds."""
     if type(v) is int:
-        return v
-    if isinstance(v, str):
+        out: int | None = v
+    elif isinstance(v, str):
         digits = v.rsplit(" ", 1)[-1]  # 2021 layout: tid "stream 7"
-        return int(digits) if digits.lstrip("-").isdigit() else None
-    if isinstance(v, Decimal) and v == v.to_integral_value():
-        return int(v)
-    return None
+        out = int(digits) if digits.lstrip("-").isdigit() else None
+    elif isinstance(v, Decimal) and v.is_finite() and v == v.to_integral_value():
+        out = int(v)
+    else:
+        return None
+    return out if out is not None and -_I64 < out < _I64 else None
 
 
 def _prefix(src: Source) -> str:
@@ -111,7 +119,7 @@ class _until_events:
     def read(self, n: int = -1) -> bytes:
         if self.done or n == 0:  # ijson sniffs bytes-vs-str with read(0)
             return b""
-        data = self.fh.read(65536 if n is None or n < 0 else n)
+        data: bytes = self.fh.read(65536 if n is None or n < 0 else n)
         self.seen += len(data)
         buf = self.tail + data
         cut = buf.find(b'"traceEvents"')
@@ -154,23 +162,34 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     n_rej = 0
     skipped: Counter[str] = Counter()
     position = 0
+    whole = read_whole(src)
     try:
-        for position, e in enumerate(_events(src), start=1):
-            if not isinstance(e, dict):
+        for position, e in enumerate(whole.events if whole else _events(src), start=1):
+            if whole:
+                cat, ph, name = e.cat, e.ph, e.name
+            elif type(e) is dict:
+                cat, ph, name = e.get("cat"), e.get("ph"), e.get("name")
+            else:
                 skipped["(not an object)"] += 1
                 continue
-            why = _add(b, e)
-            if why is None:
+            kind = _kind_of(cat)  # the category test first: most events are of kinds not read
+            if kind is None and not (ph == "X" and type(name) is str and name.startswith("ProfilerStep#")
+                                     and cat != "gpu_user_annotation"):
+                skipped[cat if isinstance(cat, str) else f"{ph}"] += 1
                 continue
-            if why.startswith("skip:"):
-                skipped[why[5:]] += 1
+            if ph != "X":
+                skipped[f"{cat}/{ph}"] += 1
                 continue
-            n_rej += 1
-            if len(rejected) < MAX_REJECTED_LISTED:
-                rejected.append(Rejected(src.path, None, f"event {position}: {why}"))
+            why = _add(b, kind or "range", cat, name, *(_struct_fields(e) if whole else _dict_fields(e)))
+            if why is not None:
+                n_rej += 1
+                if len(rejected) < MAX_REJECTED_LISTED:
+                    rejected.append(Rejected(src.path, None, f"event {position}: {why}"))
     except _READ_ERRORS as exc:
         raise read_error(src.path, exc, f"Kineto JSON (after event {position})") from exc
-    if "deviceProperties" not in header and len(b):
+    if whole and "deviceProperties" not in header and len(b):
+        header["deviceProperties"] = whole.device_properties
+    elif "deviceProperties" not in header and len(b):
         header.update(_late_properties(src))
     meta: dict[str, Any] = {
         "timeline": True,
@@ -213,39 +232,52 @@ def _kind_of(cat: Any) -> str | None:
     return kind
 
 
-def _add(b: EventBuilder, e: dict[str, Any]) -> str | None:
-    """Add one event; ``None`` when added, ``"skip:<cat>"`` when not a kind read, else why rejected."""
-    cat = e.get("cat")
-    kind = _kind_of(cat)
-    name = e.get("name")
-    ph = e.get("ph")
-    if kind is None:
-        if not (ph == "X" and type(name) is str and name.startswith("ProfilerStep#")
-                and cat != "gpu_user_annotation"):
-            return f"skip:{cat if isinstance(cat, str) else ph}"
-        kind = "range"
-    if ph != "X":
-        return f"skip:{cat}/{ph}"
+_Fields = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]  # ts dur pid tid + 6 args
+_NO_ARGS = (MISSING, MISSING, None, None, None, None)
+
+
+def _dict_fields(e: dict[str, Any]) -> _Fields:
+    """ts, dur, pid, tid and args device, stream, correlation, grid, block, bytes of an event dict
+    (``MISSING`` for an absent device or stream; a non-object ``args`` counts as empty)."""
+    a = e.get("args")
+    if not isinstance(a, dict):
+        a = {}
+    return (e.get("ts"), e.get("dur", 0), e.get("pid"), e.get("tid"), a.get("device", MISSING),
+            a.get("stream", MISSING), a.get("correlation"), a.get("grid"), a.get("block"), a.get("bytes"))
+
+
+def _struct_fields(e: Any) -> _Fields:
+    """The same fields of a :mod:`rooftop.parsers.kineto_whole` event struct."""
+    a = e.args
+    args = _NO_ARGS if a is None else (a.device, a.stream, a.correlation, a.grid, a.block, a.bytes)
+    return (e.ts, 0 if e.dur is MISSING else e.dur, e.pid, e.tid, *args)
+
+
+def _add(b: EventBuilder, kind: str, cat: Any, name: Any, ts: Any, dur: Any, pid: Any, tid: Any,
+         device: Any, stream: Any, corr: Any, grid: Any, block: Any, nbytes: Any) -> str | None:
+    """Add one complete event of ``kind``; ``None`` when added, else why it is rejected."""
     try:
-        start = to_ns(e.get("ts"))
-        dur = e.get("dur", 0)
+        start = to_ns(ts)
         end = start + (to_ns(dur) if dur else 0)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # OverflowError: an infinite value
         return f"{cat} {name!r}: ts/dur {exc}"
-    args = e.get("args")
-    if not isinstance(args, dict):
-        args = {}
-    dev = stream = pid = tid = None
+    if not (-_I64 < start < _I64 and -_I64 < end < _I64):
+        return f"{cat} {name!r}: ts/dur beyond the 64-bit ns range ({start}, {end})"
+    name = name if type(name) is str else str(name)
+    corr = corr if type(corr) is int else _int(corr)
+    grid = None if grid is None else dims(grid)
+    block = None if block is None else dims(block)
+    nbytes = None if nbytes is None else _int(nbytes)
     if kind == "runtime" or kind == "range":  # host rows: pid/tid are the process and thread
-        pid, tid = _int(e.get("pid")), _int(e.get("tid"))
-    else:  # GPU rows: pid is the device, tid the stream
-        d = args.get("device", e.get("pid"))
-        di = _int(d)
-        dev = str(di if di is not None else d)
-        stream = _int(args.get("stream", e.get("tid")))
-    b.add(kind, name if type(name) is str else str(name), start, end, device=dev, stream=stream,
-          pid=pid, tid=tid, correlation=_int(args.get("correlation")),
-          grid_dim=dims(args["grid"]) if "grid" in args else None,
-          block_dim=dims(args["block"]) if "block" in args else None,
-          nbytes=_int(args["bytes"]) if "bytes" in args else None)
+        if grid is None and block is None and nbytes is None:
+            b.add_host(kind, name, start, end, _int(pid), _int(tid), corr)
+        else:  # a launch call with its kernel's shape (HIP)
+            b.add(kind, name, start, end, pid=_int(pid), tid=_int(tid), correlation=corr,
+                  grid_dim=grid, block_dim=block, nbytes=nbytes)
+        return None
+    d = pid if device is MISSING else device  # GPU rows: pid is the device, tid the stream
+    di = d if type(d) is int else _int(d)
+    b.add(kind, name, start, end, device=str(di if di is not None else d),
+          stream=_int(tid if stream is MISSING else stream), correlation=corr, grid_dim=grid, block_dim=block,
+          nbytes=nbytes)
     return None

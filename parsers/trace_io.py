@@ -128,23 +128,47 @@ class EventBuilder:
     def __len__(self) -> int:
         return len(self.ints["start_ns"])
 
+    def _code(self, col: str, value: str | None) -> int:
+        table = self.values[col]
+        code = table.get(value)
+        if code is None:
+            code = table[value] = len(table)
+        return code
+
     def add(self, kind: str, name: str | None, start: int, end: int, *, device: str | None = None,
             stream: int | None = None, pid: int | None = None, tid: int | None = None,
             correlation: int | None = None, grid_dim: str | None = None, block_dim: str | None = None,
             nbytes: int | None = None) -> None:
-        ints = self.ints
+        ints, codes, code = self.ints, self.codes, self._code
         ints["start_ns"].append(start)
         ints["end_ns"].append(end)
-        for col, v in (("stream", stream), ("pid", pid), ("tid", tid), ("correlation", correlation),
-                       ("bytes", nbytes)):
-            ints[col].append(NULL if v is None else v)
-        for col, s in (("device", device), ("kind", kind), ("name", name), ("grid_dim", grid_dim),
-                       ("block_dim", block_dim)):
-            table = self.values[col]
-            code = table.get(s)
-            if code is None:
-                code = table[s] = len(table)
-            self.codes[col].append(code)
+        ints["stream"].append(NULL if stream is None else stream)
+        ints["pid"].append(NULL if pid is None else pid)
+        ints["tid"].append(NULL if tid is None else tid)
+        ints["correlation"].append(NULL if correlation is None else correlation)
+        ints["bytes"].append(NULL if nbytes is None else nbytes)
+        codes["device"].append(code("device", device))
+        codes["kind"].append(code("kind", kind))
+        codes["name"].append(code("name", name))
+        codes["grid_dim"].append(code("grid_dim", grid_dim))
+        codes["block_dim"].append(code("block_dim", block_dim))
+
+    def add_host(self, kind: str, name: str | None, start: int, end: int, pid: int | None, tid: int | None,
+                 correlation: int | None) -> None:
+        """:meth:`add` of a host row (no device, stream, shapes or bytes), with fewer lookups."""
+        ints, codes = self.ints, self.codes
+        ints["start_ns"].append(start)
+        ints["end_ns"].append(end)
+        ints["stream"].append(NULL)
+        ints["pid"].append(NULL if pid is None else pid)
+        ints["tid"].append(NULL if tid is None else tid)
+        ints["correlation"].append(NULL if correlation is None else correlation)
+        ints["bytes"].append(NULL)
+        codes["device"].append(0)  # code 0 is None in every column
+        codes["kind"].append(self._code("kind", kind))
+        codes["name"].append(self._code("name", name))
+        codes["grid_dim"].append(0)
+        codes["block_dim"].append(0)
 
     def frame(self) -> pd.DataFrame:
         n = len(self)
@@ -163,8 +187,23 @@ class EventBuilder:
         return pd.DataFrame(data)[list(EVENT_COLUMNS)]
 
 
+_DIMS: dict[tuple[object, ...], str | None] = {}
+
+
 def dims(v: object) -> str | None:
-    """``[x, y, z]`` (Kineto) or three numbers as ncu prints launch shapes: ``"(x, y, z)"``."""
-    if isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, int) for x in v):
-        return f"({v[0]}, {v[1]}, {v[2]})"
-    return None
+    """``[x, y, z]`` (Kineto) or three numbers as ncu prints launch shapes: ``"(x, y, z)"``
+    (formatted once per distinct shape)."""
+    if not isinstance(v, (list, tuple)) or len(v) != 3:
+        return None
+    key = (type(v[0]), v[0], type(v[1]), v[1], type(v[2]), v[2])
+    try:
+        return _DIMS[key]
+    except (KeyError, TypeError):
+        pass
+    out = f"({v[0]}, {v[1]}, {v[2]})" if all(isinstance(x, int) for x in v) else None
+    try:
+        if len(_DIMS) < 65536:
+            _DIMS[key] = out
+    except TypeError:  # an unhashable part
+        pass
+    return out

@@ -18,7 +18,8 @@ import pandas as pd
 
 from rooftop.analyzer import stats
 from rooftop.analyzer.document import build_document
-from rooftop.analyzer.timeline import GPU_KINDS, TimelineAnalysis, analyze_timelines
+from rooftop.analyzer.timeline import TimelineAnalysis, analyze_timelines
+from rooftop.analyzer.timeline.metrics import GPU_KINDS
 from rooftop.parsers import InputError, ParseResult, open_input, parse_input
 
 SIDES = ("baseline", "candidate")

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.timeline import GPU_KINDS, TimelineAnalysis
+from rooftop.analyzer.timeline import TimelineAnalysis
+from rooftop.analyzer.timeline.metrics import GPU_KINDS
 from rooftop.parsers.model import ParseResult
 
 RULE = "docs/formulas.md#timeline-join"

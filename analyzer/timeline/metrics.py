@@ -34,7 +34,8 @@ class Union:
 
     @property
     def gaps(self) -> np.ndarray:
-        return self.starts[1:] - self.ends[:-1]
+        out: np.ndarray = self.starts[1:] - self.ends[:-1]
+        return out
 
 
 def union(start: np.ndarray, end: np.ndarray) -> Union:

@@ -25,7 +25,7 @@ def union_reference(start: list[int], end: list[int]) -> list[tuple[int, int]]:
 def launch_times_reference(act: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
     """Per activity row (``start_ns``, ``correlation``, ``pid``): the start of the first runtime call
     with its correlation id (and process, where both sides have processes), else its own start."""
-    own = act["start_ns"].to_numpy(dtype=np.int64)
+    own: np.ndarray = act["start_ns"].to_numpy(dtype=np.int64)
     if not len(runtime) or act["correlation"].isna().all():
         return own
     keys = ["correlation"]
@@ -37,7 +37,8 @@ def launch_times_reference(act: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarr
     merged = left.merge(right, on=keys, how="left", sort=False)
     launch = merged["launch"].astype("Int64")  # never through float64: epoch ns need 19 digits
     missing = launch.isna().to_numpy()
-    return np.where(missing, own, launch.fillna(0).to_numpy(dtype=np.int64))
+    out: np.ndarray = np.where(missing, own, launch.fillna(0).to_numpy(dtype=np.int64))
+    return out
 
 
 def top_level_ranges_reference(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]:

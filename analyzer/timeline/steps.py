@@ -28,7 +28,8 @@ NA = np.iinfo(np.int64).min  # missing value of an integer column taken out of t
 
 def ints(col: pd.Series) -> np.ndarray:
     """An ``Int64``/``int64`` events column as int64 with :data:`NA` for missing."""
-    return col.to_numpy(dtype=np.int64, na_value=NA)
+    out: np.ndarray = col.to_numpy(dtype=np.int64, na_value=NA)
+    return out
 
 
 def group_codes(*cols: np.ndarray) -> np.ndarray:
@@ -81,7 +82,7 @@ def _exclusive_group_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarra
 
 def _profiler_steps(names: pd.Series) -> np.ndarray:
     """:data:`PROFILER_STEP` matches (the regex only where the cheap prefix test holds)."""
-    out = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool, na_value=False)
+    out: np.ndarray = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool, na_value=False)
     cand = np.flatnonzero(out)
     out[cand] = names.iloc[cand].str.match(PROFILER_STEP).to_numpy(dtype=bool, na_value=False)
     return out
@@ -108,7 +109,7 @@ def top_level_ranges(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 def step_members(rng: Any, launch: np.ndarray, act_pid: np.ndarray | None) -> np.ndarray:
     """Boolean mask of the activities attributed to one range row."""
-    mask = (launch >= rng.start_ns) & (launch < rng.end_ns)
+    mask: np.ndarray = (launch >= rng.start_ns) & (launch < rng.end_ns)
     if act_pid is not None and not pd.isna(rng.pid):
         mask &= (act_pid == int(rng.pid)) | (act_pid < 0)
     return mask
