@@ -2,7 +2,7 @@
 file (JSON only, and JSON + HTML), each a whole ``python -m rooftop`` process, timed
 hyperfine-style (warm-up runs, then ``--runs`` timed runs; min / median / max wall and the median
 CPU time, user + system, of the child), for this tree and for another revision (default
-``HEAD~1``) exported with ``git archive``, side by side; and the floors nothing in rooftop can go
+``HEAD~1``) exported with ``git archive``, side by side, their runs interleaved; and the floors nothing in rooftop can go
 below: the bare interpreter and ``python -c "import pandas"`` (the analysis needs pandas).
 
     .venv/bin/python bench/cli_startup.py                  # this tree vs HEAD~1
@@ -60,23 +60,45 @@ def _child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    env["PYTHONPYCACHEPREFIX"] = str(_PYCACHE)
+    return env
+
+
+def _once(tree: Path, args: list[str], module: bool) -> tuple[float, float]:
+    """One run of ``python -m rooftop ARGS`` (``module=False``: ``python ARGS``) from ``tree``:
+    (wall, CPU user + system)."""
+    cmd = [sys.executable, *(["-m", "rooftop"] if module else []), *args]
+    c0, t0 = _child_cpu(), time.perf_counter()
+    subprocess.run(cmd, cwd=tree, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0, _child_cpu() - c0
+
+
+def _stats(walls: list[float], cpus: list[float]) -> dict[str, float]:
+    return {"min": min(walls), "median": statistics.median(walls), "max": max(walls),
+            "cpu": statistics.median(cpus), "cpu_min": min(cpus)}
+
+
 def measure(tree: Path, args: list[str], runs: int, warmup: int, *, module: bool = True) -> dict[str, float]:
     """Wall and CPU of ``python -m rooftop ARGS`` (``module=False``: ``python ARGS``) run from
     ``tree``: min/median/max wall, median and min CPU (user + system)."""
-    cmd = [sys.executable, *(["-m", "rooftop"] if module else []), *args]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
-    env["PYTHONPYCACHEPREFIX"] = str(_PYCACHE)
-    walls, cpus = [], []
+    return measure_interleaved([tree], args, runs, warmup, module=module)[0]
+
+
+def measure_interleaved(trees: list[Path], args: list[str], runs: int, warmup: int, *, module: bool = True
+                        ) -> list[dict[str, float]]:
+    """:func:`measure` for several trees, their runs interleaved (A B A B …) so that a burst of
+    load on this shared machine falls on all of them alike."""
+    walls: list[list[float]] = [[] for _ in trees]
+    cpus: list[list[float]] = [[] for _ in trees]
     for i in range(warmup + runs):
-        c0, t0 = _child_cpu(), time.perf_counter()
-        subprocess.run(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       check=True)
-        wall, cpu = time.perf_counter() - t0, _child_cpu() - c0
-        if i >= warmup:
-            walls.append(wall)
-            cpus.append(cpu)
-    return {"min": min(walls), "median": statistics.median(walls), "max": max(walls),
-            "cpu": statistics.median(cpus), "cpu_min": min(cpus)}
+        for j, tree in enumerate(trees):
+            wall, cpu = _once(tree, args, module)
+            if i >= warmup:
+                walls[j].append(wall)
+                cpus[j].append(cpu)
+    return [_stats(w, c) for w, c in zip(walls, cpus, strict=True)]
 
 
 def export(rev: str, into: Path) -> Path:
@@ -110,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, args in FLOORS.items():
             print(_row(name, "floor", measure(ROOT, args, a.runs, a.warmup, module=False), ""), flush=True)
         for name, args in cases(tmp).items():
-            for label, tree in trees.items():
-                print(_row(name, label, measure(tree, args, a.runs, a.warmup), f"< {GOALS[name]}"), flush=True)
+            results = measure_interleaved(list(trees.values()), args, a.runs, a.warmup)
+            for label, m in zip(trees, results, strict=True):
+                print(_row(name, label, m, f"< {GOALS[name]}"), flush=True)
     shutil.rmtree(_PYCACHE, ignore_errors=True)
     return 0
 
