@@ -152,59 +152,73 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
                  opt: tuple[pd.DataFrame, pd.DataFrame, pd.Series] | None,
                  builtin: tuple[pd.DataFrame, pd.DataFrame, pd.Series]
                  ) -> tuple[pd.Series, pd.Series, pd.Series, pd.Series]:
-    """Σ ops / Σ (ops_v / peak_v) over variants with work; the FP16 dense peak when none did work."""
+    """Σ ops / Σ (ops_v / peak_v) over variants with work; the FP16 dense peak when none did work.
+    On NumPy columns (bench/NOTES.md, command-line start-up)."""
     idx = df.index
-    num = pd.Series(0.0, index=idx)
-    den = pd.Series(0.0, index=idx)
-    all_export = pd.Series(True, index=idx)
-    missing = pd.Series("", index=idx, dtype="object")
+    n = len(idx)
+    hz = _floats(sm_hz)
+    num, den = np.zeros(n), np.zeros(n)
+    all_export = np.ones(n, dtype=bool)
+    missing = np.full(n, "", dtype=object)
     for v in ops.columns:
-        work = ops[v].fillna(0.0)
+        work = _floats(ops[v].fillna(0.0))
         has = work > 0
         if not has.any():
             continue
-        peak_v = pd.Series(np.nan, index=idx)
-        is_export = pd.Series(False, index=idx)
-        if opt is not None:
-            peak_v = peak_v.fillna(opt[0][f"tensor:{v}"])
-        col = f"sm__ops_path_tensor_{v}.sum.peak_sustained"
-        exp = M.column(df, col) * sm_hz
-        is_export = peak_v.isna() & exp.notna()
-        peak_v = peak_v.fillna(exp)
-        peak_v = peak_v.fillna(builtin[0][f"tensor:{v}"])
+        peak_v = _floats(opt[0][f"tensor:{v}"]) if opt is not None else np.full(n, np.nan)
+        exp = _floats(M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
+        is_export = np.isnan(peak_v) & ~np.isnan(exp)
+        peak_v = np.where(np.isnan(peak_v), exp, peak_v)
+        peak_v = np.where(np.isnan(peak_v), _floats(builtin[0][f"tensor:{v}"]), peak_v)
         all_export &= ~has | is_export
-        unknown = has & (peak_v.isna() | (peak_v <= 0))
-        missing = missing.mask(unknown, missing + v + " ")
-        num = num + work.where(has, 0.0)
-        den = den + (work / peak_v).where(has, 0.0)
+        unknown = has & (np.isnan(peak_v) | (peak_v <= 0))
+        missing[unknown] = missing[unknown] + (v + " ")
+        num = num + np.where(has, work, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            den = den + np.where(has, work / peak_v, 0.0)
     did_work = num > 0
-    val = (num / den).where(did_work & (missing == ""))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = np.where(did_work & (missing == ""), num / den, np.nan)
     # nothing ran on the tensor cores: show the dense FP16/BF16 roof (export variant, else table)
-    disp = pd.Series(np.nan, index=idx)
-    disp_src = pd.Series(None, index=idx, dtype="object")
+    disp = np.full(n, np.nan)
+    disp_src = np.full(n, np.nan, dtype=object)
     for v in ("src_fp16_dst_fp32", "src_fp16", "src_bf16_dst_fp32", "src_fp16_bf16_tf32_dst_fp32",
               "src_fp16_dst_fp32_sparsity_off", "src_bf16_dst_fp32_sparsity_off"):
-        e = M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained") * sm_hz
-        take = disp.isna() & e.notna()
-        disp, disp_src = disp.mask(take, e), disp_src.mask(take, f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second")
-    val = val.where(did_work, disp)
-    src = pd.Series(None, index=idx, dtype="object")
-    src = src.mask(did_work & all_export & val.notna(), "export").mask(~did_work & disp.notna(), "export")
-    det = pd.Series(None, index=idx, dtype="object")
-    det = det.mask(did_work & all_export & val.notna(), "sm__ops_path_tensor_<variant>.sum.peak_sustained x sm__cycles_elapsed.avg.per_second (ops-weighted over variants)")
-    det = det.mask(~did_work & disp.notna(), disp_src)
-    other = val.notna() & src.isna()
+        e = _floats(M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
+        take = np.isnan(disp) & ~np.isnan(e)
+        disp[take] = e[take]
+        disp_src[take] = f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second"
+    val = np.where(did_work, val, disp)
+    src = np.full(n, np.nan, dtype=object)
+    det = np.full(n, np.nan, dtype=object)
+    export_mix = did_work & all_export & ~np.isnan(val)
+    src[export_mix | (~did_work & ~np.isnan(disp))] = "export"
+    det[export_mix] = ("sm__ops_path_tensor_<variant>.sum.peak_sustained x sm__cycles_elapsed.avg.per_second "
+                       "(ops-weighted over variants)")
+    shown = ~did_work & ~np.isnan(disp)
+    det[shown] = disp_src[shown]
+    other = ~np.isnan(val) & pd.isna(src)
     fallback_src = (opt[2] if opt is not None else builtin[2])
-    src = src.mask(other, fallback_src.where(fallback_src.notna(), builtin[2]))
-    det = det.mask(other, "device table tensor peaks (ops-weighted over variants)")
+    fallback = fallback_src.where(fallback_src.notna(), builtin[2]).to_numpy(dtype=object)
+    src[other] = fallback[other]
+    det[other] = "device table tensor peaks (ops-weighted over variants)"
     # no work, no export peak: the table's dense FP16/BF16 roof
     tbl = (opt[0]["peak_tensor_display"] if opt is not None else pd.Series(np.nan, index=idx)).fillna(builtin[0]["peak_tensor_display"])
     tbl_det = (opt[1]["peak_tensor_display"] if opt is not None else pd.Series(None, index=idx, dtype="object")).fillna(builtin[1]["peak_tensor_display"])
-    take = val.isna() & ~did_work & tbl.notna()
-    val = val.mask(take, tbl)
-    src = src.mask(take, fallback_src.where(fallback_src.notna(), builtin[2]))
-    det = det.mask(take, tbl_det)
-    return val, src, det, missing.str.strip().replace("", None)
+    tbl_v = _floats(tbl)
+    take = np.isnan(val) & ~did_work & ~np.isnan(tbl_v)
+    val[take] = tbl_v[take]
+    src[take] = fallback[take]
+    det[take] = tbl_det.to_numpy(dtype=object)[take]
+    missing_peak = pd.Series(missing, index=idx, dtype="object").str.strip().replace("", None)
+    return (pd.Series(val, index=idx, dtype="float64"), pd.Series(src, index=idx, dtype="object"),
+            pd.Series(det, index=idx, dtype="object"), missing_peak)
+
+
+def _floats(values: pd.Series) -> np.ndarray:
+    """A column as float64 (missing: NaN), a fresh array."""
+    out: np.ndarray = values.to_numpy(dtype="float64", na_value=np.nan, copy=True)
+    return out
 
 
 def used_devices(df: pd.DataFrame, values: pd.DataFrame, source: pd.DataFrame, detail: pd.DataFrame,
