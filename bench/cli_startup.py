@@ -19,6 +19,7 @@ On a shared machine wall time follows the load; the CPU column is the comparable
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import resource
 import shutil
@@ -35,6 +36,7 @@ KERNEL = "fixtures/ncu/demo.raw.csv"
 GOALS = {"--help": 0.3, "analyze 1 kernel, JSON only": 1.0, "analyze 1 kernel, JSON + HTML": 1.0}
 FLOORS = {"python -c pass": ["-c", "pass"], 'python -c "import pandas"': ["-c", "import pandas"]}
 _PYCACHE = Path(tempfile.gettempdir()) / f"rooftop-cli-startup-pycache-{os.getpid()}"
+atexit.register(shutil.rmtree, _PYCACHE, True)  # also when bench/run.py calls measure()
 
 
 def one_kernel(tmp: Path) -> Path:
@@ -135,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
             results = measure_interleaved(list(trees.values()), args, a.runs, a.warmup)
             for label, m in zip(trees, results, strict=True):
                 print(_row(name, label, m, f"< {GOALS[name]}"), flush=True)
-    shutil.rmtree(_PYCACHE, ignore_errors=True)
     return 0
 
 
