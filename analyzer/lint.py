@@ -42,19 +42,44 @@ def _item(code: str, message: str, mask: pd.Series) -> dict[str, Any] | None:
     return {"code": code, "message": message, "kernels": pos} if pos else None
 
 
+_Items = list[dict[str, Any] | None]
+
+
+def _count(mask: pd.Series, n: int) -> str:
+    return f"{int(mask.fillna(False).sum())} of {n} kernel(s)"
+
+
 def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Lint items for a kernel results/facts frame with a 0..n-1 RangeIndex (positions)."""
+    """Lint items for a kernel results/facts frame with a 0..n-1 RangeIndex (positions).
+
+    One helper per rule (group), run in the contract's item order.
+    """
     f = facts.reset_index(drop=True)
-    n = len(f)
-    out: list[dict[str, Any] | None] = []
-
-    def count(mask: pd.Series) -> str:
-        return f"{int(mask.fillna(False).sum())} of {n} kernel(s)"
-
-    # rates only (ncu section CSVs, docs/formulas.md#work-bytes): evaluated from ncu's rates, totals unknown
     ro = f["rate_only"].fillna(False).astype(bool) if "rate_only" in f.columns else pd.Series(False, index=f.index)
-    out.append(_item("rates-only", f"No duration for {count(ro)}: work and traffic totals are unknown; the roofline "
-                     "uses ncu's own rates (per-cycle-elapsed x cycles/s, per-second metrics).", ro))
+    out: _Items = []
+    out += _lint_rates_only(f, ro)
+    out += _lint_missing(f, ro)
+    out += _lint_partial(f)
+    out += _lint_above_roof(f)
+    out += _lint_tensor(f)
+    out += _lint_bytes_convention(f)
+    out += _lint_legacy(f)
+    out += _lint_clock(f)
+    out += _meta_lint(f, meta or {})
+    out += _lint_mixed_devices(f)
+    return [o for o in out if o is not None]
+
+
+def _lint_rates_only(f: pd.DataFrame, ro: pd.Series) -> _Items:
+    """Rates only (ncu section CSVs, docs/formulas.md#work-bytes): evaluated from ncu's rates, totals unknown."""
+    return [_item("rates-only", f"No duration for {_count(ro, len(f))}: work and traffic totals are unknown; the roofline "
+                  "uses ncu's own rates (per-cycle-elapsed x cycles/s, per-second metrics).", ro)]
+
+
+def _lint_missing(f: pd.DataFrame, ro: pd.Series) -> _Items:
+    """``missing-metrics``: absent duration, SOL, FLOPs, a level's bytes, or a FP32/DRAM ceiling."""
+    n = len(f)
+    out: _Items = []
     missing = {
         "duration": (f["duration_s"].isna() & ~ro, "kernel duration (gpu__time_duration.sum)",
                      "no rates, roofline or launch-overhead check"),
@@ -70,12 +95,17 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
         missing[f"bytes_{lvl}"] = (f[f"bytes_{lvl}"].isna() & ~has_rate, f"{lvl.upper()} bytes ({metric})",
                                    f"the {lvl.upper()} roof could not be evaluated")
     for _key, (mask, what, effect) in missing.items():
-        out.append(_item("missing-metrics", f"{what} missing for {count(mask)}: {effect}.", mask))
+        out.append(_item("missing-metrics", f"{what} missing for {_count(mask, n)}: {effect}.", mask))
     for col, what in (("peak_fp32", "FP32 peak"), ("bw_dram", "DRAM bandwidth")):
         mask = f[col].isna() & f["duration_s"].notna()
         out.append(_item("missing-metrics", f"No {what} ceiling (neither in the export nor the device table) for "
-                         f"{count(mask)}: pass --device NAME or a ceilings file.", mask))
+                         f"{_count(mask, n)}: pass --device NAME or a ceilings file.", mask))
+    return out
 
+
+def _lint_partial(f: pd.DataFrame) -> _Items:
+    """``partial-counters``: a FLOP class with some of its add/mul/fma counters missing."""
+    out: _Items = []
     for cls in ("fp64", "fp32", "fp16"):
         col = f"partial_{cls}"
         if col in f.columns:
@@ -83,9 +113,12 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
             if mask.any():
                 terms = ", ".join(sorted(set(" ".join(f.loc[mask, col].astype(str)).split())))
                 out.append(_item("partial-counters", f"{cls.upper()} FLOPs use only some counters ({terms} missing) "
-                                 f"for {count(mask)}: the class is undercounted.", mask))
+                                 f"for {_count(mask, len(f))}: the class is undercounted.", mask))
+    return out
 
-    # achieved above roof
+
+def _lint_above_roof(f: pd.DataFrame) -> _Items:
+    """``achieved-above-roof``: achieved FLOP/s or bytes/s above the ceiling times ``ABOVE_ROOF_TOL``."""
     above = pd.Series(False, index=f.index)
     over_what: list[str] = []
     for cls in ("fp64", "fp32", "fp16", "tensor"):
@@ -100,68 +133,90 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
         if m.any():
             over_what.append(lvl.upper())
         above |= m.fillna(False)
-    out.append(_item("achieved-above-roof", f"Achieved rate above the ceiling ({', '.join(over_what)}) for {count(above)}: "
-                     "check units (auto-scaled Kbyte/Mbyte), per-invocation sums, split runs or the device ceilings.",
-                     above))
+    return [_item("achieved-above-roof", f"Achieved rate above the ceiling ({', '.join(over_what)}) for {_count(above, len(f))}: "
+                  "check units (auto-scaled Kbyte/Mbyte), per-invocation sums, split runs or the device ceilings.",
+                  above)]
 
+
+def _lint_tensor(f: pd.DataFrame) -> _Items:
+    """``fp16-counters-zero``, ``tensor-uncounted`` and ``tensor-peak-unknown``."""
+    n = len(f)
+    out: _Items = []
     tensor_work = f["flops_tensor"].fillna(0) > 0
     fp16_zero = f["fp16_counters_zero"].fillna(False).astype(bool) & tensor_work
-    out.append(_item("fp16-counters-zero", f"FP16 SASS counters are zero on {count(fp16_zero)} that use tensor cores: "
+    out.append(_item("fp16-counters-zero", f"FP16 SASS counters are zero on {_count(fp16_zero, n)} that use tensor cores: "
                      "their FP16 work is only in sm__ops_path_tensor_* (counted as tensor), so the Half-precision "
                      "roofline shows none (docs/formulas.md#profiling-conditions).", fp16_zero))
     unc = f["tensor_uncounted"].fillna(False).astype(bool)
-    out.append(_item("tensor-uncounted", f"Tensor pipe active but no sm__ops_path_tensor_* ops for {count(unc)}: tensor FLOPs "
+    out.append(_item("tensor-uncounted", f"Tensor pipe active but no sm__ops_path_tensor_* ops for {_count(unc, n)}: tensor FLOPs "
                      "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, docs/formulas.md#profiling-conditions).", unc))
     if "tensor_peak_missing" in f.columns:
         tpm = f["tensor_peak_missing"].notna()
-        out.append(_item("tensor-peak-unknown", f"No peak for tensor variant(s) with work on {count(tpm)}: no tensor roof; "
+        out.append(_item("tensor-peak-unknown", f"No peak for tensor variant(s) with work on {_count(tpm, n)}: no tensor roof; "
                          "collect sm__ops_path_tensor_*.sum.peak_sustained or pass --device.", tpm))
+    return out
+
+
+def _lint_bytes_convention(f: pd.DataFrame) -> _Items:
+    """``bytes-convention``: L1/L2 bytes in NERSC's ``*_t_bytes`` convention (docs/formulas.md#work-bytes)."""
+    n = len(f)
     nersc = f["bytes_convention"].isin(["nersc", "mixed"])
     ceil_12 = pd.Series(False, index=f.index)
     for col in ("bw_l1", "bw_l2"):
         if col in f.columns:
             ceil_12 |= f[col].notna()
     with_ceil, no_ceil = nersc & ceil_12, nersc & ~ceil_12
-    out.append(_item("bytes-convention", f"L1/L2 bytes for {count(with_ceil)} use NERSC's l1tex__t_bytes / lts__t_bytes "
-                     "(all tag-stage traffic) with the device table's L1/L2 ceilings, not ncu's lsu_writeback / lts2xbar: "
-                     "intensities are not comparable with ncu's hierarchical roofline (docs/formulas.md#work-bytes).",
-                     with_ceil))
-    out.append(_item("bytes-convention", f"L1/L2 bytes for {count(no_ceil)} use NERSC's l1tex__t_bytes / lts__t_bytes "
-                     "(all tag-stage traffic) and no L1/L2 ceiling is known (no device table entry or .peak_sustained): "
-                     "those levels are shown but not evaluated (docs/formulas.md#work-bytes).", no_ceil))
     tb = f["bytes_convention"] == "t_bytes"
-    out.append(_item("bytes-convention", f"L1/L2 bytes and ceilings for {count(tb)} both from l1tex__t_bytes / "
-                     "lts__t_bytes and their .peak_sustained x unit cycles/s, the hierarchical-roofline metrics the export "
-                     "carries (one convention per kernel, docs/formulas.md#work-bytes).", tb))
+    return [
+        _item("bytes-convention", f"L1/L2 bytes for {_count(with_ceil, n)} use NERSC's l1tex__t_bytes / lts__t_bytes "
+              "(all tag-stage traffic) with the device table's L1/L2 ceilings, not ncu's lsu_writeback / lts2xbar: "
+              "intensities are not comparable with ncu's hierarchical roofline (docs/formulas.md#work-bytes).",
+              with_ceil),
+        _item("bytes-convention", f"L1/L2 bytes for {_count(no_ceil, n)} use NERSC's l1tex__t_bytes / lts__t_bytes "
+              "(all tag-stage traffic) and no L1/L2 ceiling is known (no device table entry or .peak_sustained): "
+              "those levels are shown but not evaluated (docs/formulas.md#work-bytes).", no_ceil),
+        _item("bytes-convention", f"L1/L2 bytes and ceilings for {_count(tb, n)} both from l1tex__t_bytes / "
+              "lts__t_bytes and their .peak_sustained x unit cycles/s, the hierarchical-roofline metrics the export "
+              "carries (one convention per kernel, docs/formulas.md#work-bytes).", tb),
+    ]
+
+
+def _lint_legacy(f: pd.DataFrame) -> _Items:
+    """``legacy-metrics``: pre-2020 metric names."""
     legacy = f["legacy_metrics"].fillna(False).astype(bool)
-    out.append(_item("legacy-metrics", f"Pre-2020 metric names (sm__sol_pct, dram__read_bytes ...) used for {count(legacy)}: "
-                     "SOL % and DRAM bytes are read from them; L1/L2 levels are not available in that layout.", legacy))
+    return [_item("legacy-metrics", f"Pre-2020 metric names (sm__sol_pct, dram__read_bytes ...) used for {_count(legacy, len(f))}: "
+                  "SOL % and DRAM bytes are read from them; L1/L2 levels are not available in that layout.", legacy)]
 
-    # clocks: measured SM clock vs the device's max clock (device__attribute_clock_rate, kHz)
-    if "clock_ratio" in f.columns:
-        low = f["clock_ratio"] < 0.97
-        if low.any():
-            lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
-            out.append(_item("clock-control", f"SM clock ran at {lo:.0%}-{hi:.0%} of the device's max clock for {count(low)} "
-                             "(ncu's default --clock-control base): absolute FLOP/s and durations are at that clock; "
-                             "percent of peak is unaffected (docs/formulas.md#profiling-conditions).", low))
-    out += _meta_lint(f, meta or {})
 
-    # several devices inside one input
-    if "device" in f.columns and "input" in f.columns:
-        dev = f["device"].astype("string").fillna("") + "|" + f.get("cc", pd.Series("", index=f.index)).astype("string").fillna("")
-        per_input = dev.groupby(f["input"].astype("string").fillna("")).transform("nunique")
-        mixed = per_input > 1
-        out.append(_item("mixed-devices", f"{count(mixed)} come from inputs that mix devices: ceilings are per kernel, but "
-                         "compare kernels across devices with care.", mixed))
-    return [o for o in out if o is not None]
+def _lint_clock(f: pd.DataFrame) -> _Items:
+    """``clock-control``: measured SM clock vs the device's max clock (device__attribute_clock_rate, kHz)."""
+    if "clock_ratio" not in f.columns:
+        return []
+    low = f["clock_ratio"] < 0.97
+    if not low.any():
+        return []
+    lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
+    return [_item("clock-control", f"SM clock ran at {lo:.0%}-{hi:.0%} of the device's max clock for {_count(low, len(f))} "
+                  "(ncu's default --clock-control base): absolute FLOP/s and durations are at that clock; "
+                  "percent of peak is unaffected (docs/formulas.md#profiling-conditions).", low)]
+
+
+def _lint_mixed_devices(f: pd.DataFrame) -> _Items:
+    """``mixed-devices``: several devices inside one input."""
+    if "device" not in f.columns or "input" not in f.columns:
+        return []
+    dev = f["device"].astype("string").fillna("") + "|" + f.get("cc", pd.Series("", index=f.index)).astype("string").fillna("")
+    per_input = dev.groupby(f["input"].astype("string").fillna("")).transform("nunique")
+    mixed = per_input > 1
+    return [_item("mixed-devices", f"{_count(mixed, len(f))} come from inputs that mix devices: ceilings are per kernel, but "
+                  "compare kernels across devices with care.", mixed)]
 
 
 _CACHE_NONE = re.compile(r"--cache-control[= ]+none")
 _CLOCK_NONE = re.compile(r"--clock-control[= ]+none")
 
 
-def _meta_lint(f: pd.DataFrame, meta: dict[str, dict[str, Any]]) -> list[dict[str, Any] | None]:
+def _meta_lint(f: pd.DataFrame, meta: dict[str, dict[str, Any]]) -> _Items:
     """Cache/clock control from the recorded ncu command line (parser ``meta['command']``)."""
     out: list[dict[str, Any] | None] = []
     if not meta or "input" not in f.columns:
