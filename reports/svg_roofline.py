@@ -169,20 +169,22 @@ def _hover(f: Mapping[str, Any], lvl_name: str, x: float) -> str:
             f"{f.get('label')} / {f.get('limiter')}")
 
 
+_Point = tuple[int, str, float, float]
+_Window = tuple[float, float, Mapping[str, Any]]
+
+
 def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]], *, title: str = "") -> str:
     """The panel as a standalone SVG document fragment (``<svg xmlns=...>...</svg>``)."""
     ceilings = list(panel.get("ceilings") or [])
     pts = _points(panel, families)
-    wpts = [(x, y, w) for w in panel.get("windows") or []
-            if (x := num(w.get("intensity"))) and (y := num(w.get("flops_s"))) and x > 0 and y > 0]
+    wpts: list[_Window] = [(x, y, w) for w in panel.get("windows") or []
+                           if (x := num(w.get("intensity"))) and (y := num(w.get("flops_s"))) and x > 0 and y > 0]
     ax = _Axes(*_ranges(ceilings, [(x, y) for _, _, x, y in pts] + [(x, y) for x, y, _ in wpts]))
     labelled = list(panel.get("labelled") or [])
     names = {lvl: lname for lvl, lname, _ in LEVELS}
     no_roof = [names.get(str(lvl), str(lvl)) for lvl in panel.get("no_roof") or []]
     key_lines = len(labelled) + 2 + (1 if no_roof else 0)
     total_h = H + 18 * key_lines + 8
-    shares = [num(families[i].get("time_share")) or 0.0 for i, _, _, _ in pts]
-    smax = max(shares, default=0.0) or 1.0
     cid = f"clip-{esc(panel.get('id', 'p'))}"
     body: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {total_h}" width="{W}" height="{total_h}" '
@@ -197,6 +199,20 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
         "performance (FLOP/s)</text>",
         f'<g clip-path="url(#{cid})">', *_ceilings_svg(ax, ceilings),
     ]
+    body += _markers_svg(ax, pts, families)
+    body += _windows_svg(ax, wpts)
+    body += _point_labels_svg(ax, pts, labelled, families)
+    body.append("</g>")
+    body += _key_svg(pts, wpts, labelled, families, no_roof)
+    body.append("</svg>")
+    return "".join(body)
+
+
+def _markers_svg(ax: _Axes, pts: Sequence[_Point], families: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One group ``lvl-<level>`` of family markers per memory level, sized by share of time."""
+    shares = [num(families[i].get("time_share")) or 0.0 for i, _, _, _ in pts]
+    smax = max(shares, default=0.0) or 1.0
+    body: list[str] = []
     for lvl, lname, shape in LEVELS:
         group = [f'<g class="lvl lvl-{lvl}" data-level="{lvl}">']
         for (i, lv, x, y), s in zip(pts, shares, strict=True):
@@ -209,21 +225,34 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
         group.append("</g>")
         if len(group) > 2:
             body += group
-    if wpts:
-        body.append('<g class="lvl lvl-windows" data-level="windows">')
-        for x, y, w in wpts:
-            px, py = ax.px(x), ax.py(y)
-            color = LABEL_COLORS.get(str(w.get("label")), "#555")
-            title = (f"GPU {w.get('gpu')} · {w.get('label')} · {w.get('windows')} window(s)"
-                     f"{' from ' + str(w.get('start')) if w.get('start') else ''}\n{x:.3g} FLOP/byte (DRAM) · "
-                     f"{fmt_num(y, 'FLOP/s')} · {fmt_num(w.get('dram_bytes_s'), 'B/s')} (estimates)")
-            body.append(f'<path d="M{px:.1f} {py - 6:.1f}L{px + 5.5:.1f} {py + 4:.1f}L{px - 5.5:.1f} {py + 4:.1f}Z" '
-                        f'fill="{color}" fill-opacity="0.6" stroke="#111" stroke-width="0.5"><title>{esc(title)}</title></path>')
-        body.append("</g>")
+    return body
+
+
+def _windows_svg(ax: _Axes, wpts: Sequence[_Window]) -> list[str]:
+    """The DCGM window triangles (group ``lvl-windows``), if any."""
+    if not wpts:
+        return []
+    body = ['<g class="lvl lvl-windows" data-level="windows">']
+    for x, y, w in wpts:
+        px, py = ax.px(x), ax.py(y)
+        color = LABEL_COLORS.get(str(w.get("label")), "#555")
+        title = (f"GPU {w.get('gpu')} · {w.get('label')} · {w.get('windows')} window(s)"
+                 f"{' from ' + str(w.get('start')) if w.get('start') else ''}\n{x:.3g} FLOP/byte (DRAM) · "
+                 f"{fmt_num(y, 'FLOP/s')} · {fmt_num(w.get('dram_bytes_s'), 'B/s')} (estimates)")
+        body.append(f'<path d="M{px:.1f} {py - 6:.1f}L{px + 5.5:.1f} {py + 4:.1f}L{px - 5.5:.1f} {py + 4:.1f}Z" '
+                    f'fill="{color}" fill-opacity="0.6" stroke="#111" stroke-width="0.5"><title>{esc(title)}</title></path>')
+    body.append("</g>")
+    return body
+
+
+def _point_labels_svg(ax: _Axes, pts: Sequence[_Point], labelled: Sequence[int],
+                      families: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The numbered names of the labelled families, next to their first level's marker."""
+    body: list[str] = []
     first_level = {i: (lv, x, y) for i, lv, x, y in reversed(pts)}
     for n, i in enumerate(labelled, 1):
         if i in first_level:
-            lv, x, y = first_level[i]
+            _lv, x, y = first_level[i]
             text = f"{n} {_short(families[i].get('family'), NAME_ON_CHART)}"
             px = ax.px(x)
             # stay inside the plot (the right margin holds the compute ceiling labels): left of the marker if needed
@@ -231,7 +260,13 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
             tx, anchor = (px - 9, ' text-anchor="end"') if right else (px + 9, "")
             body.append(f'<text x="{tx:.1f}" y="{ax.py(y) + (14 if right else -7):.1f}"{anchor} class="fl point-label" '
                         f'data-family="{i}">{esc(text)}</text>')
-    body.append("</g>")
+    return body
+
+
+def _key_svg(pts: Sequence[_Point], wpts: Sequence[_Window], labelled: Sequence[int],
+             families: Sequence[Mapping[str, Any]], no_roof: Sequence[str]) -> list[str]:
+    """The key under the chart: legend and colours, how to read it, missing roofs, the labelled families."""
+    body: list[str] = []
     ky = H + 4
     legend = "  ".join(f"{sym} {name}" for (_, name, _), sym in zip(LEVELS, ("●", "■", "◆"), strict=True))
     labels = sorted({str(families[i].get("label")) for i, _, _, _ in pts} | {str(w.get("label")) for _, _, w in wpts})
@@ -255,5 +290,4 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
         body.append(f'<text x="{ML}" y="{ky}" class="ky"><tspan font-weight="600">{n}</tspan> '
                     f"{esc(_short(f.get('family'), NAME_IN_KEY))} — {esc(f.get('label'))} ({esc(f.get('limiter'))}), "
                     f"{esc(fmt_pct(f.get('time_share')))} of kernel time</text>")
-    body.append("</svg>")
-    return "".join(body)
+    return body
