@@ -29,27 +29,37 @@ def _pre_hopper(model: Any, spec: Any) -> bool:
     return isinstance(model, str) and not _HOPPER_PLUS.search(model)
 
 
+def _item(code: str, message: str) -> dict[str, Any]:
+    return {"code": code, "message": message, "kernels": []}
+
+
 def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> list[dict[str, Any]]:
-    lint: list[dict[str, Any]] = []
-
-    def add(code: str, message: str) -> None:
-        lint.append({"code": code, "message": message, "kernels": []})
-
+    """Window lint items: multiplexing zeros, sampling interval and gaps, missing profiling fields, bad values."""
     if not len(windows):
-        return lint
-    # multiplexing zeros: SM active exactly 0 in samples while GR active > 0 (pre-Hopper profiling module)
+        return []
+    return [*_multiplexing_lint(windows, device), *_interval_lint(samples),
+            *_profiling_fields_lint(windows), *_value_lint(samples)]
+
+
+def _multiplexing_lint(windows: pd.DataFrame, device: str | None) -> list[dict[str, Any]]:
+    """SM active exactly 0 in samples while GR active > 0 (pre-Hopper profiling module)."""
     specs = resolve_devices(list(dict.fromkeys(windows["model"].tolist())), device)
     susp = windows[(windows["gr_active"] > IDLE_MAX) & (windows["sm_active__n"] > 0)
                    & (windows["sm_active__zero"] >= 0.2 * windows["sm_active__n"])]
     susp = susp[[_pre_hopper(m, specs.get(m)) for m in susp["model"]]]
-    if len(susp):
-        gpus = sorted({f"{_txt(h)}/{_txt(g)}" for h, g in zip(susp["host"], susp["gpu"], strict=True)})
-        add("dcgm-multiplexing-zeros",
-            f"{len(susp)} window(s) on pre-Hopper GPUs ({', '.join(gpus[:5])}) read SM active exactly 0 "
-            "while the graphics engine was busy: profiling counters from different hardware groups are "
-            "multiplexed (or held by another profiler); treat those zeros as missing, watch fewer "
-            "profiling fields at once")
-    # sampling interval, gaps, the 30 s exporter default
+    if not len(susp):
+        return []
+    gpus = sorted({f"{_txt(h)}/{_txt(g)}" for h, g in zip(susp["host"], susp["gpu"], strict=True)})
+    return [_item("dcgm-multiplexing-zeros",
+                  f"{len(susp)} window(s) on pre-Hopper GPUs ({', '.join(gpus[:5])}) read SM active exactly 0 "
+                  "while the graphics engine was busy: profiling counters from different hardware groups are "
+                  "multiplexed (or held by another profiler); treat those zeros as missing, watch fewer "
+                  "profiling fields at once")]
+
+
+def _interval_lint(samples: pd.DataFrame) -> list[dict[str, Any]]:
+    """Sampling interval per GPU: the 30 s exporter default and gaps over 3x the usual interval."""
+    out: list[dict[str, Any]] = []
     ent = ["host", "gpu", "uuid", "mig"]
     s = samples[[c for c in ent if c in samples.columns] + ["timestamp"]].drop_duplicates()
     ms = _epoch_ms(s["timestamp"])
@@ -57,51 +67,61 @@ def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> l
     keys = [c for c in ent if c in s.columns]
     s = s.assign(_d=s.groupby(keys, dropna=False, sort=False)["_t"].diff())
     s = s[s["_d"] > 0]
-    if len(s):
-        med = s.groupby(keys, dropna=False, sort=False)["_d"].transform("median").to_numpy(dtype="float64")
-        d = s["_d"].to_numpy(dtype="float64")
-        ent_med = s.assign(_m=med).drop_duplicates(keys)
-        at30 = ent_med[(ent_med["_m"] - 30000).abs() <= 1000]
-        if len(at30):
-            names = [f"{_txt(h)}/{_txt(g)}" for h, g in zip(at30["host"], at30["gpu"], strict=True)]
-            add("dcgm-exporter-30s-interval",
-                f"samples of {len(at30)} GPU(s) ({', '.join(sorted(set(names))[:5])}) are 30 s apart "
-                "(dcgm-exporter's default collect interval, -c 30000): phases shorter than a minute are "
-                "averaged away; use -c 1000 (or dcgmi dmon -d 1000) to see them")
-        gap = d > np.maximum(3 * med, 1.0)
-        if gap.any():
-            worst = float(d[gap].max()) / 1000
-            add("dcgm-sampling-gap",
-                f"{int(gap.sum())} gap(s) in sampling longer than 3x the GPU's usual interval "
-                f"(longest {worst:g} s): exporter restarts, node down or scrape failures; those times "
-                "have no windows")
-    # missing profiling fields per GPU
+    if not len(s):
+        return out
+    med = s.groupby(keys, dropna=False, sort=False)["_d"].transform("median").to_numpy(dtype="float64")
+    d = s["_d"].to_numpy(dtype="float64")
+    ent_med = s.assign(_m=med).drop_duplicates(keys)
+    at30 = ent_med[(ent_med["_m"] - 30000).abs() <= 1000]
+    if len(at30):
+        names = [f"{_txt(h)}/{_txt(g)}" for h, g in zip(at30["host"], at30["gpu"], strict=True)]
+        out.append(_item("dcgm-exporter-30s-interval",
+                         f"samples of {len(at30)} GPU(s) ({', '.join(sorted(set(names))[:5])}) are 30 s apart "
+                         "(dcgm-exporter's default collect interval, -c 30000): phases shorter than a minute are "
+                         "averaged away; use -c 1000 (or dcgmi dmon -d 1000) to see them"))
+    gap = d > np.maximum(3 * med, 1.0)
+    if gap.any():
+        worst = float(d[gap].max()) / 1000
+        out.append(_item("dcgm-sampling-gap",
+                         f"{int(gap.sum())} gap(s) in sampling longer than 3x the GPU's usual interval "
+                         f"(longest {worst:g} s): exporter restarts, node down or scrape failures; those times "
+                         "have no windows"))
+    return out
+
+
+def _profiling_fields_lint(windows: pd.DataFrame) -> list[dict[str, Any]]:
+    """GPUs with no DCGM profiling field at all."""
     prof = [f"{m}__n" for m in ("gr_active", "sm_active", "tensor_active", "dram_active",
                                  "fp64_active", "fp32_active", "fp16_active")]
     per = windows.assign(_p=windows[prof].sum(axis=1)).groupby(
         ["host", "gpu", "mig"], dropna=False, sort=True).agg(p=("_p", "sum"), model=("model", "first"))
     none = per[per["p"] == 0]
-    if len(none):
-        names = [f"{_txt(h)}/{_txt(g)}{'/' + mg if isinstance(mg, str) else ''}"
-                 f" ({mo or 'model unknown'})" for (h, g, mg), mo in zip(none.index, none["model"], strict=True)]
-        add("dcgm-no-profiling-fields",
-            f"no DCGM profiling fields (1001-1008) for {len(none)} GPU(s): {', '.join(names[:6])}. "
-            "vGPU guests and pre-Volta GPUs have none; dcgm-exporter's default CSV enables only GR, tensor "
-            "and DRAM; another profiler may hold the counters. Those windows use NVML GPU_UTIL only")
-    # sentinel / implausible values that reached the table
+    if not len(none):
+        return []
+    names = [f"{_txt(h)}/{_txt(g)}{'/' + mg if isinstance(mg, str) else ''}"
+             f" ({mo or 'model unknown'})" for (h, g, mg), mo in zip(none.index, none["model"], strict=True)]
+    return [_item("dcgm-no-profiling-fields",
+                  f"no DCGM profiling fields (1001-1008) for {len(none)} GPU(s): {', '.join(names[:6])}. "
+                  "vGPU guests and pre-Volta GPUs have none; dcgm-exporter's default CSV enables only GR, tensor "
+                  "and DRAM; another profiler may hold the counters. Those windows use NVML GPU_UTIL only")]
+
+
+def _value_lint(samples: pd.DataFrame) -> list[dict[str, Any]]:
+    """Sentinel and implausible values that reached the table."""
+    out: list[dict[str, Any]] = []
     vals = samples["value"].to_numpy(dtype="float64")
     sent = F.sentinel_mask(vals)
     if sent.any():
-        add("dcgm-sentinel-values", f"{int(sent.sum())} sample(s) hold DCGM blank sentinel values "
-                                    "(DCGM_*_BLANK/NOT_SUPPORTED...): ignored as data")
+        out.append(_item("dcgm-sentinel-values", f"{int(sent.sum())} sample(s) hold DCGM blank sentinel values "
+                                                 "(DCGM_*_BLANK/NOT_SUPPORTED...): ignored as data"))
     ratio_ids = [k for k, v in PROFILE_METRICS.items() if v in RATIO_METRICS]
     fid = samples["field_id"].to_numpy()
     big = np.isin(fid, ratio_ids) & (vals > 1.2) & ~sent
     if big.any():
-        add("dcgm-implausible-ratio", f"{int(big.sum())} profiling ratio sample(s) above 1.2 (max "
-                                      f"{float(vals[big].max()):g}); ratios are 0..1 (slightly above 1 "
-                                      "is possible under MIG): check units or placeholder values")
-    return lint
+        out.append(_item("dcgm-implausible-ratio", f"{int(big.sum())} profiling ratio sample(s) above 1.2 (max "
+                                                   f"{float(vals[big].max()):g}); ratios are 0..1 (slightly above 1 "
+                                                   "is possible under MIG): check units or placeholder values"))
+    return out
 
 
 def coverage_lint(windows: pd.DataFrame) -> list[dict[str, Any]]:
