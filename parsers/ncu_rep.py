@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,13 +113,31 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
-    """Parse one report file into the kernel and rules tables."""
+    """Parse one report file into the kernel and rules tables (docs/formulas.md#inputs)."""
     path = src.path
     info = read_container(src.file)  # the bytes read: a decompressed copy of a .ncu-repz (parsers.open_input)
     if not _module_available():
         raise InputError(path, "is an Nsight Compute report, and reading it needs NVIDIA's ncu_report module", INSTALL_HINT)
     timeout = _timeout_s(info.size)
     messages, rc, stderr_tail = _run_worker(str(src.file), timeout)
+    _raise_fatal(path, messages)
+    crash = _reader_crash(path, messages, rc, timeout)
+    got = _collect_results(path, messages, info)
+    if not got.rows:
+        reason = _no_results_reason(info) if crash is None else f"cannot be read: {crash}"
+        raise InputError(path, reason, REEXPORT_HINT)
+    rejected = got.rejected + _lost_results(path, info, got.count, crash)
+    kernels = normalize_kernels(pd.DataFrame(got.rows))
+    rules_df = pd.DataFrame(got.rules, columns=list(RULE_COLUMNS)) if got.rules else empty_rules()
+    rules_df = rules_df.astype(RULE_COLUMNS)
+    accounting = InputAccounting(path=path, format=FORMAT, records=len(got.rows), rejected=len(rejected))
+    rejected.extend(got.bad_cells)
+    meta = _meta(info, messages, crash, stderr_tail, got.unknown_units)
+    return ParseResult(accounting=accounting, kernels=kernels, rules=rules_df, rejected=rejected, meta=meta)
+
+
+def _raise_fatal(path: str, messages: list[dict[str, Any]]) -> None:
+    """Raise :class:`InputError` when the reader reported a fatal error (module missing or file unreadable)."""
     fatal = next((m for m in messages if m.get("kind") == "fatal"), None)
     if fatal and fatal.get("what") == "import":
         raise InputError(path, "is an Nsight Compute report, and reading it needs NVIDIA's ncu_report module "
@@ -126,88 +145,112 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     if fatal:
         raise InputError(path, f"cannot be read as an Nsight Compute report ({_one_line(str(fatal.get('error')), 200)})",
                          REEXPORT_HINT)
-    finished = any(m.get("kind") == "end" for m in messages)
-    started = any(m.get("kind") == "start" for m in messages)
-    crash = None
-    if not finished:
-        if rc is None:
-            crash = f"NVIDIA's ncu_report did not finish reading it within {timeout:.0f} s"
-        else:
-            how = f"signal {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit {rc}"
-            crash = f"NVIDIA's ncu_report crashed reading it ({how})"
-        if not started:
-            hint = f"set {TIMEOUT_ENV} to allow more time" if rc is None else REEXPORT_HINT
-            raise InputError(path, f"cannot be read: {crash}; the file is likely corrupt", hint)
 
-    rows: list[dict[str, Any]] = []
-    rules: list[dict[str, Any]] = []
-    rejected: list[Rejected] = []
-    bad_cells: list[Rejected] = []  # listed, not counted: the launch is kept
-    unknown_units: set[str] = set()
-    index = 0
+
+def _reader_crash(path: str, messages: list[dict[str, Any]], rc: int | None, timeout: float) -> str | None:
+    """How the reader stopped before its end (timeout, signal, exit code), or ``None`` when it finished.
+
+    A reader that stopped before its first result is an :class:`InputError` (docs/formulas.md#inputs).
+    """
+    if any(m.get("kind") == "end" for m in messages):
+        return None
+    if rc is None:
+        crash = f"NVIDIA's ncu_report did not finish reading it within {timeout:.0f} s"
+    else:
+        how = f"signal {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit {rc}"
+        crash = f"NVIDIA's ncu_report crashed reading it ({how})"
+    if not any(m.get("kind") == "start" for m in messages):
+        hint = f"set {TIMEOUT_ENV} to allow more time" if rc is None else REEXPORT_HINT
+        raise InputError(path, f"cannot be read: {crash}; the file is likely corrupt", hint)
+    return crash
+
+
+@dataclass
+class _Results:
+    """What the reader's messages give: kernel rows, rule rows, rejections and the results seen."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    bad_cells: list[Rejected] = field(default_factory=list)  # listed, not counted: the launch is kept
+    unknown_units: set[str] = field(default_factory=set)
+    count: int = 0  # results seen (read or rejected): the next result's index
+
+
+def _collect_results(path: str, messages: list[dict[str, Any]], info: ContainerInfo) -> _Results:
+    """One row per usable result, one rejection per unusable one, in order (docs/formulas.md#inputs)."""
+    got = _Results()
     for msg in messages:
         kind = msg.get("kind")
         if kind == "error":
             if msg.get("action") is None:
-                rejected.append(Rejected(path, None, f"range {msg.get('range')} cannot be read: "
-                                         f"{_one_line(str(msg.get('error')))}"))
+                got.rejected.append(Rejected(path, None, f"range {msg.get('range')} cannot be read: "
+                                             f"{_one_line(str(msg.get('error')))}"))
                 continue
-            rejected.append(Rejected(path, None, f"result {index} (range {msg.get('range')}, action "
-                                     f"{msg.get('action')}) cannot be read: {_one_line(str(msg.get('error')))}"))
-            index += 1
-            continue
-        if kind != "result":
-            continue
-        where = f"result {index} (range {msg.get('range')}, action {msg.get('action')})"
-        row = _build_row(msg, unknown_units)
-        problem = _incomplete(row, index, info)
-        if problem:
-            rejected.append(Rejected(path, None, f"{where} {problem}"))
-            index += 1
-            continue
-        dur = row.get("duration_s")
-        if dur is not None and dur < 0:
-            bad_cells.append(Rejected(path, None, f"{where}: negative duration {dur} s set to null"))
-            row["duration_s"] = None
-        row.update(input=path, index=index, id=str(index))
-        rows.append(row)
-        rules.extend(dict(rule, input=path, index=index) for rule in _build_rules(msg.get("rules") or []))
-        index += 1
+            got.rejected.append(Rejected(path, None, f"result {got.count} (range {msg.get('range')}, action "
+                                         f"{msg.get('action')}) cannot be read: {_one_line(str(msg.get('error')))}"))
+            got.count += 1
+        elif kind == "result":
+            _add_result(path, msg, info, got)
+            got.count += 1
+    return got
 
-    declared = info.declared_results
-    if not rows:
-        reason = _no_results_reason(info) if crash is None else f"cannot be read: {crash}"
-        raise InputError(path, reason, REEXPORT_HINT)
-    where = f" (the block at byte {info.truncated_at} runs past the end of the file)" if info.truncated_at else ""
+
+def _add_result(path: str, msg: dict[str, Any], info: ContainerInfo, got: _Results) -> None:
+    """Add one ``result`` message: its row and rules, or its rejection; a negative duration is nulled."""
+    index = got.count
+    where = f"result {index} (range {msg.get('range')}, action {msg.get('action')})"
+    row = _build_row(msg, got.unknown_units)
+    problem = _incomplete(row, index, info)
+    if problem:
+        got.rejected.append(Rejected(path, None, f"{where} {problem}"))
+        return
+    dur = row.get("duration_s")
+    if dur is not None and dur < 0:
+        got.bad_cells.append(Rejected(path, None, f"{where}: negative duration {dur} s set to null"))
+        row["duration_s"] = None
+    row.update(input=path, index=index, id=str(index))
+    got.rows.append(row)
+    got.rules.extend(dict(rule, input=path, index=index) for rule in _build_rules(msg.get("rules") or []))
+
+
+def _truncation_where(info: ContainerInfo) -> str:
+    """`` (the block at byte N runs past the end of the file)`` for a truncated report, else ``""``."""
+    return f" (the block at byte {info.truncated_at} runs past the end of the file)" if info.truncated_at else ""
+
+
+def _lost_results(path: str, info: ContainerInfo, seen: int, crash: str | None) -> list[Rejected]:
+    """Rejections for results never seen: one line after a crash, else one per declared result not read."""
     if crash is not None:
-        rejected.append(Rejected(path, None, f"results from {index} on are lost: {crash}"))
-    elif declared is not None and declared > index:
-        for k in range(index, declared):
-            rejected.append(
-                Rejected(path, None, f"result {k} of {declared} declared by the report cannot be read{where}")
-            )
+        return [Rejected(path, None, f"results from {seen} on are lost: {crash}")]
+    declared = info.declared_results
+    if declared is None or declared <= seen:
+        return []
+    where = _truncation_where(info)
+    return [Rejected(path, None, f"result {k} of {declared} declared by the report cannot be read{where}")
+            for k in range(seen, declared)]
 
-    kernels = normalize_kernels(pd.DataFrame(rows))
-    rules_df = pd.DataFrame(rules, columns=list(RULE_COLUMNS)) if rules else empty_rules()
-    rules_df = rules_df.astype(RULE_COLUMNS)
-    accounting = InputAccounting(path=path, format=FORMAT, records=len(rows), rejected=len(rejected))
-    rejected.extend(bad_cells)
+
+def _meta(
+    info: ContainerInfo, messages: list[dict[str, Any]], crash: str | None, stderr_tail: str, unknown_units: set[str]
+) -> dict[str, Any]:
+    """``meta`` of the parse result: versions, command line, truncation, reader crash, unknown units."""
     meta: dict[str, Any] = {
         "ncu_version": info.ncu_version,
         "command_line": info.command_line,
-        "declared_results": declared,
+        "declared_results": info.declared_results,
         "ncu_report_version": next((m.get("library_version") for m in messages if m.get("kind") == "start"), None),
     }
     if info.truncated_at is not None:
         meta["truncated_at_byte"] = info.truncated_at
-        meta["truncation_note"] = f"the report is cut short{where}; results stored after it are lost"
+        meta["truncation_note"] = f"the report is cut short{_truncation_where(info)}; results stored after it are lost"
     if crash is not None:
         meta["reader_crash"] = crash
         if stderr_tail.strip():
             meta["reader_stderr"] = stderr_tail[-500:]
     if unknown_units:
         meta["unknown_units"] = sorted(unknown_units)
-    return ParseResult(accounting=accounting, kernels=kernels, rules=rules_df, rejected=rejected, meta=meta)
+    return meta
 
 
 def _incomplete(row: dict[str, Any], index: int, info: ContainerInfo) -> str | None:
