@@ -26,6 +26,8 @@ such column, plus how many more); the launch itself stays a record, so that line
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -58,20 +60,64 @@ FORMAT = "ncu-raw-csv"
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Parse a raw-page export into the canonical kernel table (see module docstring)."""
     text = src.text()
-    units: dict[str, str] = {}
-    n_unit_rows = 0
+    units = _UnitsRows()
+    df, line_nos, bad, sep = read_blocks(src.path, text, units.read)
+    df, line_nos, repeats = _drop_repeats(df, line_nos)
+    metric_cols = [c for c in df.columns if c not in NON_METRIC_COLUMNS]
+    sample = sample_values([df[c] for c in metric_cols[:200]]) if sep == ";" else []
+    dc = detect_decimal_comma(sep, sample, opts.decimal_comma)
+    meta: dict[str, object] = {
+        "page": "raw",
+        "header": "old" if "Kernel Time" in df.columns else "new",
+        "separator": sep,
+        "decimal_comma": dc,
+        "units_row": units.count > 0,
+        "errors": error_lines(text),
+    }
+    cols = _metric_columns(df, metric_cols, units.units, dc)
+    meta["text_columns"] = cols.text_cols
+    hints = scan_hints(text)
+    if hints:
+        meta["device_hints"] = hints
+    if cols.unknown_units:
+        meta["unknown_units"] = cols.unknown_units
+    metrics = pd.DataFrame(cols.nums, index=df.index, columns=cols.kept)
+    kern = _kernel_table(df, src.path, line_nos, metrics, cols.device)
+    measured = measured_columns(cols.kept)
+    has_value = metrics[measured].notna().any(axis=1) if measured else pd.Series(False, index=df.index)
+    accepted = set(zip(df["ID"].str.strip(), df["Process ID"].str.strip(), strict=True)) if bad else set()
+    rejected = _bad_rows(src.path, bad + repeats)
+    rejected += _bad_cells(src.path, df, line_nos, pd.DataFrame(cols.badm, columns=cols.kept))
+    acc = InputAccounting(
+        path=src.path,
+        format=FORMAT,
+        records=int(has_value.sum()),
+        missing=int((~has_value).sum()),
+        rejected=rejected_launches(bad, accepted) + len(repeats),
+    )
+    return ParseResult(accounting=acc, kernels=normalize_kernels(kern), rejected=rejected, meta=meta)
 
-    def read_one(block: CsvBlock, _text: str) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
-        nonlocal n_unit_rows
+
+class _UnitsRows:
+    """Block reader that consumes each block's units row and keeps the first unit seen per column.
+
+    A units row has every identity cell empty (the row after each header; docs/formulas.md#inputs).
+    """
+
+    def __init__(self) -> None:
+        self.units: dict[str, str] = {}
+        self.count = 0  # units rows seen
+
+    def read(self, block: CsvBlock, _text: str) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
+        """Read one block (a :data:`parsers.ncu_csv.BlockReader`), its units rows taken out."""
         df, nos, bad = read_block(block, {len(block.header)})
-        # Units rows: every identity cell empty (the first one after each header).
         ident_cols = [c for c in df.columns if c in NON_METRIC_COLUMNS]
         is_units = (df[ident_cols] == "").all(axis=1) if ident_cols else pd.Series(False, index=df.index)
         for _, row in df.loc[is_units].iterrows():  # one per block
-            n_unit_rows += 1
+            self.count += 1
             for c in df.columns:
-                if c not in NON_METRIC_COLUMNS and c not in units:
-                    units[c] = str(row[c])
+                if c not in NON_METRIC_COLUMNS and c not in self.units:
+                    self.units[c] = str(row[c])
         units_at = np.flatnonzero(is_units.to_numpy())
         if len(units_at) == 1 and units_at[0] == 0:  # the usual place: no copy
             df, nos = df.iloc[1:].reset_index(drop=True), nos[1:]
@@ -79,30 +125,39 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             df, nos = df.loc[~is_units.to_numpy()].reset_index(drop=True), nos[~is_units.to_numpy()]
         return df, nos, bad
 
-    df, line_nos, bad, sep = read_blocks(src.path, text, read_one)
 
-    # Repeated (ID, PID): keep the first, reject the others (each counted: records + missing +
-    # rejected = the rows of the page).
+def _drop_repeats(df: pd.DataFrame, line_nos: np.ndarray) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
+    """Keep the first row of each (ID, PID), reject the others, each counted (docs/formulas.md#inputs).
+
+    records + missing + rejected = the rows of the page.
+    """
     dup = df.duplicated(["ID", "Process ID"]).to_numpy()
     repeats = [BadRow(int(n), f"repeats launch ID {i} of process {p}", i, p)
                for i, p, n in zip(df.loc[dup, "ID"], df.loc[dup, "Process ID"], line_nos[dup], strict=True)]
     if repeats:
         df, line_nos = df.loc[~dup].reset_index(drop=True), line_nos[~dup]
+    return df, line_nos, repeats
 
-    metric_cols = [c for c in df.columns if c not in NON_METRIC_COLUMNS]
-    sample = sample_values([df[c] for c in metric_cols[:200]]) if sep == ";" else []
-    dc = detect_decimal_comma(sep, sample, opts.decimal_comma)
 
-    meta: dict[str, object] = {
-        "page": "raw",
-        "header": "old" if "Kernel Time" in df.columns else "new",
-        "separator": sep,
-        "decimal_comma": dc,
-        "units_row": n_unit_rows > 0,
-        "errors": error_lines(text),
-    }
+@dataclass
+class _MetricColumns:
+    """The numeric metric columns of a page: values in SI units, unreadable-cell mask, and what was left out."""
+
+    kept: list[str]
+    nums: np.ndarray
+    badm: np.ndarray
+    text_cols: list[str]
+    device: pd.Series | None
+    unknown_units: dict[str, str]
+
+
+def _metric_columns(df: pd.DataFrame, metric_cols: list[str], units: dict[str, str], dc: bool) -> _MetricColumns:
+    """Numbers of every metric column, reduced, scaled to SI and sanitized (docs/formulas.md#inputs).
+
+    A column with unreadable cells and no number at all is a text attribute, not a metric; the
+    display name becomes the ``device`` column.
+    """
     nums, badm = numeric_frame(df, metric_cols, [instance_reducer(c) for c in metric_cols], dc)
-    # A column with unreadable cells and no number at all is a text attribute, not a metric.
     text_mask = badm.any(axis=0) & np.isnan(nums).all(axis=0)
     text_cols = [c for c, t in zip(metric_cols, text_mask, strict=True) if t]
     device: pd.Series | None = None
@@ -123,34 +178,20 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     if insane.any():
         nums[insane] = np.nan
         badm = badm | insane
-    meta["text_columns"] = text_cols
-    hints = scan_hints(text)
-    if hints:
-        meta["device_hints"] = hints
-    if unknown_units:
-        meta["unknown_units"] = unknown_units
+    return _MetricColumns(kept, nums, badm, text_cols, device, unknown_units)
 
-    ident = identity_frame(df, src.path, line_nos)
-    metrics = pd.DataFrame(nums, index=df.index, columns=kept)
+
+def _kernel_table(
+    df: pd.DataFrame, path: str, line_nos: np.ndarray, metrics: pd.DataFrame, device: pd.Series | None
+) -> pd.DataFrame:
+    """Identity columns, metric columns, ``device`` and launch ``index``: the kernel table before normalizing."""
+    ident = identity_frame(df, path, line_nos)
     kern = pd.concat([ident, metrics], axis=1)
     if device is not None:
         kern["device"] = device
     kern = fill_launch_identity(kern)
     kern["index"] = pd.array(np.arange(len(kern)), dtype="Int64")
-
-    measured = measured_columns(kept)
-    has_value = metrics[measured].notna().any(axis=1) if measured else pd.Series(False, index=df.index)
-    accepted = set(zip(df["ID"].str.strip(), df["Process ID"].str.strip(), strict=True)) if bad else set()
-    rejected = _bad_rows(src.path, bad + repeats)
-    rejected += _bad_cells(src.path, df, line_nos, pd.DataFrame(badm, columns=kept))
-    acc = InputAccounting(
-        path=src.path,
-        format=FORMAT,
-        records=int(has_value.sum()),
-        missing=int((~has_value).sum()),
-        rejected=rejected_launches(bad, accepted) + len(repeats),
-    )
-    return ParseResult(accounting=acc, kernels=normalize_kernels(kern), rejected=rejected, meta=meta)
+    return kern
 
 
 def _bad_rows(path: str, bad: list[BadRow]) -> list[Rejected]:
