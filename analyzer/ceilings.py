@@ -60,7 +60,11 @@ def _cells(values: pd.Series, take: np.ndarray) -> np.ndarray:
 def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch: pd.DataFrame,
                      tensor_ops: pd.DataFrame, bytes_conv: pd.DataFrame, option: DeviceSpec | None = None,
                      hints: dict[str, dict[str, Any]] | None = None) -> Ceilings:
-    """Every kernel's ceilings, each with its source (see the module docstring for the order)."""
+    """Every kernel's ceilings, each with its source (see the module docstring for the order).
+
+    Stays whole (over 60 lines): the order of the ``fill`` calls is the precedence (--device, export,
+    table, tensor mix), kept in one place so it reads as the rule in docs/formulas.md#ceilings.
+    """
     idx = df.index
     n = len(idx)
     sm_hz, _ = M.clock_hz(df, "sm")
@@ -180,14 +184,7 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
     with np.errstate(divide="ignore", invalid="ignore"):
         val = np.where(did_work & (missing == ""), num / den, np.nan)
     # nothing ran on the tensor cores: show the dense FP16/BF16 roof (export variant, else table)
-    disp = np.full(n, np.nan)
-    disp_src = np.full(n, np.nan, dtype=object)
-    for v in ("src_fp16_dst_fp32", "src_fp16", "src_bf16_dst_fp32", "src_fp16_bf16_tf32_dst_fp32",
-              "src_fp16_dst_fp32_sparsity_off", "src_bf16_dst_fp32_sparsity_off"):
-        e = _floats(M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
-        take = np.isnan(disp) & ~np.isnan(e)
-        disp[take] = e[take]
-        disp_src[take] = f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second"
+    disp, disp_src = _export_dense_tensor_peak(df, hz)
     val = np.where(did_work, val, disp)
     src = np.full(n, np.nan, dtype=object)
     det = np.full(n, np.nan, dtype=object)
@@ -213,6 +210,20 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
     missing_peak = pd.Series(missing, index=idx, dtype="object").str.strip().replace("", None)
     return (pd.Series(val, index=idx, dtype="float64"), pd.Series(src, index=idx, dtype="object"),
             pd.Series(det, index=idx, dtype="object"), missing_peak)
+
+
+def _export_dense_tensor_peak(df: pd.DataFrame, hz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The export's dense FP16/BF16 tensor peak per row (first variant present) and its metric text."""
+    n = len(df)
+    disp = np.full(n, np.nan)
+    disp_src = np.full(n, np.nan, dtype=object)
+    for v in ("src_fp16_dst_fp32", "src_fp16", "src_bf16_dst_fp32", "src_fp16_bf16_tf32_dst_fp32",
+              "src_fp16_dst_fp32_sparsity_off", "src_bf16_dst_fp32_sparsity_off"):
+        e = _floats(M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
+        take = np.isnan(disp) & ~np.isnan(e)
+        disp[take] = e[take]
+        disp_src[take] = f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second"
+    return disp, disp_src
 
 
 def _floats(values: pd.Series) -> np.ndarray:

@@ -300,25 +300,7 @@ def family_table(results: pd.DataFrame) -> pd.DataFrame:
     if not n:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in FAMILY_COLUMNS})
     fam = results["family"].astype(str) if "family" in results.columns else assign_families(results)
-    w = launch_weights(results).to_numpy()
-    dur = _num(results, "duration_s").to_numpy()
-    flops = _num(results, "flops").to_numpy()
-    att = _num(results, "attainable_flops_s").to_numpy()
-    cols: dict[str, Any] = {"family": fam.to_numpy(dtype=object), "pos": np.arange(n), "w": w,
-                            "time": dur * w, "flops": flops * w}
-    ok_t = np.isfinite(dur) & np.isfinite(flops)
-    cols["flops_t"] = np.where(ok_t, flops * w, np.nan)
-    cols["time_f"] = np.where(ok_t, dur * w, np.nan)
-    ok_a = np.isfinite(att) & np.isfinite(dur)
-    cols["att_t"] = np.where(ok_a, att * dur * w, np.nan)
-    cols["time_a"] = np.where(ok_a, dur * w, np.nan)
-    for lvl in _LEVELS:
-        b = _num(results, f"bytes_{lvl}").to_numpy()
-        ok = np.isfinite(b) & np.isfinite(flops)
-        cols[f"bytes_{lvl}"] = b * w
-        cols[f"fl_{lvl}"] = np.where(ok, flops * w, np.nan)
-        cols[f"by_{lvl}"] = np.where(ok, b * w, np.nan)
-    frame = pd.DataFrame(cols)
+    frame = _weighted_rows(results, fam)
     g = frame.groupby("family", sort=False)
     out = pd.DataFrame({"launches": g["w"].sum(), "time_s": g["time"].sum(min_count=1),
                         "flops": g["flops"].sum(min_count=1)})
@@ -347,6 +329,31 @@ def family_table(results: pd.DataFrame) -> pd.DataFrame:
     out = out.rename_axis("family").reset_index()
     out = out.sort_values(["time_s", "launches"], ascending=[False, False], kind="stable", na_position="last")
     return out[list(FAMILY_COLUMNS)].reset_index(drop=True)
+
+
+def _weighted_rows(results: pd.DataFrame, fam: pd.Series) -> pd.DataFrame:
+    """Per row: family, position, launch weight and the weighted sums :func:`family_table` adds up
+    (a ratio's numerator and denominator only where both are known)."""
+    n = len(results)
+    w = launch_weights(results).to_numpy()
+    dur = _num(results, "duration_s").to_numpy()
+    flops = _num(results, "flops").to_numpy()
+    att = _num(results, "attainable_flops_s").to_numpy()
+    cols: dict[str, Any] = {"family": fam.to_numpy(dtype=object), "pos": np.arange(n), "w": w,
+                            "time": dur * w, "flops": flops * w}
+    ok_t = np.isfinite(dur) & np.isfinite(flops)
+    cols["flops_t"] = np.where(ok_t, flops * w, np.nan)
+    cols["time_f"] = np.where(ok_t, dur * w, np.nan)
+    ok_a = np.isfinite(att) & np.isfinite(dur)
+    cols["att_t"] = np.where(ok_a, att * dur * w, np.nan)
+    cols["time_a"] = np.where(ok_a, dur * w, np.nan)
+    for lvl in _LEVELS:
+        b = _num(results, f"bytes_{lvl}").to_numpy()
+        ok = np.isfinite(b) & np.isfinite(flops)
+        cols[f"bytes_{lvl}"] = b * w
+        cols[f"fl_{lvl}"] = np.where(ok, flops * w, np.nan)
+        cols[f"by_{lvl}"] = np.where(ok, b * w, np.nan)
+    return pd.DataFrame(cols)
 
 
 def _isna(v: Any) -> bool:

@@ -196,6 +196,21 @@ def _label_spans(g: pd.DataFrame, ax: TimeAxis, pixels: int) -> tuple[list[Span]
     return spans, True
 
 
+def _family_caption(fam: str, reduced: bool, coarse: bool) -> str:
+    """The caption under one metric family's chart."""
+    cap = ("One line per GPU; each step is one window's value from the document, drawn from the window's "
+           "start to the end of the time it covers (a dot: a window that covers no time, e.g. one scrape). "
+           "Hover a column for every GPU's value there.")
+    if reduced:
+        cap += (f" More windows than {BUCKET_PX}-pixel buckets: each bucket shows the min–max envelope "
+                "(shaded) and the mean (line) of the windows in it.")
+    if coarse:
+        cap += " NVML / nvidia-smi signal (dashed), coarse" + (
+            ": GPU util counts any kernel resident in the sample period, not how busy the SMs are."
+            if fam == "gpu_util" else ".")
+    return cap
+
+
 def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
     """The GPU timelines as static SVG: one row of window labels per GPU, then one chart per metric
     family with the GPUs as series (``doc["timelines"]`` when present, else the window metrics)."""
@@ -247,17 +262,8 @@ def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
             continue
         svg, reduced = time_chart(title, lines, ax, unit=unit, y_title=_Y_TITLES[unit],
                                   y_range=(0.0, 1.0) if unit == "ratio" else None)
-        cap = ("One line per GPU; each step is one window's value from the document, drawn from the window's "
-               "start to the end of the time it covers (a dot: a window that covers no time, e.g. one scrape). "
-               "Hover a column for every GPU's value there.")
-        if reduced:
-            cap += (f" More windows than {BUCKET_PX}-pixel buckets: each bucket shows the min–max envelope "
-                    "(shaded) and the mean (line) of the windows in it.")
-        if coarse:
-            cap += " NVML / nvidia-smi signal (dashed), coarse" + (
-                ": GPU util counts any kernel resident in the sample period, not how busy the SMs are."
-                if fam == "gpu_util" else ".")
-        charts.append(Chart(fam, title, figure_html(svg, cap), [ln.name for ln in lines]))
+        charts.append(Chart(fam, title, figure_html(svg, _family_caption(fam, reduced, coarse)),
+                            [ln.name for ln in lines]))
     if len(charts) == (1 if rows else 0):
         notes.append("No activity field in this input: window labels only.")
     return charts, " ".join(notes)

@@ -58,6 +58,23 @@ GATES = ("total", "matched")
 ``matched``: matched series only (docs/formulas.md#diff)."""
 
 
+def _how_text(tested: int, compared: int, alpha: float) -> str:
+    """How the compared series were judged, for the verdict's reason."""
+    if tested:
+        return (f"{compared} series compared: {tested} with {stats.TEST_NAME} at α={alpha:g}, "
+                f"{compared - tested} by threshold only")
+    return f"{compared} series compared, all by threshold only (too few launches for a test)"
+
+
+def _test_text(tested: int, compared: int, alpha: float) -> str:
+    """Which series the statistical test judged; the rest are judged by the threshold alone."""
+    if not tested:
+        return "none run: every series has too few launches, judged by the threshold alone"
+    if tested == compared:
+        return f"{stats.TEST_NAME} at α={alpha:g} on all {compared} series"
+    return f"{stats.TEST_NAME} at α={alpha:g} on {tested} of {compared} series; the rest by the threshold alone"
+
+
 def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.ALPHA, *,
             total: dict[str, Any] | None = None, gate: str = "total") -> dict[str, Any]:
     """The gate. ``series`` is :func:`series_table` output; ``fail_on`` a percentage or None;
@@ -73,9 +90,7 @@ def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.AL
     total_fail = (gate == "total" and fail_on is not None and tchange is not None
                   and math.isfinite(tchange) and tchange > threshold)
     fail = fail_on is not None and (len(reg) > 0 or total_fail)
-    how = (f"{compared} series compared: {tested} with {stats.TEST_NAME} at α={alpha:g}, "
-           f"{compared - tested} by threshold only" if tested else
-           f"{compared} series compared, all by threshold only (too few launches for a test)")
+    how = _how_text(tested, compared, alpha)
     parts = []
     if len(reg) and fail_on is not None:
         named = "; ".join(f"{r.series} {pct(r.change)} ({_evidence(r)})" for r in reg.head(5).itertuples())
@@ -114,10 +129,7 @@ def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.AL
         "threshold_pct": fail_on,
         "classify_pct": threshold * 100.0,
         "alpha": alpha,
-        "test": (f"{stats.TEST_NAME} at α={alpha:g} on all {compared} series" if tested and tested == compared
-                 else f"{stats.TEST_NAME} at α={alpha:g} on {tested} of {compared} series; the rest by the "
-                 "threshold alone" if tested else "none run: every series has too few launches, judged by "
-                 "the threshold alone"),
+        "test": _test_text(tested, compared, alpha),
         "gate": gate,
         "regressions": series_records(reg),
         "improvements": series_records(imp),

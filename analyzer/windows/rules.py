@@ -74,7 +74,11 @@ def _const(text: str, mask: np.ndarray) -> np.ndarray:
 
 
 def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """Label, limiter and evidence columns (object arrays, None = no line) for every window."""
+    """Label, limiter and evidence columns (object arrays, None = no line) for every window.
+
+    Stays whole (over 60 lines): one ordered decision table on shared masks (docs/formulas.md#windows);
+    each evidence line is written from the same mask that decided the label.
+    """
     v = {m: out[m].to_numpy(dtype="float64") for m in ("gr_active", "sm_active", "dram_active", "gpu_util",
                                                       "fb_used_mib", *PIPES.values())}
     ok = {m: np.isfinite(x) for m, x in v.items()}
@@ -175,20 +179,7 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     label, limiter, ev = _classify(out, evidence)
     out["label"] = label.tolist()
     out["limiter"] = limiter.tolist()
-    models = out["model"].to_numpy(dtype=object) if "model" in out.columns else np.full(n, None, dtype=object)
-    mcode, muniq = pd.factorize(models, use_na_sentinel=True)
-    mcode = np.where(mcode < 0, len(muniq), mcode)
-    mkeys: list[Any] = [*muniq, None]
-    specs = resolve_devices(list(dict.fromkeys(mkeys)), device)
-    mspecs = [specs.get(m) for m in mkeys]
-    profiles = out["mig_profile"].to_numpy(dtype=object) if "mig_profile" in out.columns \
-        else np.full(n, None, dtype=object)
-    pcode, puniq = pd.factorize(profiles, use_na_sentinel=True)
-    pcode = np.where(pcode < 0, len(puniq), pcode)
-    pair, inv = np.unique(pcode * (len(mkeys) + 1) + mcode, return_inverse=True)
-    rep = np.zeros(len(pair), dtype="int64")
-    rep[inv] = np.arange(n)
-    share = np.array([mig_share(profiles[i], models[i]) for i in rep], dtype="float64")[inv]
+    mspecs, mcode, share = _device_shares(out, device)
     names = np.array([s.name if s is not None else None for s in mspecs], dtype=object)[mcode]
     flops = np.zeros(n)
     have = np.zeros(n, dtype=bool)
@@ -218,6 +209,27 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     out["evidence"] = [[x for x in row if x is not None] for row in zip(*ev, strict=True)]
     out["device"] = names.tolist()
     return out
+
+
+def _device_shares(out: pd.DataFrame, device: str | None) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """Per distinct model its spec (``None``: unknown), each window's index into them, and each
+    window's MIG share of the GPU (resolved once per distinct model and MIG profile pair)."""
+    n = len(out)
+    models = out["model"].to_numpy(dtype=object) if "model" in out.columns else np.full(n, None, dtype=object)
+    mcode, muniq = pd.factorize(models, use_na_sentinel=True)
+    mcode = np.where(mcode < 0, len(muniq), mcode)
+    mkeys: list[Any] = [*muniq, None]
+    specs = resolve_devices(list(dict.fromkeys(mkeys)), device)
+    mspecs = [specs.get(m) for m in mkeys]
+    profiles = out["mig_profile"].to_numpy(dtype=object) if "mig_profile" in out.columns \
+        else np.full(n, None, dtype=object)
+    pcode, puniq = pd.factorize(profiles, use_na_sentinel=True)
+    pcode = np.where(pcode < 0, len(puniq), pcode)
+    pair, inv = np.unique(pcode * (len(mkeys) + 1) + mcode, return_inverse=True)
+    rep = np.zeros(len(pair), dtype="int64")
+    rep[inv] = np.arange(n)
+    share = np.array([mig_share(profiles[i], models[i]) for i in rep], dtype="float64")[inv]
+    return mspecs, mcode, share
 
 
 def window_devices(windows: pd.DataFrame, device: str | None = None) -> list[dict[str, Any]]:
