@@ -94,7 +94,11 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
               device: str | None, top: int, command: str,
               join: JoinRequest | None = None) -> dict[str, Any]:
     """The whole ``fleet`` job; returns the contract document (kind ``fleet``); with ``join``,
-    its ``kernel_join`` compares the profiled kernels with the selected windows."""
+    its ``kernel_join`` compares the profiled kernels with the selected windows.
+
+    Stays whole (over 60 lines): it is the job's script (options, period, scan, classify, roll-up,
+    lint, document), each step one call, read in the order the job runs.
+    """
     from rooftop.analyzer.windows import KEY_COLUMNS, window_devices
 
     if window_s <= 0:
