@@ -49,6 +49,7 @@ from rooftop.parsers.model import (
 )
 from rooftop.parsers.ncu_csv import (
     BadRow,
+    BlockReader,
     CsvBlock,
     detect_decimal_comma,
     error_lines,
@@ -80,33 +81,11 @@ CMD_SECTION = "Command line profiler metrics"
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Parse a details-page export into kernel and rules tables (see module docstring)."""
     text = src.text()
-
-    def read_one(block: CsvBlock, text: str) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
-        missing_cols = [c for c in REQUIRED if c not in block.header]
-        if missing_cols:
-            raise no_data_error(src.path, text, f"details-page header lacks column(s) {', '.join(missing_cols)}")
-        mv = block.header.index("Metric Value")
-        shapes = {len(block.header)} | {w for w in (mv + 1, mv + 2) if w <= len(block.header)}
-        return read_block(block, shapes)
-
-    df, line_nos, bad, sep = read_blocks(src.path, text, read_one)
-
-    # Launches in order of first appearance.
-    codes, launch_keys = factorize_columns(df, ["ID", "Process ID"])
+    df, line_nos, bad, sep = read_blocks(src.path, text, _block_reader(src.path))
+    codes, launch_keys, first = _launches(df)
     n_launch = len(launch_keys)
-    ids, pids = df["ID"], df["Process ID"]
-    first = np.full(n_launch, -1)
-    first[codes[::-1]] = np.arange(len(codes))[::-1]
-
-    name = df["Metric Name"].str.strip()
-    rule_name = df["Rule Name"].str.strip() if "Rule Name" in df.columns else pd.Series("", index=df.index)
-    is_metric = (name.str.len() > 0).to_numpy()
-    is_rule = (~is_metric) & (rule_name.str.len() > 0).to_numpy()
-    neither = ~(is_metric | is_rule)
-    if neither.any():
-        bad += [BadRow(int(n), "row has neither a metric name nor a rule name", i, p)
-                for i, p, n in zip(ids[neither], pids[neither], line_nos[neither], strict=True)]
-
+    is_metric, is_rule, unnamed = _row_kinds(df, line_nos)
+    bad += unnamed
     mcols = [c for c in ("Section Name", "Body Item Label", "Metric Name", "Metric Unit", "Metric Value")
              if c in df.columns]
     mrows = df.loc[is_metric, mcols]
@@ -124,20 +103,13 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     hints = scan_hints(text)
     if hints:
         meta["device_hints"] = hints
-
     ident = identity_frame(df.iloc[first].reset_index(drop=True), src.path, line_nos[first])
     kern = pd.concat([ident, wide], axis=1)
     kern = fill_launch_identity(kern)
     kern["index"] = pd.array(np.arange(n_launch), dtype="Int64")
-
     measured = measured_columns(list(wide.columns))
     has_value = wide[measured].notna().any(axis=1).to_numpy() if measured else np.zeros(n_launch, bool)
     accepted = {(str(i).strip(), str(p).strip()) for i, p in launch_keys} if bad else set()
-    rejected = [Rejected(src.path, b.line, f"row not read: {b.reason}") for b in sorted(bad, key=lambda b: b.line)]
-    for launch, (line, col, val, more) in sorted(bad_cells.items()):
-        extra = f" (and {more} more)" if more else ""
-        rejected.append(Rejected(src.path, line, f"value {val!r} of metric {col} is not a usable number; "
-                                 f"set to null{extra}, launch {launch} kept"))
     acc = InputAccounting(
         path=src.path,
         format=FORMAT,
@@ -148,7 +120,58 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     rcols = [c for c in ("Section Name", *RULE_FIELDS) if c in df.columns]
     rules = _rules(df.loc[is_rule, rcols], codes[is_rule], src.path, dc)
     return ParseResult(accounting=acc, kernels=normalize_kernels(kern), rules=rules,
-                       rejected=rejected, meta=meta)
+                       rejected=_rejections(src.path, bad, bad_cells), meta=meta)
+
+
+def _block_reader(path: str) -> BlockReader:
+    """Block reader for the details page: required columns checked, ragged metric rows accepted.
+
+    Shapes accepted: the header's width, or ``Metric Value`` plus zero or one field
+    (docs/formulas.md#inputs); a header lacking a required column is an error naming it.
+    """
+
+    def read_one(block: CsvBlock, text: str) -> tuple[pd.DataFrame, np.ndarray, list[BadRow]]:
+        missing_cols = [c for c in REQUIRED if c not in block.header]
+        if missing_cols:
+            raise no_data_error(path, text, f"details-page header lacks column(s) {', '.join(missing_cols)}")
+        mv = block.header.index("Metric Value")
+        shapes = {len(block.header)} | {w for w in (mv + 1, mv + 2) if w <= len(block.header)}
+        return read_block(block, shapes)
+
+    return read_one
+
+
+def _launches(df: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, ...]], np.ndarray]:
+    """Launch code of each row, the (ID, Process ID) launches in order of first appearance, and each one's first row."""
+    codes, launch_keys = factorize_columns(df, ["ID", "Process ID"])
+    first = np.full(len(launch_keys), -1)
+    first[codes[::-1]] = np.arange(len(codes))[::-1]
+    return codes, launch_keys, first
+
+
+def _row_kinds(df: pd.DataFrame, line_nos: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[BadRow]]:
+    """Metric rows, rule rows, and a :class:`BadRow` for each row that is neither (docs/formulas.md#inputs)."""
+    name = df["Metric Name"].str.strip()
+    rule_name = df["Rule Name"].str.strip() if "Rule Name" in df.columns else pd.Series("", index=df.index)
+    is_metric = (name.str.len() > 0).to_numpy()
+    is_rule = (~is_metric) & (rule_name.str.len() > 0).to_numpy()
+    neither = ~(is_metric | is_rule)
+    unnamed: list[BadRow] = []
+    if neither.any():
+        ids, pids = df["ID"], df["Process ID"]
+        unnamed = [BadRow(int(n), "row has neither a metric name nor a rule name", i, p)
+                   for i, p, n in zip(ids[neither], pids[neither], line_nos[neither], strict=True)]
+    return is_metric, is_rule, unnamed
+
+
+def _rejections(path: str, bad: list[BadRow], bad_cells: dict[int, tuple[int, str, str, int]]) -> list[Rejected]:
+    """Rows not read (by line), then one line per launch with unusable values (the launch is kept)."""
+    rejected = [Rejected(path, b.line, f"row not read: {b.reason}") for b in sorted(bad, key=lambda b: b.line)]
+    for launch, (line, col, val, more) in sorted(bad_cells.items()):
+        extra = f" (and {more} more)" if more else ""
+        rejected.append(Rejected(path, line, f"value {val!r} of metric {col} is not a usable number; "
+                                 f"set to null{extra}, launch {launch} kept"))
+    return rejected
 
 
 def _keys(m: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
