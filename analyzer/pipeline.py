@@ -61,12 +61,14 @@ class ParsedInputs:
                                        "value(s) counted as missing (field not supported or not "
                                        "watched on this GPU)"})
             if r.meta.get("start_from") == "file mtime" and r.accounting.records:
+                source = str(r.meta.get("interval_from", "--interval"))
+                fix = ("--start T" if source.startswith("the file's") else
+                       "--start T and --interval S (dmon's -d)")
                 out.append({"code": "dmon-time-assumed", "kernels": [],
                             "message": f"{r.accounting.path}: dcgmi dmon prints no timestamps; the "
                                        f"window times assume samples {r.meta.get('interval_s')} s "
-                                       f"apart ({r.meta.get('interval_from', '--interval')}) ending at the "
-                                       "file's modification time. "
-                                       "Pass --start T and --interval S (dmon's -d) for real times."})
+                                       f"apart ({source}) ending at the file's modification time. "
+                                       f"Pass {fix} for real times."})
         return out
 
     def inputs(self) -> list[dict[str, Any]]:

@@ -58,6 +58,9 @@ def test_dmon_times_without_start_are_said_to_be_assumed(tmp_path: Path) -> None
     _, _, doc = _analyze(tmp_path, dmon)
     lint = [x for x in doc["lint"] if x["code"] == "dmon-time-assumed"]
     assert len(lint) == 1 and "--start" in lint[0]["message"] and "modification time" in lint[0]["message"]
+    # the fixture names its own `dcgmi dmon -d 5000`: only --start is asked for
+    assert "5.0 s apart (the file's dcgmi dmon -d 5000 (line 1))" in lint[0]["message"]
+    assert "--interval" not in lint[0]["message"]
     _, _, given = _analyze(tmp_path, dmon, "--start", "2026-11-21T22:00:00Z", "--interval", "1")
     assert not [x for x in given["lint"] if x["code"] == "dmon-time-assumed"]
     assert given["windows"][0]["start"].startswith("2026-11-21T22:0")
