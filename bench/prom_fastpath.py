@@ -86,23 +86,10 @@ def _scrapes_by_rows(h: ph.Heads, hidx: np.ndarray, state: pr.State) -> np.ndarr
     int16 radix sort)."""
     if not len(hidx):
         return np.zeros(0, "int64")
-    ident_rows = list(zip(*(h.labels[c].to_pylist() for c in pr.SERIES_LABELS), strict=True))
-    ident_id: dict[tuple[Any, ...], int] = {}
-    head_ident = np.array([ident_id.setdefault(t, len(ident_id)) for t in ident_rows], dtype="int64")
-    idents = list(ident_id)
+    head_ident, idents = pr.series_idents(h)
     m = max(1, len(idents))
     uniq, inv = np.unique(h.fid.astype("int64")[hidx] * m + head_ident[hidx], return_inverse=True)
-    order = np.argsort(inv, kind="stable")
-    per = np.bincount(inv, minlength=len(uniq))
-    cum = np.empty(len(inv), dtype="int64")
-    cum[order] = np.arange(len(inv)) - (np.cumsum(per) - per)[inv[order]]
-    skeys = [(int(u) // m, idents[int(u) % m]) for u in uniq]
-    prior = np.array([state.counts.get(k, 0) for k in skeys], dtype="int64")
-    scrape = np.maximum.accumulate(np.maximum(prior[inv] + cum, state.max_scrape))
-    state.max_scrape = int(scrape[-1])
-    for k, c in zip(skeys, per.tolist(), strict=True):
-        state.counts[k] = state.counts.get(k, 0) + int(c)
-    return scrape
+    return pr.number_scrapes(inv.reshape(-1), uniq, idents, state)
 
 
 # name -> (what the current code does, its alternative, patches: (module, attribute, replacement))

@@ -95,22 +95,19 @@ def _checked(h: Heads, hidx: np.ndarray, value_s: pa.Array, ts_s: pa.Array, nos:
     return value_all, ~bad
 
 
-def _scrapes(h: Heads, hidx: np.ndarray, state: State) -> np.ndarray:
-    """Scrape index of each row: running maximum of "how many times its series appeared before"
-    (a repeated series starts a new scrape; a series is its field plus host/gpu/UUID/GPU-instance).
-
-    Series are numbered per distinct head (a few hundred), rows get theirs by head index as int16
-    (numpy's stable sort of int16 is a radix sort): 6-8 % less CPU than ``np.unique`` over every
-    row (bench/prom_fastpath.py, bench/NOTES.md)."""
-    if not len(hidx):
-        return np.zeros(0, "int64")
+def series_idents(h: Heads) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """Each head's series identity (host/gpu/UUID/GPU-instance labels) as a code, and the identities."""
     ident_rows = list(zip(*(h.labels[c].to_pylist() for c in SERIES_LABELS), strict=True))
     ident_id: dict[tuple[Any, ...], int] = {}
     head_ident = np.array([ident_id.setdefault(t, len(ident_id)) for t in ident_rows], dtype="int64")
-    idents = list(ident_id)
+    return head_ident, list(ident_id)
+
+
+def number_scrapes(inv: np.ndarray, uniq: np.ndarray, idents: list[tuple[Any, ...]], state: State) -> np.ndarray:
+    """Scrape index of each row from its series code ``inv`` (positions in ``uniq``, the codes
+    ``field_id * len(idents) + identity``): running maximum of the series' occurrences before it,
+    carried across chunks in ``state``."""
     m = max(1, len(idents))
-    uniq, inv_h = np.unique(h.fid.astype("int64") * m + head_ident, return_inverse=True)
-    inv = inv_h.reshape(-1)[hidx].astype(np.int16 if len(uniq) < 2**15 else np.int64)
     order = np.argsort(inv, kind="stable")
     per = np.bincount(inv, minlength=len(uniq))
     cum = np.empty(len(inv), dtype="int64")  # occurrences of the row's series before it in the chunk
@@ -123,6 +120,22 @@ def _scrapes(h: Heads, hidx: np.ndarray, state: State) -> np.ndarray:
         if c:  # heads of other chunks have no rows here
             state.counts[k] = state.counts.get(k, 0) + int(c)
     return scrape
+
+
+def _scrapes(h: Heads, hidx: np.ndarray, state: State) -> np.ndarray:
+    """Scrape index of each row: running maximum of "how many times its series appeared before"
+    (a repeated series starts a new scrape; a series is its field plus host/gpu/UUID/GPU-instance).
+
+    Series are numbered per distinct head (a few hundred), rows get theirs by head index as int16
+    (numpy's stable sort of int16 is a radix sort): 6-8 % less CPU than ``np.unique`` over every
+    row (bench/prom_fastpath.py, bench/NOTES.md)."""
+    if not len(hidx):
+        return np.zeros(0, "int64")
+    head_ident, idents = series_idents(h)
+    m = max(1, len(idents))
+    uniq, inv_h = np.unique(h.fid.astype("int64") * m + head_ident, return_inverse=True)
+    inv = inv_h.reshape(-1)[hidx].astype(np.int16 if len(uniq) < 2**15 else np.int64)
+    return number_scrapes(inv, uniq, idents, state)
 
 
 def _columns(h: Heads, hidx: np.ndarray, value: pa.Array, ts_s: pa.Array, state: State) -> pa.Table:
