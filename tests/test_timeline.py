@@ -367,3 +367,42 @@ def test_a_range_whose_gaps_other_work_fills_is_not_called_idle() -> None:
     assert interleaved(idle, a, acts([(10_000, 12_000)])) is idle   # 2 of 98 µs: below 10 %
     kernel = Verdict("kernel-bound", "unknown")
     assert interleaved(kernel, a, b) is kernel
+
+
+def test_a_range_whose_gpu_span_is_a_sliver_of_its_wall_is_not_transfer_bound() -> None:
+    """A 10 ms range whose only GPU activity is one 800 ns copy: 'transfer-bound' describes 0.008 %
+    of its wall time, so the range is unknown; at >= 10 % of the wall the verdict stands
+    (docs/formulas.md#timelines)."""
+    from rooftop.analyzer.timeline.labels import Verdict
+    from rooftop.analyzer.timeline.metrics import Acts
+    from rooftop.analyzer.timeline.steps import beyond_span
+
+    copy = Acts.from_frame(pd.DataFrame({"kind": "memcpy", "name": "copy", "stream": 7,
+                                         "start_ns": [5_000_000], "end_ns": [5_000_800]}))
+    transfer = Verdict("transfer-bound", "transfer", ["copies 100 % of busy"])
+    v = beyond_span(transfer, copy, 10_000_000)
+    assert (v.label, v.limiter) == ("unknown", "unknown")
+    assert v.evidence[0].startswith("this range's own GPU activity spans 0.000001 s of its 0.010000 s wall "
+                                    "time (0.0%): 'transfer-bound' describes only that span")
+    assert v.evidence[1:] == transfer.evidence
+    assert beyond_span(transfer, copy, 8_000) is transfer   # 800 of 8,000 ns: exactly 10 %
+    idle = Verdict("idle", "none")
+    assert beyond_span(idle, copy, 10_000_000) is idle      # only kernel/transfer verdicts
+
+
+@pytest.mark.corpus
+def test_corpus_aten_to_ranges_with_a_sliver_of_gpu_work_are_unknown() -> None:
+    """In the nsys before file, most aten::to ranges last ~10 ms while their own copy takes < 1 µs
+    (they were labelled transfer-bound); aten::to op 990347 runs 12 kernels over 9.39 of its 9.48 ms."""
+    from rooftop.analyzer.timeline import analyze_timelines
+    from rooftop.parsers import ParseOptions, parse_path
+
+    p = CORPUS_TRACE / "GindaChen__nsys-ai__tests__fixtures__mfu_2gpu_before.sqlite"
+    if not p.is_file():
+        pytest.skip("trace corpus absent")
+    steps = analyze_timelines([parse_path(p, ParseOptions())]).steps
+    sliver = [s for s in steps if s["span_s"] < 0.1 * s["wall_s"]]
+    assert any(str(s["name"]).startswith("aten::to") and s["label"] == "unknown" for s in sliver)
+    assert not {s["label"] for s in sliver} & {"kernel-bound", "transfer-bound"}
+    (whole,) = [s for s in steps if s["name"] == "aten::to, op_id = 990347"]
+    assert whole["label"] == "kernel-bound" and whole["kernels"] == 12

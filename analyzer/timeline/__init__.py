@@ -25,6 +25,7 @@ from rooftop.analyzer.timeline.metrics import (
 from rooftop.analyzer.timeline.steps import (
     INTERLEAVE_LABELS,
     NA,
+    beyond_span,
     interleaved,
     ints,
     launch_times,
@@ -196,6 +197,7 @@ def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, acts: Acts, cove
             v = label_device(dt, covers[device])
             if v.label in INTERLEAVE_LABELS:
                 v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
+            v = beyond_span(v, own, int(rng.end_ns - rng.start_ns))
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
             kind_name = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"
             out.steps.append({"name": rng.name, "kind": kind_name,

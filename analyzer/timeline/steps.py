@@ -125,6 +125,29 @@ def _busy_within(u: Union, lo: int, hi: int) -> int:
     return int(np.clip(np.minimum(u.ends, hi) - np.maximum(u.starts, lo), 0, None).sum())
 
 
+SPAN_BOUND_LABELS = ("kernel-bound", "transfer-bound")  # verdicts about where the GPU time went
+MIN_SPAN_SHARE = 0.1
+"""A step whose own GPU activity spans less than this share of its wall time is not kernel- or
+transfer-bound: its time went elsewhere (rooftop's threshold, docs/formulas.md#timelines)."""
+
+
+def beyond_span(v: Verdict, own: Acts, wall_ns: int) -> Verdict:
+    """A step's ``kernel-bound``/``transfer-bound`` verdict, unless its own GPU activity spans less
+    than :data:`MIN_SPAN_SHARE` of its wall time: the verdict then describes only that span, the
+    rest of the wall is host work or waiting on other GPU work, which the trace does not tell
+    apart here, so the step is ``unknown`` (docs/formulas.md#timelines)."""
+    if v.label not in SPAN_BOUND_LABELS or wall_ns <= 0 or not len(own.start):
+        return v
+    span = int(own.end.max()) - int(own.start.min())
+    if span >= MIN_SPAN_SHARE * wall_ns:
+        return v
+    return Verdict("unknown", "unknown", [
+        f"this range's own GPU activity spans {span / 1e9:.6f} s of its {wall_ns / 1e9:.6f} s wall time "
+        f"({span / wall_ns:.1%}): '{v.label}' describes only that span; the rest is host work or waiting on "
+        "other GPU work, which the range's runtime and sync calls would tell apart "
+        "(docs/formulas.md#timelines)", *v.evidence], v.idle_split)
+
+
 def interleaved(v: Verdict, own: Acts, others: Acts) -> Verdict:
     """A step's ``idle``/``overhead-bound`` verdict, unless the GPU ran other ranges' work in its
     gaps: then the gaps are not this step's idle time and the verdict is ``unknown``, saying how
