@@ -32,9 +32,14 @@ def summary_section(doc: dict[str, Any]) -> Section:
     shares, total = kernel_label_shares(kernels)
     families = {k.get("family") for k in kernels if k.get("family") is not None}
     windows = doc.get("windows") or []
-    kpis = [kpi(str(len(kernels)), "kernel launches")]
+    traced = [t for t in doc.get("timeline") or [] if isinstance(t.get("kernels"), int)]
+    kpis = []
+    if kernels or not (windows or traced):  # ncu launches; a DCGM or trace page is not "0 launches"
+        kpis.append(kpi(str(len(kernels)), "kernel launches"))
     if kernels:
         kpis += [kpi(fmt_time(total), "total kernel time"), kpi(str(len(families)), "kernel families")]
+    if traced:
+        kpis.append(kpi(str(sum(int(t["kernels"]) for t in traced)), "traced kernels"))
     if windows:
         kpis.append(kpi(str(len(windows)), "DCGM windows"))
     kpis += [kpi(str(len(doc.get("findings") or [])), "findings"),

@@ -149,6 +149,25 @@ def test_no_kernels_no_windows_renders() -> None:
     assert 'id="findings"' in page and 'id="roofline"' not in page
 
 
+def _kpis(page: str) -> dict[str, str]:
+    summary = page.split('<section id="summary">', 1)[1].split("</section>", 1)[0]
+    return {cap: val for val, cap in re.findall(r'<div class="kpi"><b>([^<]*)</b><span>([^<]*)</span>', summary)}
+
+
+def test_summary_counts_what_the_inputs_hold() -> None:
+    """A DCGM-only or trace-only page does not say "0 kernel launches" (ncu launches it never had);
+    a trace page counts its traced kernels from the document's timeline entries."""
+    doc = sample_document()
+    doc.update(kernels=[], findings=[])
+    doc.update(document_view(doc))
+    assert "kernel launches" not in _kpis(render_html(doc)) and _kpis(render_html(doc))["DCGM windows"]
+    doc.update(windows=[], timelines={}, timeline=[{"input": "t.sqlite", "device": "0", "kernels": 1993},
+                                                   {"input": "t.sqlite", "device": "1", "kernels": 2017}])
+    assert _kpis(render_html(doc)).get("traced kernels") == "4010" and "kernel launches" not in _kpis(render_html(doc))
+    doc.update(timeline=[])
+    assert _kpis(render_html(doc))["kernel launches"] == "0"  # nothing else: the count says so
+
+
 def test_partial_metrics_document_renders() -> None:
     doc = sample_document()
     for k in doc["kernels"]:
