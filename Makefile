@@ -25,6 +25,7 @@ demo: $(PY)
 
 golden: install
 	$(PY) tests/regen_golden.py
+	$(PY) tests/golden_outputs.py regen
 
 bench: install
 	$(PY) bench/run.py

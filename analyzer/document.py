@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import math
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -228,6 +229,16 @@ def file_sha256(path: str) -> str | None:
         return None
 
 
+def created_now() -> str:
+    """The run's creation time, UTC to the second; ``SOURCE_DATE_EPOCH`` (the reproducible-builds
+    convention, seconds since the epoch) fixes it so that two runs give identical bytes
+    (docs/contract.md, keys beyond the sketch)."""
+    fixed = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = (datetime.fromtimestamp(int(fixed), timezone.utc) if fixed.isdigit()
+            else datetime.now(timezone.utc))
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def build_document(
     *,
     kind: str,
@@ -248,7 +259,7 @@ def build_document(
         "kind": kind,
         "run": {
             "command": command,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "created": created_now(),
             "input_sha256": {i["path"]: file_sha256(i["path"]) for i in inputs},
         },
         "inputs": inputs,

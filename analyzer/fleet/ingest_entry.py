@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from rooftop.analyzer.document import created_now
 from rooftop.analyzer.fleet.batch import HeldInput
 from rooftop.analyzer.fleet.dataset import TERMINATORS, Manifest, PartitionWriter, iso_ms
 from rooftop.analyzer.fleet.manifest import canonical
@@ -100,6 +100,6 @@ def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, file
         "end": iso_ms(writer.end_ms),
         "files": files,
         "rejected_examples": [r.as_dict() for r in rejected[:MAX_REJECTED_KEPT]],
-        "ingested_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "ingested_at": created_now(),
     })
     return entry
