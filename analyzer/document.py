@@ -26,7 +26,7 @@ from rooftop.analyzer import __version__
 
 SCHEMA_VERSION = 1
 
-# Flat result columns (analyzer.kernels.analyze_kernels) -> where they go in a contract kernel.
+# Flat result columns (analyzer.kernels.analyze.analyze_kernels) -> where they go in a contract kernel.
 KERNEL_FIELDS: dict[str, tuple[str, ...]] = {
     "index": ("index",),
     "input": ("input",),
@@ -61,7 +61,7 @@ KERNEL_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 # Extra columns written on a kernel only where not null: the ceilings a kernel's ``extra.ceilings``
-# reference into ``devices[]`` does not imply (analyzer.ceiling_refs.ceiling_refs).
+# reference into ``devices[]`` does not imply (analyzer.ceilings.refs.ceiling_refs).
 SPARSE_EXTRAS = ("peak_fp64", "peak_fp32", "peak_fp16", "peak_tensor", "bw_l1", "bw_l2", "bw_dram",
                  "sm_count", "ceiling_device")
 

@@ -10,7 +10,6 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop.analyzer.document import build_document
-from rooftop.analyzer.progress import ProgressArg, track
 from rooftop.parsers import (
     InputError,
     ParseOptions,
@@ -22,6 +21,7 @@ from rooftop.parsers import (
     validate_samples,
 )
 from rooftop.parsers.model import SAMPLE_SCHEMA, empty_rules
+from rooftop.progress import ProgressArg, track
 
 
 @dataclass
@@ -85,7 +85,7 @@ class ParsedInputs:
 
 def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg = None) -> ParsedInputs:
     """Parse each file. An unusable file is listed; if every file is unusable, the first error is raised."""
-    from rooftop.parsers.prom_http import is_url, read_server
+    from rooftop.parsers.prometheus.http import is_url, read_server
 
     servers = [i for i in dict.fromkeys(inputs) if is_url(i)]  # http(s)://: a Prometheus server
     paths = list(dict.fromkeys(expand_inputs([i for i in inputs if not is_url(i)])))  # a file given twice is read once
@@ -117,14 +117,14 @@ class AnalyzedInputs:
     results: pd.DataFrame
     devices: list[dict[str, Any]] = field(default_factory=list)
     lint: list[dict[str, Any]] = field(default_factory=list)
-    ceilings: pd.DataFrame | None = None  # every kernel's full ceilings (analyzer.kernels.KernelAnalysis)
+    ceilings: pd.DataFrame | None = None  # every kernel's full ceilings (analyzer.kernels.analyze.KernelAnalysis)
 
 
 def analyze_inputs(inputs: list[str], device: str | None = None, *, options: ParseOptions | None = None,
                    progress: ProgressArg = None) -> AnalyzedInputs:
     """Read ``inputs`` (files or folders, any format rooftop reads) and analyse their kernels."""
-    from rooftop.analyzer.families import assign_families
-    from rooftop.analyzer.kernels import analyze_kernels
+    from rooftop.analyzer.kernels.analyze import analyze_kernels
+    from rooftop.analyzer.kernels.families import assign_families
 
     parsed = read_inputs(inputs, options or ParseOptions(), progress)
     kernels = parsed.kernels
@@ -171,7 +171,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         extra["timelines"] = wa.timelines()
         extra["window"] = wa.window
     if has_windows and len(results):
-        from rooftop.analyzer.devices import load_device_option
+        from rooftop.analyzer.ceilings.devices import load_device_option
         from rooftop.analyzer.document import jsonable
         from rooftop.analyzer.fleet.join import kernel_join
 
@@ -191,6 +191,6 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
 
 
 def _progress(items: list[Any], progress: ProgressArg, label: str) -> Iterator[Any]:
-    """The items, reported to the caller's progress callback (analyzer/progress.py)."""
+    """The items, reported to the caller's progress callback (rooftop/progress.py)."""
     with track(items, progress, label) as tracked:
         yield from tracked

@@ -7,7 +7,7 @@ Rules (docs/formulas.md#report-view):
   panel holds exactly the kind of ceilings its kernels were classified against.
 * **A panel's ceiling value** is the time-weighted median of the values its kernels used (per-kernel
   export ceilings follow each kernel's measured clock); ``min``/``max`` give their spread.
-* **Family rows** come from :func:`rooftop.analyzer.families.family_table` over each panel's kernels
+* **Family rows** come from :func:`rooftop.analyzer.kernels.families.family_table` over each panel's kernels
   (the label and limiter rule the findings use); ``kernels``/``representative`` are positions in the
   document's ``kernels`` list; ``time_share`` is of all kernel time.
 * **Placed points**: a family with achieved FLOP/s > 0 and an intensity > 0 at a level is a point at
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.document import jsonable
-from rooftop.analyzer.families import family_table
+from rooftop.analyzer.kernels.families import family_table
 
 MAX_LABELLED = 5
 LEVELS = ("dram", "l2", "l1")
@@ -91,7 +91,7 @@ def _cname(key: str) -> str:
 def _ceiling_rows(ceilings: pd.DataFrame | None, rows: np.ndarray, weights: np.ndarray,
                   sources: tuple[tuple[str, str], ...], device: str, results: pd.DataFrame) -> list[dict[str, Any]]:
     """The panel's ceilings; ``binding_kernels``: its kernels whose dominant FLOP class (compute) or
-    binding level (bandwidth) is this ceiling (analyzer.kernels ``dominant_class``/``binding_level``)."""
+    binding level (bandwidth) is this ceiling (analyzer.kernels.analyze ``dominant_class``/``binding_level``)."""
     out = []
     n = 0 if ceilings is None else len(ceilings)
     for key, source in sources:
@@ -171,7 +171,7 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
                 windows: Sequence[dict[str, Any]] = (), device: str | None = None) -> dict[str, Any]:
     """Document keys ``roofline`` (``panels``, ``why_empty``) and ``families`` for ``results``.
 
-    ``ceilings``: the per-kernel ceilings frame of :func:`rooftop.analyzer.kernels.analyze_kernels`
+    ``ceilings``: the per-kernel ceilings frame of :func:`rooftop.analyzer.kernels.analyze.analyze_kernels`
     (``peak_<class>``, ``bw_<lvl>``, ``src_*``, ``detail_*``, ``ceiling_device``), row-aligned.
     """
     n = len(results)
@@ -313,7 +313,7 @@ def window_view(windows: Sequence[dict[str, Any]], device: str | None = None) ->
 
 def _records_frames(kernels: Sequence[dict[str, Any]], devices: Sequence[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The results and per-kernel ceilings frames back from contract kernel records: each kernel's
-    ``extra.ceilings`` reference (``"<name>|<source>[; keys=<name>|<source>]..."``, analyzer.ceilings.
+    ``extra.ceilings`` reference (``"<name>|<source>[; keys=<name>|<source>]..."``, analyzer.ceilings.per_kernel.
     ceiling_refs) into ``devices``, with the kernel's own ``extra.peak_*``/``bw_*`` where they differ."""
     entries = {f"{d.get('name')}|{d.get('source')}": d for d in devices}
     res_rows, ceil_rows = [], []
@@ -356,7 +356,7 @@ def document_view(doc: dict[str, Any]) -> dict[str, Any]:
     kernels = list(doc.get("kernels") or [])
     results, ceilings = _records_frames(kernels, list(doc.get("devices") or []))
     if len(results) and results["family"].isna().any():
-        from rooftop.analyzer.families import assign_families
+        from rooftop.analyzer.kernels.families import assign_families
 
         results["family"] = results["family"].fillna(assign_families(results))
     return kernel_view(results, ceilings if len(ceilings) else None, list(doc.get("windows") or []))

@@ -148,7 +148,7 @@ def step_duckdb(dataset: str, threads: int, period: dict[str, str]) -> dict[str,
 
 
 def step_ingest(source: str, dataset: str) -> dict[str, Any]:
-    from rooftop.analyzer.fleet.ingest import ingest_files
+    from rooftop.analyzer.store.ingest import ingest_files
     from rooftop.parsers import ParseOptions
 
     t0 = time.perf_counter()

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rooftop.analyzer.fleet.ingest import ingest_files
+from rooftop.analyzer.store.ingest import ingest_files
 from rooftop.parsers import ParseOptions, expand_inputs
 
 

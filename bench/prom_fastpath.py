@@ -4,7 +4,7 @@
     .venv/bin/python bench/prom_fastpath.py --scrapes 20    # a quick check of the harness
 
 One process, one generated input (``bench/gen_inputs.py write_prom_text``, in a temporary folder).
-Each round parses the file once per variant, in turn (``rooftop.parsers.prom_text.parse``; best of
+Each round parses the file once per variant, in turn (``rooftop.parsers.prometheus.text.parse``; best of
 ``--repeat`` per variant and round); a variant swaps one piece of the fast path for its plain
 alternative. Printed per variant: median wall and CPU over the rounds, and the median of the
 per-round ratios alternative / current (> 1: the current code is faster; for the DROPPED row
@@ -33,10 +33,10 @@ import pyarrow.compute as pc
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import rooftop.parsers.prom_heads as ph  # noqa: E402
-import rooftop.parsers.prom_records as pr  # noqa: E402
-import rooftop.parsers.prom_scan as ps  # noqa: E402
-import rooftop.parsers.prom_text as pt  # noqa: E402
+import rooftop.parsers.prometheus.heads as ph  # noqa: E402
+import rooftop.parsers.prometheus.records as pr  # noqa: E402
+import rooftop.parsers.prometheus.scan as ps  # noqa: E402
+import rooftop.parsers.prometheus.text as pt  # noqa: E402
 from bench.gen_inputs import write_prom_text  # noqa: E402
 from rooftop.parsers.source import ParseOptions, Source  # noqa: E402
 

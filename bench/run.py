@@ -246,7 +246,7 @@ def rooftop_dmon_streamed(path: Path, out: Path) -> int:
     rows-only pass) into one ``ParquetWriter``, one batch at a time."""
     import pyarrow.parquet as pq
 
-    from rooftop.parsers.dcgm_dmon import parse_batches
+    from rooftop.parsers.dcgm.dmon.reader import parse_batches
     from rooftop.parsers.model import SAMPLE_SCHEMA
     from rooftop.parsers.source import ParseOptions, Source
 
@@ -406,9 +406,9 @@ def bench_cli(tmp: Path, args: argparse.Namespace) -> list[Row]:
 
 def warm_up() -> None:
     """Import every module the timed code uses, so no side pays for imports inside its timing."""
-    for mod in ("pandas", "pyarrow.parquet", "polars", "prometheus_client.parser", "rooftop.parsers.prom_text",
-                "rooftop.parsers.dcgm_dmon", "rooftop.parsers.ncu_raw", "rooftop.analyzer.pipeline", "rooftop.analyzer.kernels",
-                "rooftop.analyzer.families", "rooftop.analyzer.findings", "rooftop.analyzer.windows", "rooftop.reports.outputs",
+    for mod in ("pandas", "pyarrow.parquet", "polars", "prometheus_client.parser", "rooftop.parsers.prometheus.text",
+                "rooftop.parsers.dcgm.dmon.reader", "rooftop.parsers.ncu.raw", "rooftop.analyzer.pipeline", "rooftop.analyzer.kernels.analyze",
+                "rooftop.analyzer.kernels.families", "rooftop.analyzer.findings", "rooftop.analyzer.windows", "rooftop.reports.outputs",
                 "rooftop.reports.html", "rooftop.reports.json_report"):
         try:
             importlib.import_module(mod)

@@ -131,20 +131,20 @@ def _stream(name: str, parser: str, label: str) -> Format:
 
 
 def _builtins() -> None:
-    register(Format("ncu-rep", "kernels", "rooftop.parsers.ncu_rep:parse", "Nsight Compute report (.ncu-rep/.ncu-repz)",
+    register(Format("ncu-rep", "kernels", "rooftop.parsers.ncu.rep:parse", "Nsight Compute report (.ncu-rep/.ncu-repz)",
                     binary=True, reads_file=True), d.is_ncu_report)
-    register(Format("prometheus-json", "samples", "rooftop.parsers.prom_json:parse", "Prometheus query JSON"),
+    register(Format("prometheus-json", "samples", "rooftop.parsers.prometheus.json:parse", "Prometheus query JSON"),
              d.is_prom_json)
-    register(Format("ncu-raw-csv", "kernels", "rooftop.parsers.ncu_raw:parse", "ncu raw/details CSV",
+    register(Format("ncu-raw-csv", "kernels", "rooftop.parsers.ncu.raw:parse", "ncu raw/details CSV",
                     line_based=True, max_line_bytes=MAX_CSV_LINE_BYTES), d.is_ncu_raw)
-    register(Format("ncu-details-csv", "kernels", "rooftop.parsers.ncu_details:parse", "ncu raw/details CSV",
+    register(Format("ncu-details-csv", "kernels", "rooftop.parsers.ncu.details:parse", "ncu raw/details CSV",
                     line_based=True, max_line_bytes=MAX_CSV_LINE_BYTES), d.is_ncu_details)
-    register(_stream("dcgm-dmon", "rooftop.parsers.dcgm_dmon:parse", "dcgmi dmon"), d.is_dcgm_dmon)
-    register(_stream("nvidia-smi-dmon", "rooftop.parsers.nvsmi:parse_dmon", "nvidia-smi CSV/dmon"), d.is_smi_dmon)
-    register(_stream("nvidia-smi-csv", "rooftop.parsers.nvsmi:parse_csv", "nvidia-smi CSV/dmon"), d.is_smi_csv)
-    register(_stream("prometheus-text", "rooftop.parsers.prom_text:parse", "Prometheus text"), d.is_prom_text)
+    register(_stream("dcgm-dmon", "rooftop.parsers.dcgm.dmon.reader:parse", "dcgmi dmon"), d.is_dcgm_dmon)
+    register(_stream("nvidia-smi-dmon", "rooftop.parsers.nvsmi.reader:parse_dmon", "nvidia-smi CSV/dmon"), d.is_smi_dmon)
+    register(_stream("nvidia-smi-csv", "rooftop.parsers.nvsmi.reader:parse_csv", "nvidia-smi CSV/dmon"), d.is_smi_csv)
+    register(_stream("prometheus-text", "rooftop.parsers.prometheus.text:parse", "Prometheus text"), d.is_prom_text)
     add_sniffer("dcgm-dmon", d.is_dmon_rows)  # dmon rows pasted without their header: after the others
-    register(Format("ncu-console", "kernels", "rooftop.parsers.ncu_console:parse", "ncu console log",
+    register(Format("ncu-console", "kernels", "rooftop.parsers.ncu.console.reader:parse", "ncu console log",
                     line_based=True), d.is_ncu_console)
 
 

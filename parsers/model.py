@@ -27,7 +27,7 @@ duration_s          float64    ``gpu__time_duration.sum`` in seconds, or null
                                (``dram__bytes.sum``), in SI base units: bytes, seconds, Hz
                                (cycles/second), bytes/second; ``%`` values stay percent (0-100).
                                Display labels that map to a metric ID are stored under the ID
-                               (``parsers.ncu_labels``); labels that do not map are stored as
+                               (``parsers.ncu.labels``); labels that do not map are stored as
                                ``"<Section Name>: <label>"``.
 ==================  =========  =====================================================================
 

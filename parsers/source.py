@@ -1,5 +1,5 @@
 """An input file: sniffed compression and encoding, streamed decoded lines, and the options parsers share.
-The byte streams under it (decompression, a capped file) are in :mod:`parsers.source_streams`."""
+The byte streams under it (decompression, a capped file) are in :mod:`parsers.streams`."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rooftop.parsers.model import InputError
-from rooftop.parsers.source_streams import Capped, Decompressed, compression_of
+from rooftop.parsers.streams import Capped, Decompressed, compression_of
 
 if TYPE_CHECKING:
-    from rooftop.parsers.prom_http import PromQuery
+    from rooftop.parsers.prometheus.http import PromQuery
 
 SNIFF_BYTES = 64 * 1024
 DEFAULT_INTERVAL_S = 1.0  # dcgmi dmon -d 1000 (ms) and nvidia-smi dmon -d 1 (s) defaults
@@ -34,7 +34,7 @@ class ParseOptions:
     start: datetime | None = None  # wall-clock time of the first dmon tick (UTC); None: file mtime
     host: str | None = None  # host name for streams that do not name one (dmon)
     decimal_comma: bool | None = None  # None: detect per file
-    prometheus: PromQuery | None = None  # range, selectors, auth for http(s):// inputs (parsers.prom_http)
+    prometheus: PromQuery | None = None  # range, selectors, auth for http(s):// inputs (parsers.prometheus.http)
 
     def interval_or_default(self) -> float:
         """The given interval, else :data:`DEFAULT_INTERVAL_S` (``dcgmi dmon -d`` and ``nvidia-smi dmon -d``

@@ -82,15 +82,15 @@ def register_trace_formats() -> None:
     from rooftop.parsers.formats import Format, register
 
     first = "ncu-rep"
-    register(Format(NSYS_SQLITE, "events", "rooftop.parsers.nsys_sqlite:parse", "nsys SQLite export",
+    register(Format(NSYS_SQLITE, "events", "rooftop.parsers.nsys.sqlite:parse", "nsys SQLite export",
                     binary=True, reads_file=True), _is(NSYS_SQLITE), before=first)
-    register(Format(NSYS_REP, "events", "rooftop.parsers.nsys_rep:parse", "Nsight Systems report (.nsys-rep)",
+    register(Format(NSYS_REP, "events", "rooftop.parsers.nsys.rep:parse", "Nsight Systems report (.nsys-rep)",
                     binary=True, reads_file=True), _is(NSYS_REP), before=first)
-    register(Format(KINETO_JSON, "events", "rooftop.parsers.kineto:parse", "PyTorch profiler (Kineto) JSON"),
+    register(Format(KINETO_JSON, "events", "rooftop.parsers.kineto.reader:parse", "PyTorch profiler (Kineto) JSON"),
              _is(KINETO_JSON), before=first)
-    register(Format(NSYS_STATS_CSV, "events", "rooftop.parsers.nsys_stats:parse_csv", "nsys stats CSV/console"),
+    register(Format(NSYS_STATS_CSV, "events", "rooftop.parsers.nsys.stats:parse_csv", "nsys stats CSV/console"),
              _is(NSYS_STATS_CSV), before=first)
-    register(Format(NSYS_STATS_CONSOLE, "events", "rooftop.parsers.nsys_stats:parse_console",
+    register(Format(NSYS_STATS_CONSOLE, "events", "rooftop.parsers.nsys.stats:parse_console",
                     "nsys stats CSV/console"), _is(NSYS_STATS_CONSOLE), before=first)
 
 

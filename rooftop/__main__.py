@@ -1,6 +1,6 @@
 """``python -m rooftop``: the same command line as the ``rooftop`` script."""
 
-from rooftop.analyzer.cli import main
+from rooftop.cli.commands import main
 
 if __name__ == "__main__":
     main()

@@ -1,4 +1,4 @@
-"""A plain per-line reference implementation of parsers/prom_scan.py (see its module docstring).
+"""A plain per-line reference implementation of parsers/prometheus/scan.py (see its module docstring).
 
 Obviously correct rather than fast: split the chunk at ``\\n``; a line is *fast* when it starts with
 ``DCGM_FI_``, (one trailing ``\\r`` dropped) it has a ``}``, and its last ``}`` plus what follows it
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rooftop.parsers.prom_scan import MAX_TAIL_BYTES, METRIC_PREFIX
+from rooftop.parsers.prometheus.scan import MAX_TAIL_BYTES, METRIC_PREFIX
 
 _TAIL = re.compile(rb" ([^\t\n\x0b\x0c\r ]+)(?: ([0-9]+))?")  # after the "}"
 
@@ -24,7 +24,7 @@ class RefScan:
 
 
 def reference_scan(data: bytes) -> RefScan:
-    """What :func:`rooftop.parsers.prom_scan.scan_chunk` must find in ``data``."""
+    """What :func:`rooftop.parsers.prometheus.scan.scan_chunk` must find in ``data``."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:  # no fast lines; the lines as decoded with replacement characters

@@ -1,11 +1,11 @@
-"""Recommendations from the evidence (analyzer/advice.py, docs/formulas.md#findings): hand cases."""
+"""Recommendations from the evidence (analyzer/kernels/advice.py, docs/formulas.md#findings): hand cases."""
 
 from __future__ import annotations
 
 import math
 
-from rooftop.analyzer.advice import advise, motivation
 from rooftop.analyzer.findings import recommendation
+from rooftop.analyzer.kernels.advice import advise, motivation
 
 
 def _rec(label: str, limiter: str, row: dict, pct: float) -> str:

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import rooftop
-from rooftop.analyzer.cli import main
 from rooftop.analyzer.schema import validate_document
+from rooftop.cli.commands import main
 from rooftop.parsers import InputError
 
 from .conftest import FIXTURES, ROOT

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.kernels import analyze_kernels
+from rooftop.analyzer.kernels.analyze import analyze_kernels
 from rooftop.analyzer.metrics import bytes_by_level, cc_number
 
 BASE = {"input": "a.csv", "index": 0, "name": "k", "cc": "8.0", "duration_s": 1e-3,

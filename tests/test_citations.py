@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rooftop.analyzer.cli import main
+from rooftop.cli.commands import main
 from tests.conftest import FIXTURES, ROOT
 
 CITE = re.compile(r"docs/([A-Za-z0-9_./-]+\.md)#([A-Za-z0-9_-]+)")

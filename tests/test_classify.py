@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.classify import classify, sol_verdict, tail_effect, tail_speedup
-from rooftop.analyzer.kernels import analyze_kernels
+from rooftop.analyzer.kernels.analyze import analyze_kernels
+from rooftop.analyzer.kernels.classify import classify, sol_verdict, tail_effect, tail_speedup
 from tests.conftest import FIXTURES
 
 NAN = np.nan
@@ -203,7 +203,7 @@ def test_demo_fixture_data_classifies_as_intended() -> None:
 
 @pytest.mark.parametrize("name", ["demo.raw.csv", "demo.details.csv"])
 def test_demo_exports_parse_and_classify_as_intended(name: str) -> None:
-    if importlib.util.find_spec("rooftop.parsers.ncu_raw") is None:
+    if importlib.util.find_spec("rooftop.parsers.ncu.raw") is None:
         pytest.skip("ncu CSV parsers not present yet")
     from rooftop.parsers import parse_path
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from rooftop.analyzer.cli import main
+from rooftop.cli.commands import main
 from tests.conftest import FIXTURES
 
 

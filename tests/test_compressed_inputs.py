@@ -19,8 +19,8 @@ import pytest
 import zstandard
 from click.testing import CliRunner
 
-from rooftop.analyzer.cli import main
-from rooftop.analyzer.fleet.ingest import ingest_files
+from rooftop.analyzer.store.ingest import ingest_files
+from rooftop.cli.commands import main
 from rooftop.parsers import InputError, ParseOptions, open_input, parse_path, stream_path
 from tests.conftest import FIXTURES, corpus_dir
 

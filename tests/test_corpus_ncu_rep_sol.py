@@ -70,11 +70,11 @@ def _reports() -> list[Path]:
 
 @pytest.mark.parametrize("path", _reports(), ids=lambda p: p.name[:60])
 def test_sol_and_verdicts_match_ncu(path: Path) -> None:
-    if importlib.util.find_spec("rooftop.parsers.ncu_rep") is None:
-        pytest.skip("parsers/ncu_rep.py (binary .ncu-rep parser) is not in the tree yet")
+    if importlib.util.find_spec("rooftop.parsers.ncu.rep") is None:
+        pytest.skip("parsers/ncu/rep.py (binary .ncu-rep parser) is not in the tree yet")
     if importlib.util.find_spec("ncu_report") is None:
         pytest.skip("ncu_report (NVIDIA's Python module, extra 'ncu-rep') is not installed: no ground truth")
-    from rooftop.analyzer.kernels import analyze_kernels
+    from rooftop.analyzer.kernels.analyze import analyze_kernels
     from rooftop.parsers import InputError, parse_path
 
     try:

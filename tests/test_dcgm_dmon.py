@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rooftop.parsers import InputError, ParseOptions, parse_path
-from rooftop.parsers.dcgm_dmon import parse
+from rooftop.parsers.dcgm.dmon.reader import parse
 from rooftop.parsers.source import Source
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
@@ -154,7 +154,7 @@ def test_units_are_canonical(tmp_path: Path) -> None:
 def test_field_names_and_sentinels_table() -> None:
     import numpy as np
 
-    from rooftop.parsers import dcgm_fields as F
+    from rooftop.parsers.dcgm import fields as F
 
     for name in ("GRACT", "gract", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", "1001"):
         assert F.field_id(name) == 1001
@@ -198,7 +198,7 @@ MIXED = ("$ dcgmi dmon -e 1001,1005\r\n"
 
 
 def _drain(src: Source, opts: ParseOptions, **kw: object):
-    from rooftop.parsers.dcgm_dmon import parse_batches
+    from rooftop.parsers.dcgm.dmon.reader import parse_batches
 
     gen = parse_batches(src, opts, **kw)  # type: ignore[arg-type]
     batches = []
@@ -232,7 +232,7 @@ def test_mixed_file_by_hand(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("block", [1, 7, 64, 1 << 22])
 def test_block_size_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
-    import rooftop.parsers.dcgm_dmon as dm
+    import rooftop.parsers.dcgm.dmon.reader as dm
     from bench.gen_inputs import write_dmon
 
     gen = write_dmon(tmp_path / "g.txt", gpus=3, ticks=30)
@@ -255,7 +255,7 @@ def test_batches_join_to_parse_and_are_bounded(tmp_path: Path, monkeypatch: pyte
                                                start: datetime | None) -> None:
     import pyarrow as pa
 
-    import rooftop.parsers.dcgm_dmon as dm
+    import rooftop.parsers.dcgm.dmon.reader as dm
     from bench.gen_inputs import write_dmon
     from rooftop.parsers.model import SAMPLE_SCHEMA
 
@@ -277,7 +277,7 @@ def test_batches_join_to_parse_and_are_bounded(tmp_path: Path, monkeypatch: pyte
 def test_batches_stream_without_holding_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first batch is handed out after one block (opts.start and interval given) or after one
     pass over the file plus one block: samples are never gathered for the whole file."""
-    import rooftop.parsers.dcgm_dmon as dm
+    import rooftop.parsers.dcgm.dmon.reader as dm
     from bench.gen_inputs import write_dmon
 
     w = write_dmon(tmp_path / "g.txt", gpus=2, ticks=100)

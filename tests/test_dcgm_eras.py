@@ -12,7 +12,7 @@ import pytest
 
 from fixtures.make_dcgm import ERA_FIELDS, ERAS
 from rooftop.parsers import ParseOptions, parse_path
-from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.dcgm import fields as F
 from tests.conftest import FIXTURES
 
 ERA_FILES = {era: FIXTURES / "dcgm" / f"prom_era_{era.replace('.', '_')}.prom" for era in ERAS}

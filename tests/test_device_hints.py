@@ -13,11 +13,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.device_match import common_spec, match_device, match_name
-from rooftop.analyzer.devices import lookup
-from rooftop.analyzer.kernels import analyze_kernels
+from rooftop.analyzer.ceilings.device_match import common_spec, match_device, match_name
+from rooftop.analyzer.ceilings.devices import lookup
+from rooftop.analyzer.kernels.analyze import analyze_kernels
 from rooftop.analyzer.pipeline import analyze_inputs
-from rooftop.parsers.ncu_hints import parse_line
+from rooftop.parsers.ncu.hints import parse_line
 from tests.conftest import corpus_dir
 
 

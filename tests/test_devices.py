@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rooftop.analyzer.devices import (
+from rooftop.analyzer.ceilings.devices import (
     builtin,
     load_device_option,
     lookup,

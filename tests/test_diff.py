@@ -385,7 +385,7 @@ def test_report_sections_escape_and_place_arrows() -> None:
 def test_family_split_by_label_in_one_run_still_pairs() -> None:
     """assign_families splits a key whose launches disagree in label (``key [label limiter]``);
     the diff pairs such launches with the same kernel of the other run by the unsplit key."""
-    from rooftop.analyzer.families import assign_families
+    from rooftop.analyzer.kernels.families import assign_families
 
     rows_b = [kernel("x", 1e-3, name="gemm_kernel(float*)"), kernel("x", 1e-3, name="gemm_kernel(float*)")]
     rows_c = [kernel("x", 2e-3, name="gemm_kernel(float*)"),

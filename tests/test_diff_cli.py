@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from rooftop.analyzer.cli import main
+from rooftop.cli.commands import main
 from tests.conftest import FIXTURES, corpus_dir, manifest
 
 DIFF = FIXTURES / "diff"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rooftop.analyzer.cli import main
 from rooftop.analyzer.diff import compare
+from rooftop.cli.commands import main
 from rooftop.parsers import InputError
 from tests.conftest import corpus_dir
 from tests.test_diff import frame, kernel

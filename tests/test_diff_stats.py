@@ -1,4 +1,4 @@
-"""rooftop.analyzer.stats: Mann–Whitney p-values, Holm, testability, and the noise / power budget of the gate."""
+"""rooftop.analyzer.diff.stats: Mann–Whitney p-values, Holm, testability, and the noise / power budget of the gate."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer import stats
-from rooftop.analyzer.diff import classify
+from rooftop.analyzer.diff import classify, stats
 
 CV = 0.03
 SIGMA = math.sqrt(math.log1p(CV**2))  # lognormal sigma giving a 3 % coefficient of variation

@@ -1,5 +1,5 @@
 """The dmon tick interval: --interval, else the file's own `dcgmi dmon -d`, else 1 s
-(parsers/dmon_interval.py, docs/formulas.md#inputs). Hand-built files, the fixtures, a corpus file."""
+(parsers/dcgm/dmon/interval.py, docs/formulas.md#inputs). Hand-built files, the fixtures, a corpus file."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rooftop.parsers import InputError, ParseOptions, parse_path
-from rooftop.parsers.dcgm_dmon import parse, parse_batches
+from rooftop.parsers.dcgm.dmon.reader import parse, parse_batches
 from rooftop.parsers.model import drain_batches
 from rooftop.parsers.source import Source
 from tests.conftest import corpus_dir

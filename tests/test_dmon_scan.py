@@ -1,4 +1,4 @@
-"""parsers/dmon_scan.py against a plain per-line reference implementation (hypothesis: any bytes)."""
+"""parsers/dcgm/dmon/scan.py against a plain per-line reference implementation (hypothesis: any bytes)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooftop.parsers.dmon_scan import FAST_KINDS, KIND_STRIDE, MAX_ID_DIGITS, scan
+from rooftop.parsers.dcgm.dmon.scan import FAST_KINDS, KIND_STRIDE, MAX_ID_DIGITS, scan
 
 _TOKEN = re.compile(rb"[\x21-\xff]+")  # a run of bytes > space
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.families import (
+from rooftop.analyzer.kernels.families import (
     assign_families,
     base_name,
     display_name,

@@ -13,10 +13,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from rooftop.analyzer.fleet import dataset as dsmod
-from rooftop.analyzer.fleet import ingest as ingmod
-from rooftop.analyzer.fleet.dataset import Manifest, PartitionWriter, partition_value
-from rooftop.analyzer.fleet.ingest import ingest_files
+from rooftop.analyzer.store import dataset as dsmod
+from rooftop.analyzer.store import ingest as ingmod
+from rooftop.analyzer.store.dataset import Manifest, PartitionWriter, partition_value
+from rooftop.analyzer.store.ingest import ingest_files
 from rooftop.parsers import InputAccounting, InputError, ParseOptions, ParseResult, SampleStream
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
@@ -243,7 +243,7 @@ def test_corrupt_manifest_is_an_input_error(tmp_path):
         Manifest.load(root)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("rooftop.parsers.prom_text") is None,
+@pytest.mark.skipif(importlib.util.find_spec("rooftop.parsers.prometheus.text") is None,
                     reason="Prometheus text parser not in the tree yet")
 def test_real_prometheus_parser_round_trip(tmp_path):
     t = host_samples("node-p", gpus=2, seconds=30, start=START, fields=[1001, 1002, 1004, 1005])

@@ -251,9 +251,9 @@ def test_cli_ingest_and_fleet_with_hostile_names(tmp_path, windows_module):
     from click.testing import CliRunner
     from gen_fleet import host_samples, prometheus_text
 
-    from rooftop.analyzer.cli import main
+    from rooftop.cli.commands import main
 
-    pytest.importorskip("rooftop.parsers.prom_text")
+    pytest.importorskip("rooftop.parsers.prometheus.text")
     t = host_samples('<script>alert(1)</script>"|`x`', gpus=1, seconds=180, start=START,
                      fields=[1001, 1002, 1004, 1005])
     src = tmp_path / "scrape.prom"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.analyzer.fleet.ingest import APPENDABLE, LINE_FORMATS, ingest_files
 from rooftop.analyzer.pipeline import read_inputs
+from rooftop.analyzer.store.ingest import APPENDABLE, LINE_FORMATS, ingest_files
 from rooftop.parsers import (
     FORMATS,
     Format,
@@ -48,7 +48,7 @@ def test_every_format_has_kind_parser_and_declared_traits() -> None:
 def test_register_a_new_format_with_its_sniffer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(formats_mod, "FORMATS", dict(FORMATS))
     monkeypatch.setattr(formats_mod, "_SNIFFERS", list(formats_mod._SNIFFERS))
-    register(Format("toy-events", "events", "rooftop.parsers.prom_json:parse", "toy trace"),
+    register(Format("toy-events", "events", "rooftop.parsers.prometheus.json:parse", "toy trace"),
              lambda src: src.head_text().startswith("TOY"), before="prometheus-json")
     p = tmp_path / "t.txt"
     p.write_text("TOY {\"data\": 1}\n")

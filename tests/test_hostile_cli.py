@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from rooftop.analyzer.cli import main
+from rooftop.cli.commands import main
 from tests.conftest import CORPUS, manifest
 from tests.fuzzing import CHEAP, mutate_file, seed
 

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rooftop.analyzer.fleet import ingest as ingest_mod
-from rooftop.analyzer.fleet.dataset import Manifest, file_sha256
-from rooftop.analyzer.fleet.manifest import rotation_base
+from rooftop.analyzer.store import ingest as ingest_mod
+from rooftop.analyzer.store.dataset import Manifest, file_sha256
+from rooftop.analyzer.store.manifest import rotation_base
 from rooftop.parsers import ParseOptions, expand_inputs, parse_path
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from rooftop.analyzer.cli import main
-from rooftop.analyzer.fleet import dataset as dsmod
-from rooftop.analyzer.fleet.dataset import LOCK, MANIFEST, Manifest
-from rooftop.analyzer.fleet.ingest import ingest_files
+from rooftop.analyzer.store import dataset as dsmod
+from rooftop.analyzer.store.dataset import LOCK, MANIFEST, Manifest
+from rooftop.analyzer.store.ingest import ingest_files
+from rooftop.cli.commands import main
 from rooftop.parsers import InputError, ParseOptions
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -42,7 +42,7 @@ def _py(code: str) -> subprocess.Popen[bytes]:
 HOLD = """
 import sys, time
 from pathlib import Path
-from rooftop.analyzer.fleet.dataset import ingest_lock
+from rooftop.analyzer.store.dataset import ingest_lock
 with ingest_lock(Path(sys.argv[1] if len(sys.argv) > 1 else {root!r})):
     print("locked", flush=True)
     time.sleep(600)
@@ -79,7 +79,7 @@ RACE = """
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from rooftop.analyzer.fleet.ingest import ingest_files
+from rooftop.analyzer.store.ingest import ingest_files
 from rooftop.parsers import InputError, ParseOptions
 opts = ParseOptions(start=datetime(2025, 1, 1, tzinfo=timezone.utc), host="n1")
 try:
@@ -110,7 +110,7 @@ def test_concurrent_ingests_never_both_commit_over_each_other(tmp_path: Path) ->
 
 
 def test_commit_refused_when_the_lock_was_taken_away(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rooftop.analyzer.fleet import ingest as ingest_mod
+    from rooftop.analyzer.store import ingest as ingest_mod
 
     root = tmp_path / "ds"
     real = ingest_mod._ingest_guarded
@@ -130,7 +130,7 @@ def test_commit_refused_when_the_lock_was_taken_away(tmp_path: Path, monkeypatch
 KILL_DURING_SAVE = """
 import os, sys
 from pathlib import Path
-from rooftop.analyzer.fleet import dataset
+from rooftop.analyzer.store import dataset
 real = os.replace
 def die(src, dst, *a, **k):
     if str(dst).endswith("_manifest.json"):
@@ -138,7 +138,7 @@ def die(src, dst, *a, **k):
     return real(src, dst, *a, **k)
 dataset.os.replace = die
 from datetime import datetime, timezone
-from rooftop.analyzer.fleet.ingest import ingest_files
+from rooftop.analyzer.store.ingest import ingest_files
 from rooftop.parsers import ParseOptions
 ingest_files([Path(sys.argv[1])], Path(sys.argv[2]),
              ParseOptions(start=datetime(2025, 1, 1, tzinfo=timezone.utc), host="n1"))

@@ -1,4 +1,4 @@
-"""Many small inputs: written together per commit group (analyzer/fleet/batch.py), each stored once,
+"""Many small inputs: written together per commit group (analyzer/store/batch.py), each stored once,
 re-ingest with nothing new skips them all; docs/formulas.md#fleet-ingest."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rooftop.analyzer.fleet import ingest as ingest_mod
-from rooftop.analyzer.fleet.dataset import Manifest
 from rooftop.analyzer.fleet.pipeline import select_files
+from rooftop.analyzer.store import ingest as ingest_mod
+from rooftop.analyzer.store.dataset import Manifest
 from rooftop.parsers import ParseOptions, expand_inputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

@@ -1,4 +1,4 @@
-"""The whole-document Kineto reader (parsers/kineto_whole.py, msgspec) against the streamed one
+"""The whole-document Kineto reader (parsers/kineto/whole.py, msgspec) against the streamed one
 (ijson, the reference): the same ParseResult on every corpus trace, the fixtures, and
 hypothesis-built documents with odd field types, missing keys and exact decimals."""
 
@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooftop.parsers import kineto, kineto_whole
+from rooftop.parsers.kineto import reader as kineto
+from rooftop.parsers.kineto import whole as kineto_whole
 from rooftop.parsers.model import ParseResult
 from rooftop.parsers.source import ParseOptions, Source
 from tests.conftest import CORPUS, FIXTURES

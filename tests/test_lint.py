@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rooftop.analyzer.kernels import analyze_kernels
+from rooftop.analyzer.kernels.analyze import analyze_kernels
 
 
 def _codes(lint: list[dict]) -> dict[str, list[dict]]:

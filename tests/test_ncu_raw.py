@@ -12,7 +12,7 @@ import pytest
 
 from rooftop.parsers import InputError, ParseOptions, parse_path, validate_kernels
 from rooftop.parsers.detect import detect_format
-from rooftop.parsers.ncu_raw import parse
+from rooftop.parsers.ncu.raw import parse
 from rooftop.parsers.source import Source
 
 NEW_ID = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.parsers import InputError, ncu_rep, parse_path
-from rooftop.parsers.ncu_rep_container import read_container, walk_blocks
+from rooftop.parsers import InputError, parse_path
+from rooftop.parsers.ncu import rep as ncu_rep
+from rooftop.parsers.ncu.rep_container import read_container, walk_blocks
 from tests.conftest import CORPUS
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.ncu_rules import failed_profiles, launch_signals, rule_errors
+from rooftop.analyzer.kernels.ncu_rules import failed_profiles, launch_signals, rule_errors
 
 
 def _rules(rows: list[tuple[int, str, str, str]]) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.kernels import analyze_kernels
+from rooftop.analyzer.kernels.analyze import analyze_kernels
 from rooftop.analyzer.pipeline import analyze_inputs
 from tests.conftest import corpus_dir
 

@@ -1,5 +1,5 @@
-"""The columnar nsys SQLite reader (parsers/nsys_columns.py, via ADBC and via sqlite3 rows) against
-the plain reference reader (parsers/nsys_sqlite_ref.py): the same ParseResult on every corpus export,
+"""The columnar nsys SQLite reader (parsers/nsys/columns.py, via ADBC and via sqlite3 rows) against
+the plain reference reader (parsers/nsys/sqlite_ref.py): the same ParseResult on every corpus export,
 the generated fixtures, and hypothesis-built exports with missing tables, columns and values."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooftop.parsers import nsys_columns
 from rooftop.parsers.model import ParseResult
-from rooftop.parsers.nsys_sqlite import parse, queries
-from rooftop.parsers.nsys_sqlite_ref import parse_reference
+from rooftop.parsers.nsys import columns as nsys_columns
+from rooftop.parsers.nsys.sqlite import parse, queries
+from rooftop.parsers.nsys.sqlite_ref import parse_reference
 from rooftop.parsers.source import ParseOptions, Source
 from tests.conftest import CORPUS, FIXTURES
 

@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import rooftop.reports.atomic as atomic
-from rooftop.analyzer.cli import main
+from rooftop.cli.commands import main
 from rooftop.parsers import parse_path
 from rooftop.parsers.source import Source
 from rooftop.reports.atomic import OutputError, write_atomic
@@ -233,7 +233,7 @@ _CAP_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[3])
     import numpy, pandas, pyarrow  # noqa: F401  (their import cost is not the parser's)
     from rooftop.parsers import parse_path
-    import rooftop.parsers.prom_text  # noqa: F401
+    import rooftop.parsers.prometheus.text  # noqa: F401
     def vm():
         for line in open('/proc/self/status'):
             if line.startswith('VmSize'):

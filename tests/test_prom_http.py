@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from rooftop.analyzer.cli import main
 from rooftop.analyzer.windows.fields import PROFILE_METRICS
+from rooftop.cli.commands import main
 from rooftop.parsers import InputError, ParseOptions
-from rooftop.parsers import prom_http as ph
+from rooftop.parsers.prometheus import http as ph
 from tests.prom_server import FIELDS, GPUS, SCRAPES, STEP_S, Proxy, at, prometheus
 
 __all__ = ["prometheus"]  # the fixture, imported for pytest

@@ -11,7 +11,7 @@ import pytest
 
 from rooftop.parsers import InputError, ParseOptions, parse_path
 from rooftop.parsers.model import ParseResult, drain_batches
-from rooftop.parsers.nvsmi import parse_csv_batches, parse_dmon_batches
+from rooftop.parsers.nvsmi.reader import parse_csv_batches, parse_dmon_batches
 from rooftop.parsers.source import Source
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -1,4 +1,4 @@
-"""parsers/prom_scan.py against a plain per-line reference (tests/prom_scan_reference.py), and the
+"""parsers/prometheus/scan.py against a plain per-line reference (tests/prom_scan_reference.py), and the
 whole Prometheus text parser with and without the fast path: same records, same rejections with the
 same line numbers (hypothesis, generated dcgm-exporter-like text with the tricky cases)."""
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rooftop.parsers.prom_records as pr
-import rooftop.parsers.prom_text as pt
-from rooftop.parsers.prom_scan import scan_chunk
+import rooftop.parsers.prometheus.records as pr
+import rooftop.parsers.prometheus.text as pt
+from rooftop.parsers.prometheus.scan import scan_chunk
 from rooftop.parsers.source import ParseOptions, Source
 from tests.conftest import FIXTURES, corpus_dir
 from tests.prom_scan_reference import reference_scan
@@ -82,7 +82,7 @@ def test_hand_computed_chunk() -> None:
 
 
 def _general_only(data: bytes | memoryview) -> tuple[pa.Array, np.ndarray, None]:
-    """scan_chunk with no fast lines: every line through parsers/prom_grammar.py."""
+    """scan_chunk with no fast lines: every line through parsers/prometheus/grammar.py."""
     lines, rest_no, fast = scan_chunk(data)
     if fast is None:
         return lines, rest_no, None

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import rooftop.parsers.prom_text as pt
+import rooftop.parsers.prometheus.text as pt
 from rooftop.parsers import ParseOptions, ParseResult, parse_path
 from rooftop.parsers.source import Source
 

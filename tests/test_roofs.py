@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from rooftop.analyzer.ceilings.roofs import kernel_roofs
 from rooftop.analyzer.document import kernel_records
-from rooftop.analyzer.kernels import analyze_kernels
-from rooftop.analyzer.roofs import kernel_roofs
+from rooftop.analyzer.kernels.analyze import analyze_kernels
 
 
 def test_roofs_carry_kind_level_and_true_source(tmp_path: Path) -> None:

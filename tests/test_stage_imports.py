@@ -32,9 +32,9 @@ def stage_imports(stage: str) -> dict[str, set[str]]:
 
 
 def test_imported_modules_sees_function_level_and_from_imports() -> None:
-    src = "import a.b\nfrom c import d\ndef f():\n    from rooftop.analyzer.kernels import x\n"
-    assert imported_modules(src) == {"a.b", "c", "c.d", "rooftop.analyzer.kernels",
-                                     "rooftop.analyzer.kernels.x"}
+    src = "import a.b\nfrom c import d\ndef f():\n    from rooftop.analyzer.kernels.analyze import x\n"
+    assert imported_modules(src) == {"a.b", "c", "c.d", "rooftop.analyzer.kernels.analyze",
+                                     "rooftop.analyzer.kernels.analyze.x"}
 
 
 def test_parsers_import_no_later_stage() -> None:

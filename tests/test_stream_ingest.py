@@ -18,13 +18,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-import rooftop.parsers.nvsmi as nvsmi
-import rooftop.parsers.prom_text as pt
+import rooftop.parsers.nvsmi.reader as nvsmi
+import rooftop.parsers.prometheus.text as pt
 from rooftop import parsers
-from rooftop.analyzer.fleet import dataset as dsmod
-from rooftop.analyzer.fleet import ingest as ingest_mod
-from rooftop.analyzer.fleet.dataset import Manifest
-from rooftop.analyzer.fleet.ingest import IngestSummary, ingest_files
+from rooftop.analyzer.store import dataset as dsmod
+from rooftop.analyzer.store import ingest as ingest_mod
+from rooftop.analyzer.store.dataset import Manifest
+from rooftop.analyzer.store.ingest import IngestSummary, ingest_files
 from rooftop.parsers import InputError, ParseOptions, parse_path, stream_path
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
@@ -149,7 +149,7 @@ def test_fallback_for_parsers_without_batches(tmp_path: Path, monkeypatch: pytes
     # handed on in zero-copy slices
     monkeypatch.setattr(nvsmi, "parse_whole", nvsmi.parse_csv, raising=False)
     monkeypatch.setitem(parsers.FORMATS, "nvidia-smi-csv", replace(
-        parsers.FORMATS["nvidia-smi-csv"], parser="rooftop.parsers.nvsmi:parse_whole", streamable=False))
+        parsers.FORMATS["nvidia-smi-csv"], parser="rooftop.parsers.nvsmi.reader:parse_whole", streamable=False))
     monkeypatch.setattr(parsers, "STREAM_BATCH_ROWS", 7)
     path = tmp_path / "smi.csv"
     path.write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n" + "".join(
@@ -688,7 +688,7 @@ def test_file_growing_while_ingested_stores_only_the_hashed_bytes(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # the writer appends between hashing and parsing: the entry covers the hashed extent only, and
     # the next ingest appends the rest (nothing stored twice, nothing lost)
-    from rooftop.analyzer.fleet import ingest as ingmod
+    from rooftop.analyzer.store import ingest as ingmod
 
     live = tmp_path / "live.prom"
     live.write_bytes(PROM_HEAD)
@@ -727,7 +727,7 @@ def _drain_limited(path: Path, limit: int) -> tuple[list[pa.Table], parsers.Pars
 def test_cli_ingest_finished(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from rooftop.analyzer.cli import main
+    from rooftop.cli.commands import main
 
     live = tmp_path / "live.prom"
     live.write_bytes(PROM_HEAD + PROM_CUT)

@@ -74,7 +74,7 @@ def test_ncu_units_outside_nsight_spelling(unit: str, factor: float | None) -> N
 
 
 def test_ingest_of_a_file_with_impossible_times_rejects_those_samples(tmp_path: Path) -> None:
-    from rooftop.analyzer.fleet.ingest import ingest_files
+    from rooftop.analyzer.store.ingest import ingest_files
 
     p = tmp_path / "x.prom"
     p.write_text('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n1"} 5 1700000000000\n'

@@ -20,7 +20,7 @@ import pytest
 from rooftop.analyzer.timeline import analyze_timelines
 from rooftop.analyzer.timeline.metrics import device_metrics, union
 from rooftop.parsers import InputError, parse_path
-from rooftop.parsers.kineto import to_ns
+from rooftop.parsers.kineto.reader import to_ns
 from rooftop.parsers.model import EVENT_COLUMNS
 from tests.conftest import CORPUS, FIXTURES, ROOT
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import rooftop.analyzer.windows as W
-from rooftop.analyzer.devices import DeviceSpec
+from rooftop.analyzer.ceilings.devices import DeviceSpec
 from rooftop.analyzer.windows import scan
 from rooftop.parsers import ParseOptions, parse_path
 from rooftop.parsers.model import SAMPLE_SCHEMA
@@ -47,7 +47,7 @@ def as_table(df: pd.DataFrame) -> pa.Table:
 
 @pytest.fixture
 def stub_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rooftop.analyzer.devices as D
+    import rooftop.analyzer.ceilings.devices as D
 
     monkeypatch.setattr(D, "lookup", lambda name, cc=None, sm_count=None: STUB if name == "Stub GPU" else None)
     monkeypatch.setattr(D, "load_device_option", lambda opt: STUB if opt else None)

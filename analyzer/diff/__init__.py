@@ -11,7 +11,7 @@ The core is pure functions over two flat kernel-result frames (columns named by
   duration, achieved FLOP/s, FLOPs, bytes and intensity per level, label and limiter, each with
   one explanation line.
 * :func:`verdict`: per *series* (family + grid + block + NVTX path; its launches are replicates)
-  a noise-aware verdict from :mod:`analyzer.stats` (Mann–Whitney U with Holm's correction where
+  a noise-aware verdict from :mod:`analyzer.diff.stats` (Mann–Whitney U with Holm's correction where
   there are enough repeats; the threshold alone, marked as such, otherwise).
 
 :func:`run_diff` reads both sides (ncu exports or saved ``rooftop analyze --json`` documents) and

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from rooftop.analyzer import stats
+from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff.deltas import group_deltas, pair_deltas
 from rooftop.analyzer.diff.match import LEVELS, REPORT_PCT, Matched, identify, match_kernels
 from rooftop.analyzer.diff.verdict import GATES, series_table, verdict

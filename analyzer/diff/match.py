@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.families import family_key
+from rooftop.analyzer.kernels.families import family_key
 
 SIDES = ("baseline", "candidate")
 KEY = ["family", "grid", "block", "nvtx"]
@@ -80,7 +80,7 @@ def series_ids(frame: pd.DataFrame) -> pd.Series:
     """Readable series id: ``family ⟨grid G, block B⟩`` plus `` @ nvtx`` when there is one.
 
     The configuration is not repeated when the family name already ends with it
-    (``analyzer.families`` writes ``name (grid G, block B)``).
+    (``analyzer.kernels.families`` writes ``name (grid G, block B)``).
     """
     grid = frame["grid"].astype(str).where(frame["grid"] >= 0, "?")
     block = frame["block"].astype(str).where(frame["block"] >= 0, "?")
@@ -95,7 +95,7 @@ _CONFIG_SUFFIX = re.compile(r" \(grid [^()]*, block [^()]*\)$")
 
 
 def base_names(family: pd.Series) -> pd.Series:
-    """Family names without the `` (grid G, block B)`` suffix that ``analyzer.families`` adds."""
+    """Family names without the `` (grid G, block B)`` suffix that ``analyzer.kernels.families`` adds."""
     return family.astype(str).str.replace(_CONFIG_SUFFIX, "", regex=True)
 
 

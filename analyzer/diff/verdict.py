@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import stats
+from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff.deltas import _col, group_deltas, pct
 from rooftop.analyzer.diff.match import KEY, REPORT_PCT, SIDES
 from rooftop.analyzer.document import jsonable
 
 
 def series_stats(baseline: pd.DataFrame, candidate: pd.DataFrame, alpha: float = stats.ALPHA) -> pd.DataFrame:
-    """:func:`analyzer.stats.compare_series` over every launch of both runs (identified frames)."""
+    """:func:`analyzer.diff.stats.compare_series` over every launch of both runs (identified frames)."""
     parts = []
     for side, frame in zip(SIDES, (baseline, candidate), strict=True):
         parts.append(pd.DataFrame({

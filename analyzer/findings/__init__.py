@@ -1,6 +1,6 @@
 """Ranked findings: one per kernel family (the problem), ranked by what fixing it could save.
 
-Rules in docs/formulas.md#findings: families from :func:`analyzer.families.family_table`
+Rules in docs/formulas.md#findings: families from :func:`analyzer.kernels.families.family_table`
 (invocation-weighted time); per launch the largest *whole-kernel* (``global``) NVIDIA estimate,
 capped at rooftop's roofline gap, else the gap, else unknown (ranked by time share); severity from
 the recoverable share of kernel time (>= 10 % high, >= 2 % medium), at most medium without an
@@ -63,7 +63,7 @@ def _rules_by_family(est_best: list[tuple[float | None, str | None, str | None]]
 def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.DataFrame,
              results: pd.DataFrame, k_ev: Any, total: float) -> dict[str, Any]:
     """The contract finding of one family row (docs/contract.md), with its ``_score``."""
-    from rooftop.analyzer.advice import advise
+    from rooftop.analyzer.kernels.advice import advise
 
     label = str(row["label"] or "unknown")
     limiter = str(row["limiter"] or "unknown")
@@ -97,12 +97,12 @@ def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.Da
 
 
 def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dict[str, Any]]:
-    """Findings, one per family of :func:`analyzer.families.family_table`, best first (at most
+    """Findings, one per family of :func:`analyzer.kernels.families.family_table`, best first (at most
     ``limit``), each with a ``_score``. Per-launch savings are weighted by the launches a row
     stands for (``invocations``). Scores and order are computed for all families at once; dicts
     are built only for the kept ones.
     """
-    from rooftop.analyzer.families import family_table
+    from rooftop.analyzer.kernels.families import family_table
 
     n = len(results)
     if n == 0:

@@ -67,7 +67,7 @@ def _column(results: pd.DataFrame, col: str) -> Floats:
 
 def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
     """The recoverable-time columns of every launch record of ``results`` (docs/formulas.md#findings)."""
-    from rooftop.analyzer.families import launch_weights
+    from rooftop.analyzer.kernels.families import launch_weights
 
     n = len(results)
     dur = _column(results, "duration_s") * launch_weights(results).to_numpy()
@@ -103,7 +103,7 @@ def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
 
 
 def family_estimates(fams: pd.DataFrame, est: LaunchEstimates, pos_family: npt.NDArray[np.object_]) -> pd.DataFrame:
-    """One row per family of ``fams`` (:func:`analyzer.families.family_table`) that has a launch not
+    """One row per family of ``fams`` (:func:`analyzer.kernels.families.family_table`) that has a launch not
     failed, with the family's columns and the sums of ``est`` over its launches (``pos_family`` names
     each launch's family): ``gap_s``, ``nv_s``, ``nv_raw_s``, their counts, the time-weighted ``roof_pct``,
     ``local_max``, then ``est``, ``share`` and ``score`` (docs/formulas.md#findings)."""

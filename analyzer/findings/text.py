@@ -157,7 +157,7 @@ def what_decides(missing: list[str], k_ev: Any) -> str:
 
 def short(family: str) -> str:
     """The family's display name, at most 90 characters."""
-    from rooftop.analyzer.families import display_name
+    from rooftop.analyzer.kernels.families import display_name
 
     return display_name(family, 90)
 

@@ -75,7 +75,7 @@ def _ceilings(results: pd.DataFrame, ceilings: Mapping[str, float] | Any | None)
     """Flat ceilings ``{tensor, fp64, fp32, fp16, dram, sm_count}`` from a mapping, a
     ``DeviceSpec``, or the built-in device named by the results' ``device`` column."""
     if ceilings is None and "device" in results.columns and results["device"].notna().any():
-        from rooftop.analyzer.devices import lookup
+        from rooftop.analyzer.ceilings.devices import lookup
 
         ceilings = lookup(str(results["device"].dropna().mode().iloc[0]))
     if ceilings is None:

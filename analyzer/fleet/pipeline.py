@@ -15,7 +15,6 @@ import pandas as pd
 
 from rooftop.analyzer.document import build_document, jsonable
 from rooftop.analyzer.fleet import engines
-from rooftop.analyzer.fleet.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
 from rooftop.analyzer.fleet.join import JoinRequest, fleet_join
 from rooftop.analyzer.fleet.rollup import (
     GROUPABLE,
@@ -25,6 +24,7 @@ from rooftop.analyzer.fleet.rollup import (
     rollup,
     trend,
 )
+from rooftop.analyzer.store.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
 from rooftop.parsers.model import InputError
 
 DEFAULT_PERIOD = timedelta(hours=24)

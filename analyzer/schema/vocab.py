@@ -8,7 +8,7 @@ from typing import Literal, get_args
 Kind = Literal["analyze", "fleet", "diff"]
 KINDS: tuple[str, ...] = get_args(Kind)
 
-# docs/formulas.md#kernel-labels (analyzer/classify.py)
+# docs/formulas.md#kernel-labels (analyzer/kernels/classify.py)
 KernelLabel = Literal["compute-bound", "memory-bound", "overhead-bound", "unknown"]
 KERNEL_LABELS: tuple[str, ...] = get_args(KernelLabel)
 KernelLimiter = Literal["tensor", "fp64", "fp32", "fp16", "dram", "l2", "l1",

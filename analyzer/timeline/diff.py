@@ -1,6 +1,6 @@
 """``rooftop diff BEFORE AFTER`` of two timelines (nsys / Kineto): per device the idle fraction,
 gaps and kernel time, and the matched kernels, with the diff's noise-aware gate
-(docs/formulas.md#timeline-diff; the gate: analyzer/stats.py, docs/formulas.md#diff).
+(docs/formulas.md#timeline-diff; the gate: analyzer/diff/stats.py, docs/formulas.md#diff).
 
 Series compared with Mann-Whitney U + Holm (``stats.compare_series``): every kernel name on a
 device (its launch durations on each side) and the device's idle gaps (their lengths). A series
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import stats
+from rooftop.analyzer.diff import stats
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.timeline import TimelineAnalysis, analyze_timelines
 from rooftop.analyzer.timeline.metrics import GPU_KINDS

@@ -11,7 +11,7 @@ import pandas as pd
 from rooftop.analyzer.windows.codes import _epoch_ms
 from rooftop.analyzer.windows.fields import PROFILE_METRICS, RATIO_METRICS, gpu_key
 from rooftop.analyzer.windows.rules import IDLE_MAX, resolve_devices
-from rooftop.parsers import dcgm_fields as F
+from rooftop.parsers.dcgm import fields as F
 
 _HOPPER_PLUS = re.compile(r"\b(H100|H200|H800|H20|GH200|B100|B200|B300|GB200|GB300|RTX PRO|RTX 50\d0)\b", re.I)
 

@@ -25,7 +25,7 @@ _MIG_G = re.compile(r"^(\d+)g\.")
 
 def _devices_module() -> Any:
     try:
-        from rooftop.analyzer import devices
+        from rooftop.analyzer.ceilings import devices
     except ImportError:  # pragma: no cover - devices is part of the package
         return None
     return devices

@@ -1,0 +1,1 @@
+"""Device ceilings: the built-in table, ``--device`` files, the export's own peaks, per kernel."""

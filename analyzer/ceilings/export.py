@@ -1,0 +1,85 @@
+"""Ceilings from the export itself: ``<metric>.peak_sustained`` x the unit's measured
+``*__cycles_elapsed.avg.per_second`` per kernel, as ncu's roofline sections draw the roofs
+(docs/formulas.md#ceilings; docs/research/formulas.md §1.1-1.6), and the DRAM peak from the bus
+width where ncu gives no ``dram__bytes.sum.peak_sustained``. Used by :mod:`analyzer.ceilings.per_kernel`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer import metrics as M
+
+# (FMA op, FLOPs per FMA) for the FP peaks (docs/research/formulas.md §1.2-1.4: _x2 / _x4 derived metrics)
+_FMA = {"fp64": ("dfma", 2.0), "fp32": ("ffma", 2.0), "fp16": ("hfma", 4.0)}
+
+
+def export_fp_peaks(df: pd.DataFrame, sm_hz: pd.Series) -> dict[str, tuple[pd.Series, pd.Series]]:
+    out = {}
+    for cls, (op, x) in _FMA.items():
+        recipes = (
+            M.Recipe((f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained",), x),
+            M.Recipe((f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{int(x)}",)),
+        )
+        per_cycle, src = M.resolve(df, recipes)
+        out[cls] = (per_cycle * sm_hz, src.where(src.isna(), src + " x sm__cycles_elapsed.avg.per_second"))
+    return out
+
+
+def export_bw(df: pd.DataFrame, cc: pd.Series, sm_hz: pd.Series
+               ) -> dict[str, dict[str, tuple[pd.Series, pd.Series]]]:
+    """level -> convention -> (bytes/s ceiling, description)."""
+    clocks: dict[str, pd.Series] = {}  # each unit's clock once (the L1 has four recipes)
+
+    def clock(unit: str) -> pd.Series:
+        if unit not in clocks:
+            hz, _ = M.clock_hz(df, unit)
+            clocks[unit] = hz.fillna(sm_hz) if unit == "l1tex" else hz
+        return clocks[unit]
+
+    def per(recipes: tuple[M.Recipe, ...], unit: str) -> tuple[pd.Series, pd.Series]:
+        per_cycle, src = M.resolve(df, recipes)
+        return per_cycle * clock(unit), src.where(src.isna(), src + f" x {unit}__cycles_elapsed.avg.per_second")
+
+    dram = dram_peak(df, per((M.Recipe(("dram__bytes.sum.peak_sustained",)),), "dram"))
+    l2 = per((M.Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), M.L2_BYTES_PER_CYCLE),
+              M.Recipe(("derived__lts__lts2xbar_bytes.sum.peak_sustained",))), "lts")
+    l2n = per((M.Recipe(("lts__t_bytes.sum.peak_sustained",)),), "lts")
+    l1_by = {}
+    for k, name in (("lgds", "l1tex__lsu_writeback_active_mem_lgds"), ("lg", "l1tex__lsu_writeback_active_mem_lg"),
+                    ("all", "l1tex__lsu_writeback_active")):
+        dname = name.replace("l1tex__lsu_writeback_active", "derived__l1tex__lsu_writeback_bytes")
+        l1_by[k] = per((M.Recipe((f"{name}.sum.peak_sustained",), M.L1_BYTES_PER_CYCLE),
+                        M.Recipe((f"{dname}.sum.peak_sustained",))), "l1tex")
+    prefer = M.l1_order(cc)
+    l1v, l1s = pd.Series(np.nan, index=df.index), pd.Series(None, index=df.index, dtype="object")
+    for only_preferred in (True, False):
+        for k in ("lgds", "lg", "all"):
+            v, s = l1_by[k]
+            take = l1v.isna() & v.notna() & (prefer[k] if only_preferred else True)
+            l1v, l1s = l1v.mask(take, v), l1s.mask(take, s)
+    l1n = per((M.Recipe(("l1tex__t_bytes.sum.peak_sustained",)),), "l1tex")
+    return {"dram": {"ncu": dram}, "l2": {"ncu": l2, "nersc": l2n}, "l1": {"ncu": (l1v, l1s), "nersc": l1n}}
+
+
+def dram_peak(df: pd.DataFrame, ncu: tuple[pd.Series, pd.Series]) -> tuple[pd.Series, pd.Series]:
+    """DRAM ceiling: ncu's ``dram__bytes.sum.peak_sustained`` x DRAM cycles/s; else from the bus width.
+
+    * legacy ncu (2019-2020: ``dram__frequency``): bus width / 8 bytes x ``dram__frequency``, the peak
+      behind its ``fbpa__sol_pct`` / ``dram__read_pct + dram__write_pct``;
+    * otherwise bus width / 4 bytes per DRAM cycle (two transfers per cycle; equal to
+      ``dram__bytes.sum.peak_sustained`` on every corpus report that has both) x the measured
+      ``dram__cycles_elapsed.avg.per_second``. docs/formulas.md#ceilings.
+    """
+    v, s = ncu
+    bus = M.column(df, "device__attribute_global_memory_bus_width")
+    legacy_hz = M.column(df, "dram__frequency")
+    legacy = bus / 8.0 * legacy_hz
+    take = v.isna() & legacy.notna() & (legacy > 0)
+    v = v.mask(take, legacy)
+    s = s.mask(take, "device__attribute_global_memory_bus_width / 8 B x dram__frequency (legacy ncu's DRAM peak)")
+    modern = bus / 4.0 * M.column(df, "dram__cycles_elapsed.avg.per_second")
+    take = v.isna() & modern.notna() & (modern > 0)
+    v = v.mask(take, modern)
+    s = s.mask(take, "device__attribute_global_memory_bus_width / 4 B x dram__cycles_elapsed.avg.per_second")
+    return v, s

@@ -1,0 +1,1 @@
+"""The per-kernel roofline core: facts, roofline, labels, evidence, lint, families, advice."""

@@ -1,0 +1,103 @@
+"""Per-kernel analysis: metrics -> ceilings -> roofline -> label, evidence and lint.
+
+``analyze_kernels(kernels, rules, device)`` returns :class:`KernelAnalysis`:
+
+* ``results``: one row per kernel (same order as the kernel table), flat columns named as in
+  :data:`analyzer.document.KERNEL_FIELDS` (except ``family``) plus extras: ``binding_level``,
+  ``dominant_class``, ``ridge_<lvl>``, ``attainable_<lvl>``, ``bw_util_<lvl>``, ``pct_of_roof``,
+  ``waves``, ``sol_verdict``, ``bytes_convention``, ``compute_peak``, ``compute_util``, ``memory_util``
+  and the ceilings as a reference into ``devices`` (:func:`analyzer.ceilings.refs.ceiling_refs`: column
+  ``ceilings``; ``peak_<class>``, ``bw_<lvl>``, ``sm_count``, ``ceiling_device`` only where they
+  differ from the referenced entry, NaN/None elsewhere).
+* ``devices``: contract entries of every device whose ceilings were used.
+* ``ceilings``: every kernel's full ceilings: ``peak_<class>``, ``bw_<lvl>``, ``src_<ceiling>``
+  (export/builtin/user), ``detail_<ceiling>``, ``ceiling_device``, ``sm_count``.
+* ``lint``: contract lint items; ``kernels`` are row positions in ``results`` (= positions in
+  the document's ``kernels`` list).
+
+The steps live in their own modules: :mod:`analyzer.kernels.facts` (every number behind a label),
+:mod:`analyzer.kernels.classify` (the label), :mod:`analyzer.kernels.evidence` (the sentences),
+:mod:`analyzer.kernels.ncu_results` (NCU's own rule results), :mod:`analyzer.ceilings.per_kernel` (the ceilings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer import metrics as M
+from rooftop.analyzer.ceilings.per_kernel import CEILING_COLUMNS
+from rooftop.analyzer.ceilings.refs import ceiling_refs
+from rooftop.analyzer.kernels.classify import classify
+from rooftop.analyzer.kernels.evidence import explain
+from rooftop.analyzer.kernels.facts import facts_for
+from rooftop.analyzer.kernels.lint import lint_kernels
+from rooftop.analyzer.kernels.ncu_results import ncu_plain_text, ncu_rule_items, stored_sol_verdicts
+from rooftop.analyzer.kernels.ncu_rules import failed_profile_lint, failed_profiles, launch_signals
+
+__all__ = ["KernelAnalysis", "analyze_kernels", "facts_for", "ncu_plain_text"]
+
+
+@dataclass
+class KernelAnalysis:
+    results: pd.DataFrame
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    lint: list[dict[str, Any]] = field(default_factory=list)
+    ceilings: pd.DataFrame | None = None
+
+
+def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | None = None,
+                    meta: dict[str, dict[str, Any]] | None = None) -> KernelAnalysis:
+    """Analyze every kernel (see the module docstring). ``meta``: parser meta per input path
+    (ncu command line for the cache/clock-control lint), optional."""
+    if kernels is None or not len(kernels):
+        return KernelAnalysis(pd.DataFrame(columns=["index", "input", "name", "label", "limiter"]))
+    f, devices = facts_for(kernels, device, meta)
+    stored = stored_sol_verdicts(rules)
+    if len(stored):
+        key = pd.MultiIndex.from_arrays([f["input"].astype("string"), f["index"].astype("Int64")])
+        f["ncu_stored_verdict"] = stored.reindex(key).to_numpy()
+    sig = launch_signals(f[["input", "index"]].assign(launch__waves_per_multiprocessor=f["waves"]), rules)
+    f["ncu_tail"], f["ncu_small_grid"] = sig["ncu_tail"].to_numpy(), sig["ncu_small_grid"].to_numpy()
+    failed = failed_profiles(f, rules, meta, f["duration_s"])
+    c = classify(f)
+    c.loc[failed.to_numpy(), ["label", "limiter", "basis"]] = ["unknown", "unknown", "failed"]
+    ev = explain(f, c)
+    for i in np.flatnonzero(failed.to_numpy(dtype=bool)).tolist():
+        ev[i] = ["Profile failed: NCU collected no metrics for this launch (no duration; its rule results are "
+                 "errors), so no label, saving or advice is given (lint failed-profile; docs/formulas.md#kernel-labels)"]
+    extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
+              "memory_util", "bytes_convention"]
+    extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in M.LEVELS]
+    refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
+        list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices,
+        builtin_device=f["builtin_device"])
+    res = pd.DataFrame({  # framed once (bench/NOTES.md, command-line start-up)
+        "index": f["index"], "input": f["input"], "id": f["id"], "name": f["name"], "device": f["device"],
+        "duration_s": f["duration_s"], "grid": f["grid"], "block": f["block"],
+        "sol_compute_pct": f["sol_compute_pct"], "sol_memory_pct": f["sol_memory_pct"],
+        "flops": f["flops"],
+        **{f"flops_{k}": f[f"flops_{k}"] for k in M.FLOP_CLASSES},
+        **{f"bytes_{lvl}": f[f"bytes_{lvl}"] for lvl in M.LEVELS},
+        **{f"intensity_{lvl}": f[f"intensity_{lvl}"] for lvl in M.LEVELS},
+        "attainable_flops_s": f["attainable_flops_s"], "achieved_flops_s": f["achieved_flops_s"],
+        "label": c["label"], "limiter": c["limiter"],
+        "evidence": ev,
+        "profile_failed": failed.to_numpy(dtype=bool),
+        "ncu_rules": ncu_rule_items(f, rules),
+        "invocations": pd.to_numeric(f["invocations"], errors="coerce").fillna(1).astype("Int64"),
+        "nvtx": f["nvtx"].astype("object").where(f["nvtx"].notna(), None),
+        **{col: f[col] for col in extras},
+        "sol_verdict": c["sol_verdict"], "label_basis": c["basis"],
+        **{col: refs[col] for col in refs.columns},
+    }, index=f.index)
+    full = [*CEILING_COLUMNS, *(f"src_{col}" for col in CEILING_COLUMNS), *(f"detail_{col}" for col in CEILING_COLUMNS),
+            "ceiling_device", "sm_count"]
+    lint = lint_kernels(f, meta=meta) + list(f.attrs.get("device_lint", []))
+    failed_item = failed_profile_lint(failed, f, meta)
+    if failed_item is not None:
+        lint.insert(0, failed_item)
+    return KernelAnalysis(res, devices, lint, f[full].copy())

@@ -1,0 +1,1 @@
+"""The fleet dataset on disk: ingest, manifest, partitions, locks and repair (docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""DCGM inputs: the field table shared by every DCGM format, and ``dcgmi dmon`` text."""

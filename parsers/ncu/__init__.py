@@ -1,0 +1,1 @@
+"""Nsight Compute inputs: CSV pages (raw, details), console logs and ``.ncu-rep`` reports."""

@@ -1,0 +1,1 @@
+"""Nsight Compute console logs (ncu's default stdout, no ``--csv``)."""

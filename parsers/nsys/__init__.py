@@ -1,0 +1,1 @@
+"""Nsight Systems inputs: SQLite exports, ``.nsys-rep`` (exported through ``nsys``), ``nsys stats``."""

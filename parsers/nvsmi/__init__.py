@@ -1,0 +1,1 @@
+"""nvidia-smi streams: ``--query-gpu ... --format=csv`` and ``nvidia-smi dmon``."""

@@ -1,0 +1,282 @@
+"""The ``rooftop`` command line: the composition root that wires parsers, analyzer and reports.
+
+Thin by design (docs/architecture.md#the-command-line): options are validated here by click types,
+the output options and the error boundary live in :mod:`rooftop.cli.support`, and the
+library below takes plain values and a progress callback. Heavy modules (pandas, pyarrow, plotly)
+are imported inside the commands, so ``rooftop --help`` stays fast (bench/cli_startup.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from rooftop import __version__
+from rooftop.cli.support import (
+    COUNT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNUSABLE,
+    PERCENT,
+    SECONDS_INTERVAL,
+    SECONDS_WINDOW,
+    WORKERS,
+    IsoTime,
+    Outputs,
+    RooftopGroup,
+    SchedulerAddress,
+    echo,
+    emit,
+    frozen_imports,
+    output_options,
+    progress_bar,
+    show_progress,
+)
+
+__all__ = ["EXIT_OK", "EXIT_REGRESSION", "EXIT_UNUSABLE", "main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guard_outputs(inputs: list[str], outputs: list[str]) -> None:
+    """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
+    from rooftop.parsers import InputError, expand_inputs
+
+    given = {Path(p).resolve() for p in expand_inputs(inputs)}
+    for out in outputs:
+        if Path(out).resolve() in given:
+            raise InputError(out, "is also an input; refusing to overwrite it", "choose another output path")
+
+
+def _command_line() -> str:
+    return " ".join(["rooftop", *sys.argv[1:]])
+
+
+def _prometheus_options(func: F) -> F:
+    """Options for http(s):// inputs: a Prometheus server (parsers.prometheus.http)."""
+    for decorator in reversed([
+        click.option("--since", "prom_since", type=IsoTime(),
+                     help="Prometheus input: range start (ISO 8601, inclusive)."),
+        click.option("--until", "prom_until", type=IsoTime(),
+                     help="Prometheus input: range end (ISO 8601, exclusive)."),
+        click.option("--match", "prom_match", multiple=True,
+                     help="Prometheus input: PromQL selector (repeatable; default: the DCGM fields rooftop uses)."),
+        click.option("--step", "prom_step", type=SECONDS_INTERVAL,
+                     help="Prometheus input: seconds between points (default: the scrape interval in the data)."),
+        click.option("--token-file", "prom_token_file", type=click.Path(dir_okay=False),
+                     help="Prometheus input: bearer token file (default: $ROOFTOP_PROMETHEUS_TOKEN)."),
+    ]):
+        func = decorator(func)
+    return func
+
+
+def _prom_query(inputs: tuple[str, ...], since: datetime | None, until: datetime | None,
+                match: tuple[str, ...], step: float | None, token_file: str | None) -> Any:
+    """The range to read from the http(s):// inputs, or None without any."""
+    from rooftop.parsers import InputError
+    from rooftop.parsers.prometheus.http import PromQuery, is_url
+
+    servers = [i for i in inputs if is_url(i)]
+    if not servers:
+        return None
+    if since is None or until is None:
+        raise InputError(servers[0], "is a Prometheus server address, and reading it needs a range",
+                         "give --since and --until (ISO 8601)")
+    return PromQuery(since=since, until=until, match=match, step_s=step, token_file=token_file)
+
+
+@click.group(cls=RooftopGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rooftop")
+def main() -> None:
+    """rooftop: where every kernel and every GPU-minute sits on the L1/L2/HBM roofline, and why."""
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@output_options("rooftop-report.html")
+@click.option("--device", help="Device name from `rooftop devices`, or a JSON/YAML ceilings file.")
+@click.option("--top", type=COUNT, default=10, show_default=True, help="Findings to show.")
+@click.option("--window", "window_s", type=SECONDS_WINDOW, default=None,
+              help="DCGM window, seconds [default: from the capture's span and sampling interval].")
+@click.option("--interval", "interval_s", type=SECONDS_INTERVAL, default=None,
+              help="dcgmi/nvidia-smi dmon sampling interval (-d), seconds [default: the file's own "
+                   "`dcgmi dmon -d`, else 1 s; Prometheus text: 30 s].")
+@click.option("--start", type=IsoTime(),
+              help="Wall-clock time of the first dmon sample (ISO 8601; default: file time).")
+@click.option("--host", help="Host name for streams that do not carry one (dmon).")
+@_prometheus_options
+def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: int, window_s: float | None,
+            interval_s: float | None, start: Any, host: str | None, prom_since: datetime | None = None,
+            prom_until: datetime | None = None, prom_match: tuple[str, ...] = (),
+            prom_step: float | None = None, prom_token_file: str | None = None) -> None:
+    """Analyze ncu exports and DCGM streams (format detected from content), or a Prometheus server
+    (http://HOST:9090 with --since and --until)."""
+    with frozen_imports():
+        from rooftop.analyzer.pipeline import run_analysis
+        from rooftop.parsers import ParseOptions
+
+    _guard_outputs(list(inputs), outputs.files)
+    options = ParseOptions(interval_s=interval_s, start=start, host=host,
+                           prometheus=_prom_query(inputs, prom_since, prom_until, prom_match, prom_step,
+                                                  prom_token_file))
+    doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
+                       progress=progress_bar if show_progress(outputs.quiet) else None,
+                       command=_command_line())
+    emit(doc, outputs, top)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+def devices(as_json: bool) -> None:
+    """The built-in device ceilings table and where each number comes from."""
+    from rooftop.analyzer.ceilings.devices import render_table
+
+    echo(render_table(as_json=as_json))
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, type=click.Path())
+@click.option("--to", "dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder.")
+@click.option("--interval", "interval_s", type=SECONDS_INTERVAL, default=None,
+              help="dmon interval, seconds [default: the file's own `dcgmi dmon -d`, else 1 s; "
+                   "Prometheus text: 30 s].")
+@click.option("--start", type=IsoTime(), help="Wall-clock time of the first dmon sample (ISO 8601).")
+@click.option("--host", help="Host name for streams that do not carry one.")
+@click.option("--finished", is_flag=True,
+              help="The inputs are complete: also ingest an unterminated last line (held back by default).")
+@click.option("--repair", is_flag=True,
+              help="Drop entries whose partition files are missing or unreadable and ingest their inputs again.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar.")
+@_prometheus_options
+def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, start: Any,
+           host: str | None, finished: bool, repair: bool, quiet: bool,
+           prom_since: datetime | None = None, prom_until: datetime | None = None,
+           prom_match: tuple[str, ...] = (), prom_step: float | None = None,
+           prom_token_file: str | None = None) -> None:
+    """DCGM inputs into a partitioned Parquet dataset (idempotent, incremental, atomic).
+
+    Files still being written may be ingested again later: only their new samples are added. An
+    unterminated last line (a line still being written) is held back until its newline arrives;
+    pass --finished when the files are complete."""
+    with frozen_imports():
+        from rooftop.analyzer.store.ingest import ingest_files
+        from rooftop.parsers import ParseOptions, expand_inputs
+        from rooftop.parsers.prometheus.http import is_url, pull, source_dir
+
+    click.get_current_context().meta["rooftop.writes"] = [dataset]
+    options = ParseOptions(interval_s=interval_s, start=start, host=host)
+    if not inputs and not repair:
+        raise click.UsageError("give INPUT files or folders (or --repair)")
+    query = _prom_query(inputs, prom_since, prom_until, prom_match, prom_step, prom_token_file)
+    files, pulled = expand_inputs([i for i in inputs if not is_url(i)]), []
+    for server in dict.fromkeys(i for i in inputs if is_url(i)):  # every range read before anything is stored
+        got = pull(server, query, source_dir(Path(dataset), server, query, query.step_s))
+        files += got.files
+        pulled.append(f"read {got.points:,} samples ({got.series or 'the'} series, every {got.step_s:g} s) from "
+                      f"{server} in {got.requests} request(s): {len(got.files)} hour file(s)")
+    summary = ingest_files(files, Path(dataset), options=options,
+                           progress=progress_bar if show_progress(quiet) else None, finished=finished,
+                           repair=repair)
+    if not quiet:
+        echo([*pulled, *summary.lines()])
+    elif summary.unusable:  # -q: the inputs that were not ingested are still said (on stderr)
+        echo([f"unusable: {exc}" for exc in summary.unusable], err=True)
+
+
+@main.command()
+@click.argument("dataset", type=click.Path(file_okay=False))
+@click.option("--since", type=IsoTime(), help="ISO 8601 start (inclusive).")
+@click.option("--until", type=IsoTime(), help="ISO 8601 end (exclusive).")
+@click.option("--by", default="host", show_default=True,
+              help="Comma-separated groups: host, model, gpu, namespace, pod, container, job.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True)
+@click.option("--scheduler", type=SchedulerAddress(),
+              help="Dask scheduler address (tcp://host:8786); default: a local cluster.")
+@click.option("--workers", type=WORKERS, default=2, show_default=True,
+              help="Workers for a local Dask cluster; threads for the local engine.")
+@click.option("--window", "window_s", type=SECONDS_WINDOW, default=60.0, show_default=True,
+              help="Window, seconds.")
+@click.option("--device", help="Device name or ceilings file for GPUs the dataset does not name.")
+@output_options("rooftop-fleet.html")
+@click.option("--top", type=COUNT, default=10, show_default=True)
+@click.option("--kernels", "profiles", multiple=True, type=click.Path(),
+              help="ncu profile(s) of a job (repeatable): compare the DCGM signature its kernels imply "
+                   "with the job's windows.")
+@click.option("--job", help="With --kernels: the job's windows (DCGM job label).")
+@click.option("--pod", help="With --kernels: the pod's windows.")
+@click.option("--namespace", help="With --kernels: the namespace's windows.")
+@click.option("--host", help="With --kernels: the host's windows.")
+def fleet(dataset: str, since: Any, until: Any, by: str, engine: str, scheduler: str | None,
+          workers: int, window_s: float, device: str | None, outputs: Outputs, top: int,
+          profiles: tuple[str, ...], job: str | None, pod: str | None, namespace: str | None,
+          host: str | None) -> None:
+    """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
+    with frozen_imports():
+        from rooftop.analyzer.fleet.pipeline import run_fleet
+
+    groups = [g.strip() for g in by.split(",") if g.strip()]
+    _guard_outputs(list(profiles), outputs.files)
+    join = _join_request(profiles, {"job": job, "pod": pod, "namespace": namespace, "host": host},
+                         device)
+    doc = run_fleet(Path(dataset), since=since, until=until, by=groups, engine=engine,
+                    scheduler=scheduler, workers=workers, window_s=window_s, device=device, top=top,
+                    command=_command_line(), join=join)
+    emit(doc, outputs, top)
+
+
+def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
+                  device: str | None) -> Any:
+    """``fleet --kernels``: the profiles analysed now, and at most one window filter."""
+    from rooftop.parsers import InputError
+
+    given = {k: v for k, v in filters.items() if v is not None}
+    if len(given) > 1:
+        raise InputError("--" + "/--".join(given), "select the job's windows with one filter",
+                         "give one of --job, --pod, --namespace, --host")
+    if not profiles:
+        if given:
+            raise InputError(f"--{next(iter(given))}", "selects windows for --kernels, which is missing",
+                             "add --kernels PROFILE (an ncu export of the job)")
+        return None
+    from rooftop.analyzer.ceilings.devices import load_device_option
+    from rooftop.analyzer.fleet.join import JoinRequest
+    from rooftop.analyzer.pipeline import analyze_inputs
+
+    ai = analyze_inputs(list(profiles), device)
+    if not len(ai.results):
+        raise InputError(", ".join(profiles), "holds no kernel launches",
+                         "--kernels takes ncu exports (or folders of them) of the job")
+    column, value = next(iter(given.items())) if given else (None, None)
+    return JoinRequest(results=ai.results, column=column, value=value,
+                       ceilings=load_device_option(device), profiles=tuple(profiles))
+
+
+@main.command()
+@click.argument("baseline", type=click.Path())
+@click.argument("candidate", type=click.Path())
+@click.option("--fail-on", "fail_on", type=PERCENT, help="Exit 1 on a significant regression beyond PCT %.")
+@click.option("--gate", type=click.Choice(["total", "matched"]), default="total", show_default=True,
+              help="What --fail-on judges: matched kernels and total kernel time (new and vanished kernels "
+                   "included), or matched kernels only.")
+@click.option("--device", help="Device name or ceilings file.")
+@output_options("rooftop-diff.html")
+def diff(baseline: str, candidate: str, fail_on: float | None, gate: str, device: str | None,
+         outputs: Outputs) -> None:
+    """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
+    with frozen_imports():
+        from rooftop.analyzer.diff import run_diff
+
+    _guard_outputs([baseline, candidate], outputs.files)
+    doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate)
+    emit(doc, outputs, 10)
+    if doc.get("verdict", {}).get("fail"):
+        sys.exit(EXIT_REGRESSION)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
