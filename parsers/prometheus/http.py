@@ -19,9 +19,10 @@ files like any other input (docs/formulas.md#inputs):
   window analysis uses (:data:`ANALYZED_FIELDS`, all eras' names).
 - **Auth**: ``Authorization: Bearer`` from ``--token-file`` or the ``ROOFTOP_PROMETHEUS_TOKEN``
   environment variable.
-- **Errors** (unreachable, 4xx/5xx, timeout, a cut-short or partial answer: Thanos/Mimir
-  ``warnings``) raise :class:`InputError` naming the server; files are written to ``out_dir`` only
-  after every request succeeded (a temporary folder first), so nothing is half-written.
+- **Errors** (unreachable, 4xx/5xx, timeout, an oversized, odd, cut-short or partial answer:
+  Thanos/Mimir ``warnings``) raise :class:`InputError` naming the server; files are written to
+  ``out_dir`` only after every request succeeded (a temporary folder first), so nothing is
+  half-written. Deadline, size cap, redirects and the token: :mod:`parsers.prometheus.transport`.
 
 HTTP via the standard library (``urllib``): two endpoints and a bearer header need no client library.
 """
@@ -39,25 +40,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rooftop.parsers.dcgm import fields as F
 from rooftop.parsers.model import InputError, ParseResult
+from rooftop.parsers.prometheus.transport import TOKEN_ENV, Transport, read_token, short
 from rooftop.parsers.source import ParseOptions
 
-if TYPE_CHECKING:  # urllib.request (http.client, ssl, email) is imported only to send: bench/cli_startup.py
-    import urllib.error
-    import urllib.request
+__all__ = ["TOKEN_ENV", "PromQuery", "Pulled", "pull", "pull_to_temp", "read_server", "source_dir"]
 
-TOKEN_ENV = "ROOFTOP_PROMETHEUS_TOKEN"
 MAX_STEPS = 10_000  # points per series per request (Prometheus refuses more than 11,000)
-POINT_BUDGET = 1_000_000  # points per request over all series (~30 MB of JSON)
+POINT_BUDGET = 200_000  # points per request over all series (~5 MB of JSON, ~0.1 GB parsed)
 CELL = timedelta(hours=1)  # one file per hour of the range
 STEP_WINDOW_S = 600.0
 # The DCGM fields analyzer/windows/fields.py averages (tests check the two lists agree).
 ANALYZED_FIELDS = (1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 1015,
                    203, 204, 155, 252)
 _URL = re.compile(r"^https?://", re.I)
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")  # the classic exposition-format names
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z|[-+]?Inf\Z|NaN\Z")
 
 
 def is_url(text: str) -> bool:
@@ -100,13 +102,24 @@ class Pulled:
     series: int = 0
     points: int = 0
     requests: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # points of series not written, by name
+
+    def describe(self, server: str) -> str:
+        """The summary line of the pull."""
+        line = (f"read {self.points:,} samples ({self.series or 'the'} series, every {self.step_s:g} s) from "
+                f"{server} in {self.requests} request(s): {len(self.files)} hour file(s)")
+        if self.skipped:
+            names = ", ".join(repr(n) for n in list(self.skipped)[:3])
+            line += (f"; {sum(self.skipped.values()):,} point(s) of series whose name is not a classic "
+                     f"metric name (never a DCGM field) not read: {names}")
+        return line
 
 
 class _Client:
     def __init__(self, server: str, query: PromQuery) -> None:
         self.server = server.rstrip("/")
         self.query = query
-        self.token = _token(server, query.token_file)
+        self.transport = Transport(self.server, query.timeout_s, read_token(query.token_file))
         self.requests = 0
 
     def get(self, endpoint: str, params: dict[str, str]) -> dict[str, Any]:
@@ -123,87 +136,36 @@ class _Client:
         return data
 
     def _call(self, endpoint: str, params: list[tuple[str, str]], post: bool = True) -> Any:
-        import urllib.request
-
         url = f"{self.server}/api/v1/{endpoint}"
         encoded = urllib.parse.urlencode(params)
         if post:
-            req = urllib.request.Request(url, data=encoded.encode(), method="POST",
-                                         headers={"Content-Type": "application/x-www-form-urlencoded",
-                                                  "Accept": "application/json"})
+            req = self.transport.request(url, encoded.encode(), {"Content-Type": "application/x-www-form-urlencoded",
+                                                                 "Accept": "application/json"})
         else:  # endpoints that take GET only (label values before Prometheus 2.x-late)
-            req = urllib.request.Request(f"{url}?{encoded}", method="GET", headers={"Accept": "application/json"})
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
+            req = self.transport.request(f"{url}?{encoded}", None, {"Accept": "application/json"})
         self.requests += 1
-        raw = self._send(req, url)
+        raw = self.transport.send(req)
         try:
             doc = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InputError(self.server, f"answered {endpoint} with {len(raw):,} bytes that are not complete JSON "
                              "(the answer was cut short)", "retry; check a proxy or size limit in between") from exc
         if not isinstance(doc, dict) or doc.get("status") != "success" or "data" not in doc:
             err = doc.get("error", doc.get("status")) if isinstance(doc, dict) else "not an API answer"
             raise InputError(self.server, f"{endpoint} failed: {_short(str(err))}", "check --match and the range")
         if doc.get("warnings"):  # Thanos/Mimir partial response: some stores did not answer
-            raise InputError(self.server, f"gave a partial answer to {endpoint}: {_short('; '.join(map(str, doc['warnings'])))}",
+            warn = doc["warnings"]
+            text = "; ".join(map(str, warn)) if isinstance(warn, list) else str(warn)
+            raise InputError(self.server, f"gave a partial answer to {endpoint}: {_short(text)}",
                              "retry when every store answers; nothing was written")
         return doc["data"]
 
-    def _send(self, req: urllib.request.Request, url: str) -> bytes:
-        import urllib.error
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(req, timeout=self.query.timeout_s) as resp:
-                data: bytes = resp.read()
-                return data
-        except urllib.error.HTTPError as exc:
-            detail = _error_text(exc)
-            if exc.code in (401, 403):
-                raise InputError(self.server, f"refused the request (HTTP {exc.code}{detail})",
-                                 f"give a bearer token with --token-file or ${TOKEN_ENV}") from exc
-            hint = "check --match (PromQL) and the range" if exc.code < 500 else "retry later; nothing was written"
-            raise InputError(self.server, f"answered HTTP {exc.code} {exc.reason}{detail}", hint) from exc
-        except TimeoutError as exc:
-            raise InputError(self.server, f"did not answer within {self.query.timeout_s:g} s",
-                             "retry, or narrow the range or --match") from exc
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, TimeoutError):
-                raise InputError(self.server, f"did not answer within {self.query.timeout_s:g} s",
-                                 "retry, or narrow the range or --match") from exc
-            raise InputError(self.server, f"cannot be reached ({_short(str(reason))})",
-                             "check the address and that the server is running") from exc
-        except (ConnectionError, OSError) as exc:  # reset mid-answer, IncompleteRead
-            raise InputError(self.server, f"dropped the connection ({_short(str(exc))})", "retry") from exc
+    def odd(self, endpoint: str, what: str) -> InputError:
+        """The error for an answer of the wrong shape."""
+        return InputError(self.server, f"answered {endpoint} with {what}", "is this a Prometheus API?")
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
-    try:
-        body = json.loads(exc.read() or b"{}")
-    except (ValueError, OSError):
-        return ""
-    err = body.get("error") if isinstance(body, dict) else None
-    return f": {_short(str(err))}" if err else ""
-
-
-def _short(text: str, n: int = 200) -> str:
-    t = " ".join(text.split())
-    return t if len(t) <= n else t[: n - 3] + "..."
-
-
-def _token(server: str, token_file: str | None) -> str | None:
-    if token_file:
-        try:
-            token = Path(token_file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise InputError(token_file, f"token file cannot be read ({exc.strerror or exc})",
-                             "check --token-file") from exc
-        if not token:
-            raise InputError(token_file, "token file is empty", "write the bearer token into it")
-        return token
-    return os.environ.get(TOKEN_ENV) or None
+_short = short
 
 
 def _epoch(t: datetime) -> float:
@@ -223,14 +185,16 @@ def scrape_interval(client: _Client) -> tuple[float, int]:
     best, series = math.inf, 0
     for at in (until, since + window):
         data = client.get("query", {"query": f"count({q.selector()})", "time": f"{at:.3f}"})
-        series = max([series] + [int(float(r["value"][1])) for r in data.get("result") or []])
+        series = max([series] + [int(min(_instant(client, r), 1e12)) for r in _results(client, "query", data)])
         for name in names[:3]:
+            if not METRIC_NAME.match(name):
+                continue
             sel = '{__name__="' + name + '"}'
             counts = []
             for w in (window, window / 2):  # the difference holds no boundary sample, open or closed
                 data = client.get("query", {"query": f"count_over_time({sel}[{w:g}s])", "time": f"{at:.3f}"})
-                counts.append({json.dumps(r["metric"], sort_keys=True): float(r["value"][1])
-                               for r in data.get("result") or []})
+                counts.append({json.dumps(r.get("metric"), sort_keys=True): _instant(client, r)
+                               for r in _results(client, "query", data)})
             for key, c in counts[0].items():
                 diff = c - counts[1].get(key, 0.0)
                 if diff >= 1:
@@ -257,22 +221,59 @@ def _grid(since: float, until: float, step: float) -> Iterator[tuple[float, floa
         first = last + step
 
 
-def _text_lines(data: dict[str, Any]) -> list[tuple[int, str]]:
-    """The matrix of one query_range answer as ``(ts_ms, text line)`` pairs."""
+def _results(client: _Client, endpoint: str, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """``data.result`` as a list of objects, or :class:`InputError` (an odd answer)."""
+    result = data.get("result") or []
+    if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
+        raise client.odd(endpoint, "a result that is not a list of series")
+    return result
+
+
+def _instant(client: _Client, r: dict[str, Any]) -> float:
+    """The finite, non-negative number of one instant-vector sample ``{"value": [t, "v"]}``."""
+    try:
+        v = float(r["value"][1])
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise client.odd("query", f"a sample that is not [time, \"number\"] ({_short(str(r), 80)})") from exc
+    if not math.isfinite(v) or v < 0:
+        raise client.odd("query", f"a count that is not a finite number ({_short(str(v), 40)})")
+    return v
+
+
+def _text_lines(client: _Client, data: dict[str, Any], skipped: dict[str, int]) -> list[tuple[int, str]]:
+    """The matrix of one query_range answer as ``(ts_ms, text line)`` pairs. A series whose name is
+    not a classic metric name (a Prometheus 3 UTF-8 name: never a DCGM field) is skipped and counted
+    in ``skipped``; label names that are not classic are dropped (rooftop reads none); label values
+    are escaped; a value that is not a number or a time that is not finite is an odd answer."""
     out = []
-    for series in data.get("result") or []:
-        metric = dict(series.get("metric") or {})
-        name = metric.pop("__name__", "")
-        labels = ",".join(f'{k}="{_escape(str(v))}"' for k, v in sorted(metric.items()))
+    for series in _results(client, "query_range", data):
+        metric = series.get("metric") or {}
+        values = series.get("values") or []
+        if not isinstance(metric, dict) or not isinstance(values, list):
+            raise client.odd("query_range", "a series without a metric object and a values list")
+        name = metric.get("__name__", "")
+        if not isinstance(name, str) or not METRIC_NAME.match(name):
+            skipped[str(name)[:80]] = skipped.get(str(name)[:80], 0) + len(values)
+            continue
+        labels = ",".join(f'{k}="{_escape(str(v))}"' for k, v in sorted(metric.items())
+                          if k != "__name__" and isinstance(k, str) and LABEL_NAME.match(k))
         head = f"{name}{{{labels}}}"
-        for ts, value in series.get("values") or []:
-            ms = round(float(ts) * 1000)
-            out.append((ms, f"{head} {value} {ms}"))
+        for pair in values:
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str)
+                    and NUMBER.match(pair[1])):
+                raise client.odd("query_range", f"a sample that is not [time, \"number\"] ({_short(str(pair), 80)})")
+            try:
+                ms = round(float(pair[0]) * 1000)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise client.odd("query_range", f"a sample time that is not a number ({_short(str(pair), 80)})") from exc
+            out.append((ms, f"{head} {pair[1]} {ms}"))
     return out
 
 
 def _escape(v: str) -> str:
-    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value in the text exposition format: backslash, quote and line feed escaped; a
+    carriage return, which the format cannot escape, dropped."""
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "")
 
 
 def pull(server: str, query: PromQuery, out_dir: Path) -> Pulled:
@@ -299,7 +300,7 @@ def pull(server: str, query: PromQuery, out_dir: Path) -> Pulled:
                     b = min(last, a + (steps - 1) * step)
                     data = client.get("query_range", {"query": query.selector(), "start": f"{a:.3f}",
                                                       "end": f"{b:.3f}", "step": f"{step:g}"})
-                    lines = sorted(_text_lines(data))  # time order, then series: appended hours grow at the end
+                    lines = sorted(_text_lines(client, data, pulled.skipped))  # time order, then series: appended hours grow at the end
                     pulled.points += len(lines)
                     fh.writelines(line + "\n" for _, line in lines)
                     a = b + step

@@ -177,8 +177,7 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, star
     for server in dict.fromkeys(i for i in inputs if is_url(i)):  # every range read before anything is stored
         got = pull(server, query, source_dir(Path(dataset), server, query, query.step_s))
         files += got.files
-        pulled.append(f"read {got.points:,} samples ({got.series or 'the'} series, every {got.step_s:g} s) from "
-                      f"{server} in {got.requests} request(s): {len(got.files)} hour file(s)")
+        pulled.append(got.describe(server))
     summary = ingest_files(files, Path(dataset), options=options,
                            progress=progress_bar if show_progress(quiet) else None, finished=finished,
                            repair=repair)
