@@ -10,8 +10,8 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop.analyzer.document import build_document
+from rooftop.errors import InputError
 from rooftop.parsers import (
-    InputError,
     ParseOptions,
     ParseResult,
     expand_inputs,

@@ -10,16 +10,15 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from rooftop.errors import InputError
 from rooftop.parsers.detect import detect_format
 from rooftop.parsers.formats import FORMATS, Format, detect, known_formats, register
 from rooftop.parsers.model import (
     IDENTITY_COLUMNS,
     SAMPLE_SCHEMA,
     InputAccounting,
-    InputError,
     ParseResult,
     Rejected,
-    SchemaError,
     normalize_kernels,
     validate_kernels,
     validate_samples,
@@ -34,12 +33,10 @@ __all__ = [
     "Format",
     "Input",
     "InputAccounting",
-    "InputError",
     "ParseOptions",
     "ParseResult",
     "Rejected",
     "SampleStream",
-    "SchemaError",
     "detect_format",
     "expand_inputs",
     "normalize_kernels",

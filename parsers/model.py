@@ -59,6 +59,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from rooftop.errors import SchemaError
+
 IDENTITY_COLUMNS: dict[str, str] = {
     "input": "string",
     "index": "Int64",
@@ -226,26 +228,6 @@ def drain_batches(batches: Generator[pa.Table, None, ParseResult]) -> ParseResul
     if tables:
         result.samples = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
     return result
-
-
-class InputError(Exception):
-    """An input that cannot be used at all: one line naming the file, what is wrong, what to do."""
-
-    def __init__(self, path: str, reason: str, hint: str = "", line: int | None = None) -> None:
-        self.path = path
-        self.reason = reason
-        self.hint = hint
-        self.line = line
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
-        msg = f"{where}: {self.reason}"
-        return f"{msg} ({self.hint})" if self.hint else msg
-
-
-class SchemaError(ValueError):
-    """A canonical table handed to the analyzer does not match its documented schema."""
 
 
 def normalize_kernels(df: pd.DataFrame) -> pd.DataFrame:

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 from rooftop.parsers.streams import Capped, Decompressed, compression_of
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 # Magic bytes of the compressed containers read transparently (RFC 1952, RFC 8878, bzip2, xz).
 _MAGIC = ((b"\x1f\x8b\x08", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"))

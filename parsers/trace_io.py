@@ -17,7 +17,8 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from rooftop.parsers.model import EVENT_COLUMNS, InputError
+from rooftop.errors import InputError
+from rooftop.parsers.model import EVENT_COLUMNS
 from rooftop.parsers.source import Source
 
 NSYS_SQLITE = "nsys-sqlite"

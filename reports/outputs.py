@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rooftop.analyzer.schema import validate_document
-from rooftop.reports.atomic import write_atomic
+from rooftop.atomic import write_atomic
 
 
 def write_outputs(doc: dict[str, Any], html: str | None, md: str | None, json_path: str | None) -> None:

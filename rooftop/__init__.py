@@ -19,9 +19,11 @@ from collections.abc import Iterable
 from os import PathLike
 from typing import Any
 
+from rooftop.errors import InputError
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "analyze", "load"]
+__all__ = ["InputError", "__version__", "analyze", "load"]
 
 
 def analyze(paths: Iterable[str | PathLike[str]] | str | PathLike[str], device: str | None = None,
@@ -30,7 +32,7 @@ def analyze(paths: Iterable[str | PathLike[str]] | str | PathLike[str], device: 
 
     ``device`` is a built-in device name or a JSON/YAML ceilings file, as ``--device`` on the
     command line; ``window_s`` None chooses the DCGM window from the capture, as the command line
-    does (docs/formulas.md#windows). Unusable input raises :class:`rooftop.parsers.InputError`."""
+    does (docs/formulas.md#windows). Unusable input raises :class:`rooftop.InputError`."""
     from rooftop.analyzer.pipeline import run_analysis
 
     items = [paths] if isinstance(paths, (str, PathLike)) else list(paths)
@@ -42,7 +44,6 @@ def load(path: str | PathLike[str]) -> dict[str, Any]:
     """Load a document saved with ``--json`` (analyze, fleet or diff), checking its schema version."""
     import json
 
-    from rooftop.parsers import InputError
 
     try:
         with open(path, encoding="utf-8") as fh:

@@ -4,7 +4,7 @@ A mutation is a pure function ``(data: bytes, rng: random.Random) -> bytes``. :d
 names them all; :func:`check_parse` runs ``parsers.parse_path`` on a file under a wall-clock limit
 and asserts the contract every parser owes us for ANY input:
 
-* either an :class:`parsers.InputError` whose message is one line naming the file,
+* either an :class:`rooftop.errors.InputError` whose message is one line naming the file,
 * or a :class:`parsers.ParseResult` whose accounting holds: counts ``>= 0``; kernel table rows
   ``== records + missing``; sample rows ``== records``; every rejection listed with path, line and
   reason; the tables pass the schema validators the analyzer applies;
@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # bench/ is a plain folder; its generators are shared with the tests
     sys.path.insert(0, str(ROOT))
 
-from rooftop.parsers import InputError, ParseResult, parse_path  # noqa: E402
+from rooftop.errors import InputError  # noqa: E402
+from rooftop.parsers import ParseResult, parse_path  # noqa: E402
 from rooftop.parsers.model import normalize_kernels, validate_kernels, validate_samples  # noqa: E402
 
 Mutation = Callable[[bytes, random.Random], bytes]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import rooftop
 from rooftop.analyzer.schema import validate_document
 from rooftop.cli.commands import main
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 
 from .conftest import FIXTURES, ROOT
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rooftop.analyzer.windows import PROFILE_METRICS, analyze_windows
-from rooftop.parsers import InputError, ParseOptions, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions, parse_path
 from tests.conftest import manifest
 
 DATA_FORMATS = {"dmon", "prometheus-text", "prom-json", "nvidia-smi"}

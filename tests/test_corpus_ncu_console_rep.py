@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rooftop.parsers import InputError, ParseResult, parse_path, validate_kernels
+from rooftop.errors import InputError
+from rooftop.parsers import ParseResult, parse_path, validate_kernels
 from tests.conftest import corpus_dir, manifest
 
 pytestmark = pytest.mark.corpus

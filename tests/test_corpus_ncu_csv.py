@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from rooftop.parsers import InputError, ParseResult, parse_path, validate_kernels
+from rooftop.errors import InputError
+from rooftop.parsers import ParseResult, parse_path, validate_kernels
 from tests.conftest import FIXTURES, corpus_dir, manifest
 
 pytestmark = pytest.mark.corpus

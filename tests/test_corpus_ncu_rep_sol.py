@@ -75,7 +75,8 @@ def test_sol_and_verdicts_match_ncu(path: Path) -> None:
     if importlib.util.find_spec("ncu_report") is None:
         pytest.skip("ncu_report (NVIDIA's Python module, extra 'ncu-rep') is not installed: no ground truth")
     from rooftop.analyzer.kernels.analyze import analyze_kernels
-    from rooftop.parsers import InputError, parse_path
+    from rooftop.errors import InputError
+    from rooftop.parsers import parse_path
 
     try:
         truth = _truth(path)

@@ -13,7 +13,7 @@ from rooftop.analyzer.ceilings.devices import (
     normalize_name,
     render_table,
 )
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 
 @pytest.mark.parametrize(("exported", "expected"), [

@@ -24,7 +24,7 @@ from rooftop.analyzer.diff import (
     rel_change,
 )
 from rooftop.analyzer.document import build_document
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 
 SIGMA = math.sqrt(math.log1p(0.03**2))
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from rooftop.analyzer.diff import compare
 from rooftop.cli.commands import main
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 from tests.conftest import corpus_dir
 from tests.test_diff import frame, kernel
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.parsers import InputError, ParseOptions, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions, parse_path
 from rooftop.parsers.dcgm.dmon.reader import parse, parse_batches
 from rooftop.parsers.model import drain_batches
 from rooftop.parsers.source import Source

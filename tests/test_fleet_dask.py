@@ -52,7 +52,7 @@ def test_dask_on_an_existing_scheduler(tmp_path):
 
 
 def test_unreachable_scheduler_is_an_input_error(tmp_path, monkeypatch):
-    from rooftop.parsers.model import InputError
+    from rooftop.errors import InputError
 
     monkeypatch.setattr(engines, "CONNECT_TIMEOUT", "1s")
     root = tmp_path / "ds"

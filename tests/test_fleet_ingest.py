@@ -17,7 +17,8 @@ from rooftop.analyzer.store import dataset as dsmod
 from rooftop.analyzer.store import ingest as ingmod
 from rooftop.analyzer.store.dataset import Manifest, PartitionWriter, partition_value
 from rooftop.analyzer.store.ingest import ingest_files
-from rooftop.parsers import InputAccounting, InputError, ParseOptions, ParseResult, SampleStream
+from rooftop.errors import InputError
+from rooftop.parsers import InputAccounting, ParseOptions, ParseResult, SampleStream
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

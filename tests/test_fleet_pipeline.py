@@ -20,7 +20,7 @@ from rooftop.analyzer.fleet.rollup import (
     rollup,
     trend,
 )
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_fleet import write_fleet

@@ -13,15 +13,8 @@ import pytest
 
 from rooftop.analyzer.pipeline import read_inputs
 from rooftop.analyzer.store.ingest import APPENDABLE, LINE_FORMATS, ingest_files
-from rooftop.parsers import (
-    FORMATS,
-    Format,
-    InputError,
-    ParseOptions,
-    open_input,
-    parse_path,
-    register,
-)
+from rooftop.errors import InputError
+from rooftop.parsers import FORMATS, Format, ParseOptions, open_input, parse_path, register
 from rooftop.parsers import formats as formats_mod
 from rooftop.parsers.formats import MAX_FIELD_CHARS, MAX_LINE_BYTES, MAX_SAMPLE_LINE_BYTES
 from rooftop.parsers.source import SNIFF_BYTES, Source

@@ -25,7 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooftop.parsers import FORMATS, InputError, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import FORMATS, parse_path
 from tests.conftest import CORPUS, FIXTURES
 from tests.fuzzing import CHEAP, MUTATIONS, budget, check_parse, mutate_file, seed
 

@@ -20,7 +20,8 @@ from rooftop.analyzer.store import dataset as dsmod
 from rooftop.analyzer.store.dataset import LOCK, MANIFEST, Manifest
 from rooftop.analyzer.store.ingest import ingest_files
 from rooftop.cli.commands import main
-from rooftop.parsers import InputError, ParseOptions
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 OPTS = ParseOptions(start=START, host="n1")
@@ -80,7 +81,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from rooftop.analyzer.store.ingest import ingest_files
-from rooftop.parsers import InputError, ParseOptions
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions
 opts = ParseOptions(start=datetime(2025, 1, 1, tzinfo=timezone.utc), host="n1")
 try:
     s = ingest_files([Path(sys.argv[1])], Path(sys.argv[2]), opts)

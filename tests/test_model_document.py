@@ -12,15 +12,14 @@ import pandas as pd
 import pytest
 
 from rooftop.analyzer.document import build_document, jsonable, kernel_records
+from rooftop.atomic import write_atomic
+from rooftop.errors import InputError, OutputError, SchemaError
 from rooftop.parsers.model import (
     IDENTITY_COLUMNS,
     InputAccounting,
-    InputError,
-    SchemaError,
     normalize_kernels,
     validate_kernels,
 )
-from rooftop.reports.atomic import OutputError, write_atomic
 
 
 def _kernels() -> pd.DataFrame:

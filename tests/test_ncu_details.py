@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.parsers import InputError, parse_path, validate_kernels
+from rooftop.errors import InputError
+from rooftop.parsers import parse_path, validate_kernels
 from rooftop.parsers.detect import detect_format
 from rooftop.parsers.source import Source
 

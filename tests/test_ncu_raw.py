@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.parsers import InputError, ParseOptions, parse_path, validate_kernels
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions, parse_path, validate_kernels
 from rooftop.parsers.detect import detect_format
 from rooftop.parsers.ncu.raw import parse
 from rooftop.parsers.source import Source

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.parsers import InputError, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import parse_path
 from rooftop.parsers.ncu import rep as ncu_rep
 from rooftop.parsers.ncu.rep_container import read_container, walk_blocks
 from tests.conftest import CORPUS

@@ -1,6 +1,6 @@
 """Outputs are written safely, inputs are streamed, resource failures end in one clear line.
 
-* ``reports.atomic.write_atomic``: a failure mid-write (ENOSPC on write, on fsync, on rename)
+* ``rooftop.atomic.write_atomic``: a failure mid-write (ENOSPC on write, on fsync, on rename)
   leaves the old file intact and no temporary file behind; a symlink at the target is replaced,
   never followed; the new file has the usual ``0666 & ~umask`` mode.
 * ``rooftop analyze``: an unwritable output (read-only folder, missing folder, a folder as the
@@ -26,11 +26,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-import rooftop.reports.atomic as atomic
+import rooftop.atomic as atomic
+from rooftop.atomic import write_atomic
 from rooftop.cli.commands import main
+from rooftop.errors import OutputError
 from rooftop.parsers import parse_path
 from rooftop.parsers.source import Source
-from rooftop.reports.atomic import OutputError, write_atomic
 from tests.fuzzing import ROOT
 
 from bench.gen_inputs import (  # isort: skip

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from rooftop.cli.commands import main
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 from rooftop.parsers.prometheus import http as ph
 from rooftop.parsers.prometheus import transport
 from tests.prom_server import at

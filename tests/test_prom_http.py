@@ -11,7 +11,8 @@ from click.testing import CliRunner, Result
 
 from rooftop.analyzer.windows.fields import PROFILE_METRICS
 from rooftop.cli.commands import main
-from rooftop.parsers import InputError, ParseOptions
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions
 from rooftop.parsers.prometheus import http as ph
 from tests.prom_server import FIELDS, GPUS, SCRAPES, STEP_S, Proxy, at, prometheus
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rooftop.parsers import InputError, ParseOptions, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions, parse_path
 from rooftop.parsers.model import ParseResult, drain_batches
 from rooftop.parsers.nvsmi.reader import parse_csv_batches, parse_dmon_batches
 from rooftop.parsers.source import Source

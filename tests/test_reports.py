@@ -260,7 +260,7 @@ def test_write_outputs_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_write_outputs_missing_folder_raises_output_error(tmp_path: Path) -> None:
-    from rooftop.reports.atomic import OutputError
+    from rooftop.errors import OutputError
 
     with pytest.raises(OutputError):
         write_outputs(sample_document(), html=None, md=str(tmp_path / "nope" / "r.md"), json_path=None)

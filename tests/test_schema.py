@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rooftop.analyzer import schema
-from rooftop.analyzer.schema import Document, SchemaError, validate_document
+from rooftop.analyzer.schema import Document, validate_document
+from rooftop.errors import SchemaError
 from tests.conftest import FIXTURES, ROOT, corpus_dir
 
 SAMPLE = json.loads((ROOT / "tests" / "golden" / "sample.json").read_text(encoding="utf-8"))

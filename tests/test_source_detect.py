@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.parsers import InputError, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import parse_path
 from rooftop.parsers.detect import detect_format
 from rooftop.parsers.source import Source
 

@@ -20,12 +20,20 @@ def imported_modules(source: str) -> set[str]:
     return names
 
 
+BOTTOM = ("rooftop.errors", "rooftop.atomic", "rooftop.progress")
+
+
+def is_bottom(mod: str) -> bool:
+    """The bottom layer every stage may import (it imports no stage)."""
+    return any(mod == b or mod.startswith(f"{b}.") for b in BOTTOM)
+
+
 def stage_imports(stage: str) -> dict[str, set[str]]:
     """``{file: rooftop modules of other stages it imports}`` for every module of ``stage``."""
     out: dict[str, set[str]] = {}
     for path in sorted((ROOT / stage).rglob("*.py")):
         mods = {m for m in imported_modules(path.read_text(encoding="utf-8"))
-                if m.startswith("rooftop.") and not m.startswith(f"rooftop.{stage}")}
+                if m.startswith("rooftop.") and not m.startswith(f"rooftop.{stage}") and not is_bottom(m)}
         if mods:
             out[str(path.relative_to(ROOT))] = mods
     return out

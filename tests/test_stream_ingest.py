@@ -25,7 +25,8 @@ from rooftop.analyzer.store import dataset as dsmod
 from rooftop.analyzer.store import ingest as ingest_mod
 from rooftop.analyzer.store.dataset import Manifest
 from rooftop.analyzer.store.ingest import IngestSummary, ingest_files
-from rooftop.parsers import InputError, ParseOptions, parse_path, stream_path
+from rooftop.errors import InputError
+from rooftop.parsers import ParseOptions, parse_path, stream_path
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

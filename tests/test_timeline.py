@@ -19,7 +19,8 @@ import pytest
 
 from rooftop.analyzer.timeline import analyze_timelines
 from rooftop.analyzer.timeline.metrics import device_metrics, union
-from rooftop.parsers import InputError, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import parse_path
 from rooftop.parsers.kineto.reader import to_ns
 from rooftop.parsers.model import EVENT_COLUMNS
 from tests.conftest import CORPUS, FIXTURES, ROOT

@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 PEAK_KEYS = ("fp64", "fp32", "fp16", "tensor", "tf32", "bf16", "fp8", "int8", "fp64_tensor",
              "tensor_fp16acc")

@@ -12,7 +12,7 @@ from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff.deltas import group_deltas, pair_deltas
 from rooftop.analyzer.diff.match import LEVELS, REPORT_PCT, Matched, identify, match_kernels
 from rooftop.analyzer.diff.verdict import GATES, series_table, verdict
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 
 
 @dataclass

@@ -14,7 +14,7 @@ from rooftop.analyzer.diff.compare import compare
 from rooftop.analyzer.diff.match import _HINT, NUMERIC, SIDES, _str_col
 from rooftop.analyzer.diff.records import diff_payload, findings, listing_lint
 from rooftop.analyzer.document import KERNEL_FIELDS, build_document
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 
 
 @dataclass

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rooftop.parsers.model import SAMPLE_SCHEMA, InputError
+from rooftop.errors import InputError
+from rooftop.parsers.model import SAMPLE_SCHEMA
 
 if TYPE_CHECKING:
     from rooftop.analyzer.windows import WindowPartials
@@ -210,33 +211,23 @@ class TreeReducer:
         return carry
 
 
-def run_local(paths: Sequence[str], spec: ScanSpec,
-              progress: Callable[[int], None] | None = None, threads: int = 1) -> Partials | None:
+def run_local(paths: Sequence[str], spec: ScanSpec, threads: int = 1) -> Partials | None:
     """Map and reduce in this process: fragments on ``threads`` threads (Parquet decoding and the
     numpy kernels release the GIL), at most ``2 × threads`` in flight; partials reduced in
     manifest order, so the result does not depend on ``threads``."""
     reducer = TreeReducer(lambda items: combine_many(*items), fanin=FANIN)
     if threads <= 1:
-        for i, path in enumerate(paths):
+        for path in paths:
             reducer.add(fragment_partials(path, spec))
-            if progress:
-                progress(i + 1)
     else:
         with ThreadPoolExecutor(max_workers=threads) as pool:
             pending: deque[Future[Partials]] = deque()
-            done = 0
             for path in paths:
                 pending.append(pool.submit(fragment_partials, path, spec))
                 while len(pending) >= 2 * threads or (pending and pending[0].done()):
                     reducer.add(pending.popleft().result())
-                    done += 1
-                    if progress:
-                        progress(done)
             while pending:
                 reducer.add(pending.popleft().result())
-                done += 1
-                if progress:
-                    progress(done)
     result: Partials | None = reducer.result()
     return result
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 ABS_TOL = 0.05
 REL_TOL = 0.25

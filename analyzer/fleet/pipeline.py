@@ -25,7 +25,7 @@ from rooftop.analyzer.fleet.rollup import (
     trend,
 )
 from rooftop.analyzer.store.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 DEFAULT_PERIOD = timedelta(hours=24)
 MAX_WINDOWS = 2000  # windows listed in the document; the roll-ups use all of them

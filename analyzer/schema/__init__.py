@@ -7,7 +7,7 @@ error, so a helper adding a key registers its type here (loose first, tightened 
 Modules: :mod:`.vocab` (labels, limiters, severities as ``Literal`` types and their tuples),
 :mod:`.parts` (inputs, devices, kernels, findings, windows, lint, verdict), :mod:`.views`
 (timelines, roofline panels, the family table), :mod:`.document` (``Document``), :mod:`.check`
-(the reference walk and :class:`SchemaError`) and :mod:`.fast` (the column-wise check).
+(the reference walk, raising :class:`rooftop.errors.SchemaError`) and :mod:`.fast` (the column-wise check).
 
 :func:`validate_document` is called where documents are checked (tests, and the reports boundary
 ``rooftop.reports.outputs.write_outputs``). It has two implementations derived from the same type
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rooftop.analyzer.schema.check import SchemaError, check_value, describe
+from rooftop.analyzer.schema.check import check_value, describe
 from rooftop.analyzer.schema.document import Document
 from rooftop.analyzer.schema.fast import _ok
 from rooftop.analyzer.schema.parts import (
@@ -83,13 +83,14 @@ from rooftop.analyzer.schema.vocab import (
     WindowLabel,
     WindowLimiter,
 )
+from rooftop.errors import SchemaError
 
 __all__ = [
     "DEVICE_SOURCES", "KERNEL_LABELS", "KERNEL_LIMITERS", "KINDS", "SEVERITIES", "SIDES", "TIMELINE_LABELS",
     "TIMELINE_LIMITERS", "WINDOW_LABELS", "WINDOW_LIMITERS", "BusyStrip", "CeilingKind", "Device", "DeviceSource",
     "Document", "FamilyRow", "Finding", "FlopsByClass", "GapHistogram", "Gaps", "Input", "Json", "Kernel",
     "KernelLabel", "KernelLimiter", "Kind", "Levels", "Lint", "LintSide", "NcuRule", "Num", "Rejected",
-    "RooflineCeiling", "RooflinePanel", "RooflineView", "Run", "SchemaError", "Severity", "ShortKernels", "Side",
+    "RooflineCeiling", "RooflinePanel", "RooflineView", "Run", "Severity", "ShortKernels", "Side",
     "Sol", "Step", "TimelineEntry", "TimelineLabel", "TimelineLimiter", "Tool", "TopKernel", "Verdict", "Window",
     "WindowLabel", "WindowLimiter", "WindowPanel", "WindowPoint", "_ok", "check_value", "describe",
     "validate_document",
@@ -103,4 +104,4 @@ def validate_document(doc: Any) -> None:
     if _ok(Document, [doc]):
         return
     check_value(Document, doc, "$")
-    raise SchemaError("$", "failed the column-wise check but not the reference walk (a bug in the schema check)")
+    raise SchemaError("failed the column-wise check but not the reference walk (a bug in the schema check)", path="$")

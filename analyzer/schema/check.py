@@ -1,5 +1,5 @@
 """The reference check of a document: a plain recursive walk, value by value, that names the first
-bad key (``$.kernels[3].label: expected one of ...``); and :class:`SchemaError`."""
+bad key (``$.kernels[3].label: expected one of ...``) in a :class:`rooftop.errors.SchemaError`."""
 
 from __future__ import annotations
 
@@ -8,18 +8,12 @@ import sys
 import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from rooftop.errors import SchemaError
+
 if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
     from typing import is_typeddict
 else:  # pragma: no cover
     from typing_extensions import is_typeddict
-
-
-class SchemaError(ValueError):
-    """The document does not match :class:`Document`: ``path`` names the bad key."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"analysis document {path}: {message} (types in rooftop/analyzer/schema/)")
-        self.path = path
 
 
 def describe(tp: Any) -> str:
@@ -74,45 +68,45 @@ def check_value(tp: Any, v: Any, path: str) -> None:
                 return
             except SchemaError as exc:
                 errors.append(exc)
-        deepest = max(errors, key=lambda e: len(e.path))
+        deepest = max(errors, key=lambda e: len(e.path or ""))
         if deepest.path != path:  # one member matched the shape: its error is the useful one
             raise deepest
-        raise SchemaError(path, f"expected {describe(tp)}, got {_show(v)}")
+        raise SchemaError(f"expected {describe(tp)}, got {_show(v)}", path=path)
     ok = {type(None): lambda: v is None, float: lambda: _is_float(v), int: lambda: type(v) is int,
           str: lambda: type(v) is str, bool: lambda: type(v) is bool}.get(tp)
     if ok is not None or origin is Literal:
         good = ok() if ok is not None else (type(v) in (str, int) and v in get_args(tp))
         if not good:
-            raise SchemaError(path, f"expected {describe(tp)}, got {_show(v)}")
+            raise SchemaError(f"expected {describe(tp)}, got {_show(v)}", path=path)
         return
     if origin is list:
         if type(v) is not list:
-            raise SchemaError(path, f"expected {describe(tp)}, got {_show(v)}")
+            raise SchemaError(f"expected {describe(tp)}, got {_show(v)}", path=path)
         for i, item in enumerate(v):
             check_value(get_args(tp)[0], item, f"{path}[{i}]")
         return
     if origin is dict or is_typeddict(tp):
         _check_object(tp, v, path)
         return
-    raise SchemaError(path, f"the schema check cannot check the type {tp!r}")
+    raise SchemaError(f"the schema check cannot check the type {tp!r}", path=path)
 
 
 def _check_object(tp: Any, v: Any, path: str) -> None:
     if type(v) is not dict:
-        raise SchemaError(path, f"expected {describe(tp)}, got {_show(v)}")
+        raise SchemaError(f"expected {describe(tp)}, got {_show(v)}", path=path)
     if get_origin(tp) is dict:
         for k, item in v.items():
             if type(k) is not str:
-                raise SchemaError(path, f"key {_show(k)} is not a string")
+                raise SchemaError(f"key {_show(k)} is not a string", path=path)
             check_value(get_args(tp)[1], item, f"{path}.{k}")
         return
     missing = [k for k in tp.__required_keys__ if k not in v]
     if missing:
-        raise SchemaError(path, f"missing key {sorted(missing)[0]!r} ({describe(tp)})")
+        raise SchemaError(f"missing key {sorted(missing)[0]!r} ({describe(tp)})", path=path)
     hints = type_hints(tp)
     for k, item in v.items():
         if k not in hints:
-            raise SchemaError(f"{path}.{k}", f"unknown key (declare it in {tp.__name__} in rooftop/analyzer/schema/)")
+            raise SchemaError(f"unknown key (declare it in {tp.__name__} in rooftop/analyzer/schema/)", path=f"{path}.{k}")
         check_value(hints[k], item, f"{path}.{k}")
 
 

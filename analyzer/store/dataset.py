@@ -17,9 +17,10 @@ Layout::
 * File names derive from the input's SHA-256, so re-writing an input after a crash replaces its files
   instead of duplicating them.
 
-Modules: :mod:`.layout` (partition folders, times), :mod:`.atomic` (atomic files, orphans),
-:mod:`.digest` (checksums of inputs and their prefixes), :mod:`.manifest`, :mod:`.ingest_lock`;
-this module writes the partition files (:class:`PartitionWriter`) and re-exports the others' names.
+Modules: :mod:`.layout` (partition folders, times), :mod:`.digest` (checksums of inputs and their
+prefixes), :mod:`.manifest` (saved with :func:`rooftop.atomic.replace_file`), :mod:`.lock`;
+this module writes the partition files (:class:`PartitionWriter`), removes what an interrupted
+ingest left (:func:`remove_orphans`) and re-exports the others' names.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 # re-exported: the layout, atomic files, digests, the manifest and the lock live in their own modules
-from rooftop.analyzer.store.atomic import TMP_SUFFIX, fsync_dir, remove_orphans, write_json_atomic
 from rooftop.analyzer.store.digest import (
     DIGEST_CHUNK,
     TERMINATORS,
@@ -58,6 +58,7 @@ from rooftop.analyzer.store.layout import (
 )
 from rooftop.analyzer.store.lock import LOCK, IngestLock, ingest_lock
 from rooftop.analyzer.store.manifest import MANIFEST, MANIFEST_VERSION, Manifest
+from rooftop.atomic import TMP_SUFFIX, fsync_dir
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
 __all__ = [
@@ -65,7 +66,7 @@ __all__ = [
     "MAX_PARTITION_CHARS", "MS_PER_DAY", "NULL_PARTITION", "ROW_GROUP_ROWS", "TERMINATORS", "TMP_SUFFIX", "Digest",
     "IngestLock", "Manifest", "PartitionWriter", "Prefix", "canonical_samples", "day_of", "file_date", "file_digest",
     "file_sha256", "fsync_dir", "ingest_lock", "iso_ms", "parse_iso", "partition_dir", "partition_value",
-    "prefix_sha256", "remove_orphans", "widen_span", "write_json_atomic",
+    "prefix_sha256", "remove_orphans", "widen_span",
 ]
 
 COMPRESSION = "zstd"
@@ -191,3 +192,20 @@ class PartitionWriter:
             with contextlib.suppress(OSError):
                 tmp.unlink()
         self._writers.clear()
+
+
+def remove_orphans(root: Path, manifest: Manifest) -> int:
+    """Delete temporary files and partition files no manifest entry names (left by a crash)."""
+    keep = set(manifest.files())
+    removed = 0
+    for p in root.glob(f".{MANIFEST}.*{TMP_SUFFIX}"):  # a manifest save killed before its rename
+        with contextlib.suppress(OSError):
+            p.unlink()
+            removed += 1
+    for p in root.glob("date=*/host=*/*"):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and (p.name.endswith(TMP_SUFFIX) or (p.suffix == ".parquet" and rel not in keep)):
+            with contextlib.suppress(OSError):
+                p.unlink()
+                removed += 1
+    return removed

@@ -70,14 +70,8 @@ from rooftop.analyzer.store.ingest_entry import (
 )
 from rooftop.analyzer.store.ingest_summary import IngestSummary as IngestSummary  # re-exported
 from rooftop.analyzer.store.manifest import canonical
-from rooftop.parsers import (
-    FORMATS,
-    Input,
-    InputError,
-    ParseOptions,
-    open_input,
-    stream_input,
-)
+from rooftop.errors import InputError
+from rooftop.parsers import FORMATS, Input, ParseOptions, open_input, stream_input
 from rooftop.progress import ProgressArg, track
 
 COMMIT_EVERY = 64  # inputs per manifest commit, at least (more once the manifest is large)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 
 
 @dataclass

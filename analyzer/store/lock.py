@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 LOCK = "_ingest.lock"
 _RETRIES = 50

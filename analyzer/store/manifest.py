@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rooftop.parsers.model import InputError
+from rooftop.atomic import replace_file
+from rooftop.errors import InputError
 
 MANIFEST = "_manifest.json"
 MANIFEST_VERSION = 1
@@ -126,9 +127,9 @@ class Manifest:
         return cls(root, validate(path, data))
 
     def save(self) -> None:
-        from rooftop.analyzer.store.dataset import write_json_atomic
-
-        write_json_atomic(self.root / MANIFEST, {"version": MANIFEST_VERSION, "inputs": self.entries})
+        """Replace ``_manifest.json`` atomically, keeping its mode (:func:`rooftop.atomic.replace_file`)."""
+        payload = {"version": MANIFEST_VERSION, "inputs": self.entries}
+        replace_file(self.root / MANIFEST, json.dumps(payload, indent=1, sort_keys=True).encode("utf-8"))
 
     def replace_entries(self, entries: list[dict[str, Any]]) -> None:
         """Set the entries (the indexes are rebuilt)."""

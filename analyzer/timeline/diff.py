@@ -20,7 +20,8 @@ from rooftop.analyzer.diff import stats
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.timeline import TimelineAnalysis, analyze_timelines
 from rooftop.analyzer.timeline.metrics import GPU_KINDS
-from rooftop.parsers import InputError, ParseResult, open_input, parse_input
+from rooftop.errors import InputError
+from rooftop.parsers import ParseResult, open_input, parse_input
 
 SIDES = ("baseline", "candidate")
 DEVICE_FIELDS = ("kernels", "span_s", "kernel_sum_s", "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction")

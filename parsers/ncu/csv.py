@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 from rooftop.parsers.ncu.csv_identity import (
     INT_RE,
     NON_METRIC_COLUMNS,

@@ -21,7 +21,7 @@ child streams one JSON line per result; units are scaled here.
 Accounting: the container's block headers declare how many results the file holds. Results that
 cannot be used (a truncated file, an unreadable or incomplete action, results lost when the reader
 crashes part-way) are rejected, one entry each; a file with no usable result at all is an
-:class:`~parsers.model.InputError` (so is a reader crash or timeout before the first result).
+:class:`~rooftop.errors.InputError` (so is a reader crash or timeout before the first result).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from typing import Any
 
 import pandas as pd
 
+from rooftop.errors import InputError
 from rooftop.parsers.model import (
     IDENTITY_COLUMNS,
     RULE_COLUMNS,
     InputAccounting,
-    InputError,
     ParseResult,
     Rejected,
     empty_rules,

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.parsers.model import EVENT_COLUMNS, InputError, Rejected
+from rooftop.errors import InputError
+from rooftop.parsers.model import EVENT_COLUMNS, Rejected
 from rooftop.parsers.nsys.sqlite import (
     SQL_COLUMNS,
     TEXT_COLUMNS,

@@ -11,7 +11,8 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from rooftop.parsers.model import InputError, ParseResult
+from rooftop.errors import InputError
+from rooftop.parsers.model import ParseResult
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.trace_io import NSYS_REP
 

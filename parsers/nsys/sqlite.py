@@ -23,12 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.parsers.model import (
-    InputAccounting,
-    InputError,
-    ParseResult,
-    Rejected,
-)
+from rooftop.errors import InputError
+from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.trace_io import NSYS_SQLITE, read_error
 

@@ -9,7 +9,8 @@ import io
 import re
 from typing import Any
 
-from rooftop.parsers.model import InputAccounting, InputError, ParseResult, Rejected
+from rooftop.errors import InputError
+from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.trace_io import NSYS_STATS_CONSOLE, NSYS_STATS_CSV
 

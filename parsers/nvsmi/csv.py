@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rooftop.errors import InputError
 from rooftop.parsers.dcgm import fields as F
-from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
+from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult, Rejected
 from rooftop.parsers.nvsmi.samples import Part, Ticker, parse_cells, segments
 from rooftop.parsers.prometheus.text import default_start_ms
 from rooftop.parsers.source import ParseOptions, Source

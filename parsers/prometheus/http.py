@@ -42,8 +42,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from rooftop.errors import InputError
 from rooftop.parsers.dcgm import fields as F
-from rooftop.parsers.model import InputError, ParseResult
+from rooftop.parsers.model import ParseResult
 from rooftop.parsers.prometheus.transport import TOKEN_ENV, Transport, read_token, short
 from rooftop.parsers.source import ParseOptions
 

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from rooftop.errors import InputError
 from rooftop.parsers.dcgm import fields as F
 from rooftop.parsers.formats import MAX_FIELD_CHARS
-from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
+from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.units import EPOCH_SCALES, EPOCH_YEARS, epoch_scale
 

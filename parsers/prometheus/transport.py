@@ -27,7 +27,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 
 if TYPE_CHECKING:  # urllib.request (http.client, ssl, email) is imported only to send: bench/cli_startup.py
     import socket

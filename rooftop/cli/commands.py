@@ -45,7 +45,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _guard_outputs(inputs: list[str], outputs: list[str]) -> None:
     """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
-    from rooftop.parsers import InputError, expand_inputs
+    from rooftop.errors import InputError
+    from rooftop.parsers import expand_inputs
 
     given = {Path(p).resolve() for p in expand_inputs(inputs)}
     for out in outputs:
@@ -78,7 +79,7 @@ def _prometheus_options(func: F) -> F:
 def _prom_query(inputs: tuple[str, ...], since: datetime | None, until: datetime | None,
                 match: tuple[str, ...], step: float | None, token_file: str | None) -> Any:
     """The range to read from the http(s):// inputs, or None without any."""
-    from rooftop.parsers import InputError
+    from rooftop.errors import InputError
     from rooftop.parsers.prometheus.http import PromQuery, is_url
 
     servers = [i for i in inputs if is_url(i)]
@@ -231,7 +232,7 @@ def fleet(dataset: str, since: Any, until: Any, by: str, engine: str, scheduler:
 def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
                   device: str | None) -> Any:
     """``fleet --kernels``: the profiles analysed now, and at most one window filter."""
-    from rooftop.parsers import InputError
+    from rooftop.errors import InputError
 
     given = {k: v for k, v in filters.items() if v is not None}
     if len(given) > 1:

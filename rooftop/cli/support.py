@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from rooftop.errors import InputError, OutputError
 from rooftop.reports.terminal import escape_terminal
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -276,9 +277,7 @@ def describe_os_error(exc: OSError, writes: Sequence[str] = ()) -> str:
 
 def error_line(exc: BaseException, writes: Sequence[str] = ()) -> str | None:
     """The one line for an error the user can act on, or None for a bug (shown as internal error)."""
-    known = [sys.modules.get("rooftop.parsers.model"), sys.modules.get("rooftop.reports.atomic")]
-    typed = tuple(getattr(m, n) for m, n in zip(known, ("InputError", "OutputError"), strict=True) if m)
-    if typed and isinstance(exc, typed):
+    if isinstance(exc, (InputError, OutputError)):
         return str(exc)
     if isinstance(exc, MemoryError):
         return "out of memory (split the input or use `rooftop ingest` + `rooftop fleet`)"

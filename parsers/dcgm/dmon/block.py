@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pyarrow as pa
 
+from rooftop.errors import InputError
 from rooftop.parsers.dcgm import fields as F
 from rooftop.parsers.dcgm.dmon.columns import ColumnSets
 from rooftop.parsers.dcgm.dmon.entities import Entities, EntityArrays
@@ -23,7 +24,7 @@ from rooftop.parsers.dcgm.dmon.lines import NO_STAMP, LineRules, SlowRows
 from rooftop.parsers.dcgm.dmon.scan import Scan, scan
 from rooftop.parsers.dcgm.dmon.ticks import Ticks
 from rooftop.parsers.dcgm.dmon.values import missing_mask, to_float
-from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, InputError, ParseResult, Rejected
+from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions
 
 FORMAT = "dcgm-dmon"

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from rooftop.parsers.model import InputError
+from rooftop.errors import InputError
 from rooftop.parsers.source import DEFAULT_INTERVAL_S, ParseOptions
 
 COMMAND = re.compile(rb"dcgmi[ \t]+dmon\b[^\n]*")

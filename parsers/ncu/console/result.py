@@ -16,10 +16,10 @@ from typing import Any
 
 import pandas as pd
 
+from rooftop.errors import InputError
 from rooftop.parsers.model import (
     RULE_COLUMNS,
     InputAccounting,
-    InputError,
     ParseResult,
     Rejected,
     empty_rules,
