@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rooftop.reports.escape import md_fence
 from rooftop.reports.formatting import (
     device_sources,
     fmt_num,
@@ -207,11 +208,7 @@ def lint_md_section(doc: dict[str, Any]) -> MdSection | None:
 def reproduce_md_section(doc: dict[str, Any]) -> MdSection:
     run = doc.get("run") or {}
     tool = doc.get("tool") or {}
-    cmd = str(run.get("command") or "").replace("\r", " ").replace("\n", " ")
-    fence = "```"
-    while fence in cmd:
-        fence += "`"
-    lines = [f"{fence}\n{cmd}\n{fence}", "",
+    lines = [md_fence(str(run.get("command") or "")), "",
              f"rooftop {md_esc(tool.get('version'))}, schema {md_esc(doc.get('schema_version'))}, "
              f"created {md_esc(run.get('created'))}."]
     sums = run.get("input_sha256") or {}

@@ -1,6 +1,11 @@
 """Escaping for every place an input-derived string (kernel, host, pod names) is rendered.
 
-- ``esc``: HTML text and double-quoted attribute values.
+- ``esc``: HTML and SVG text and double-quoted attribute values; what XML 1.0 forbids (C0
+  controls other than tab, LF, CR; lone surrogates; U+FFFE/U+FFFF) becomes a visible stand-in
+  (U+2400 + code, the Control Pictures block; U+FFFD), so every SVG and XHTML parser reads it.
+- ``xml_text``: that replacement alone (text already escaped, or not HTML).
+- ``md_fence``: a Markdown code block of one line of text (a command line): controls, bidi and
+  line separators shown as ``\\x1b``-style escapes, the fence longer than any backtick run in it.
 - ``script_json``: JSON placed inside ``<script type="application/json">`` (``<``, ``>``, ``&``,
   U+2028/U+2029 escaped, so ``</script>`` in a name cannot end the element).
 - ``md``: one Markdown table cell or inline text (``|``, backticks, brackets, ``<``, newlines,
@@ -31,11 +36,37 @@ _JSON_SCRIPT_ESCAPES = {
 }
 
 
+# XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _stand_in(m: re.Match[str]) -> str:
+    c = ord(m.group(0))
+    return chr(0x2400 + c) if c < 0x20 else "\ufffd"
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 forbids replaced by a visible stand-in (see above)."""
+    return _XML_FORBIDDEN.sub(_stand_in, text)
+
+
+def md_fence(text: str) -> str:
+    """``text`` as a fenced Markdown code block (see the module docstring)."""
+    from rooftop.reports.terminal import escape_terminal
+
+    line = escape_terminal(text)
+    fence = "```"
+    while fence in line:
+        fence += "`"
+    return f"{fence}\n{line}\n{fence}"
+
+
 def esc(value: Any) -> str:
-    """HTML-escape ``value`` for text nodes and quoted attributes (``None`` -> empty string)."""
+    """HTML-escape ``value`` for text nodes and quoted attributes (``None`` -> empty string), with
+    what XML 1.0 forbids replaced (:func:`xml_text`)."""
     if value is None:
         return ""
-    return html.escape(str(value), quote=True)
+    return xml_text(html.escape(str(value), quote=True))
 
 
 def _plain(value: Any) -> Any:
