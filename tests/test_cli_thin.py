@@ -1,4 +1,4 @@
-"""The thin command line (rooftop/cli/commands.py, rooftop/cli/support.py): options validated by click
+"""The thin command line (rooftop/cli/: commands, options, output, boundary): options validated by click
 types (usage errors name the option, exit 2), ``-`` for stdout, one error boundary (OSError:
 which file and what to do), escaped terminal output, no click below the CLI."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from rooftop.cli.boundary import describe_os_error
 from rooftop.cli.commands import main
-from rooftop.cli.support import describe_os_error
 from rooftop.reports.terminal import escape_terminal
 from tests.conftest import FIXTURES, ROOT
 
@@ -91,7 +91,7 @@ def test_md_dash_is_stdout(tmp_path: Path) -> None:
 
 
 def test_a_scheduler_address_with_its_port_is_accepted() -> None:
-    from rooftop.cli.support import SchedulerAddress
+    from rooftop.cli.options import SchedulerAddress
 
     t = SchedulerAddress()
     assert t.convert("10.0.0.5:8786", None, None) == "tcp://10.0.0.5:8786"
@@ -250,9 +250,9 @@ def test_an_ncu_analysis_imports_no_http_client() -> None:
 
 
 def test_frozen_imports_freezes_only_the_first_import_of_pandas() -> None:
-    """analyzer/cli_support.frozen_imports: GC paused inside and restored after; gc.freeze() only
+    """rooftop/cli/lazy.frozen_imports: GC paused inside and restored after; gc.freeze() only
     in the call that imported pandas (a process running many commands freezes once)."""
-    code = ("import gc\nfrom rooftop.cli.support import frozen_imports\n"
+    code = ("import gc\nfrom rooftop.cli.lazy import frozen_imports\n"
             "with frozen_imports():\n    inside = gc.isenabled()\n    import pandas\n"
             "first = gc.get_freeze_count()\ngc.unfreeze()\n"
             "with frozen_imports():\n    import pandas\n"

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,8 @@ from rooftop.analyzer.store.ingest_entry import (
 from rooftop.analyzer.store.ingest_summary import IngestSummary as IngestSummary  # re-exported
 from rooftop.analyzer.store.manifest import canonical
 from rooftop.errors import InputError
-from rooftop.parsers import FORMATS, Input, ParseOptions, open_input, stream_input
+from rooftop.parsers import FORMATS, Input, ParseOptions, expand_inputs, open_input, stream_input
+from rooftop.parsers.prometheus.http import PromQuery, is_url, pull, source_dir
 from rooftop.progress import ProgressArg, track
 
 COMMIT_EVERY = 64  # inputs per manifest commit, at least (more once the manifest is large)
@@ -81,6 +83,29 @@ READ_ATTEMPTS = 3  # digests and reads of a file that changes while it is read, 
 APPENDABLE = frozenset(f.name for f in FORMATS.values() if f.appendable)
 # formats read line by line, whose unterminated last line is held back (a query JSON is one document)
 LINE_FORMATS = frozenset(f.name for f in FORMATS.values() if f.line_based and f.kind == "samples")
+
+
+def ingest_sources(inputs: Sequence[str], dataset: Path, options: ParseOptions, query: PromQuery | None = None,
+                   progress: ProgressArg = None, finished: bool = False, repair: bool = False) -> IngestSummary:
+    """``rooftop ingest``: files, folders (every file in them) and Prometheus servers (``http(s)://``,
+    read over ``query``) into ``dataset``. Every server's range is read first, into hour files
+    kept in the dataset (:func:`~rooftop.parsers.prometheus.http.source_dir`), before anything is
+    stored; then everything is ingested as files (:func:`ingest_files`); the summary's
+    :attr:`~IngestSummary.pulled` says what each server gave."""
+    servers = list(dict.fromkeys(i for i in inputs if is_url(i)))
+    files, pulled = expand_inputs([i for i in inputs if not is_url(i)]), []
+    if servers:
+        if query is None:
+            raise InputError(servers[0], "is a Prometheus server address, and reading it needs a range",
+                             "give --since and --until (ISO 8601)")
+        for server in servers:
+            got = pull(server, query, source_dir(Path(dataset), server, query, query.step_s))
+            files += got.files
+            pulled.append(got.describe(server))
+    summary = ingest_files(files, Path(dataset), options=options, progress=progress, finished=finished,
+                           repair=repair)
+    summary.pulled = pulled
+    return summary
 
 
 def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,

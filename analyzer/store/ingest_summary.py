@@ -28,6 +28,7 @@ class IngestSummary:
     lost: list[str] = field(default_factory=list)  # repaired entries whose input is gone too
     orphans_removed: int = 0
     seconds: float = 0.0
+    pulled: list[str] = field(default_factory=list)  # what each Prometheus server gave (one line each)
 
     @property
     def rows(self) -> int:
@@ -51,6 +52,7 @@ class IngestSummary:
         rej = sum(int(e["rejected"]) for e in self.ingested)
         miss = sum(int(e["missing"]) for e in self.ingested)
         lines = [
+            *self.pulled,
             f"ingested {len(self.ingested)} input(s) into {self.dataset}: {self.rows:,} samples "
             f"({miss:,} missing, {rej:,} rejected) in {self.files} partition file(s), "
             f"{self.seconds:.1f} s"

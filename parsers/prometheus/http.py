@@ -36,7 +36,7 @@ import re
 import shutil
 import tempfile
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -48,7 +48,7 @@ from rooftop.parsers.model import ParseResult
 from rooftop.parsers.prometheus.transport import TOKEN_ENV, Transport, read_token, short
 from rooftop.parsers.source import ParseOptions
 
-__all__ = ["TOKEN_ENV", "PromQuery", "Pulled", "pull", "pull_to_temp", "read_server", "source_dir"]
+__all__ = ["TOKEN_ENV", "PromQuery", "Pulled", "pull", "pull_to_temp", "range_query", "read_server", "source_dir"]
 
 MAX_STEPS = 10_000  # points per series per request (Prometheus refuses more than 11,000)
 POINT_BUDGET = 200_000  # points per request over all series (~5 MB of JSON, ~0.1 GB parsed)
@@ -86,6 +86,20 @@ class PromQuery:
         """The one PromQL expression read (several selectors joined with ``or``)."""
         sel = self.selectors()
         return sel[0] if len(sel) == 1 else " or ".join(f"({m})" for m in sel)
+
+
+def range_query(inputs: Sequence[str], since: datetime | None, until: datetime | None,
+                match: tuple[str, ...] = (), step_s: float | None = None,
+                token_file: str | None = None) -> PromQuery | None:
+    """The range to read from the http(s):// among ``inputs``, or None without any;
+    :class:`InputError` naming the first server when ``since`` or ``until`` is missing."""
+    servers = [i for i in inputs if is_url(i)]
+    if not servers:
+        return None
+    if since is None or until is None:
+        raise InputError(servers[0], "is a Prometheus server address, and reading it needs a range",
+                         "give --since and --until (ISO 8601)")
+    return PromQuery(since=since, until=until, match=match, step_s=step_s, token_file=token_file)
 
 
 def default_names() -> list[str]:

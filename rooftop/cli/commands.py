@@ -1,94 +1,45 @@
 """The ``rooftop`` command line: the composition root that wires parsers, analyzer and reports.
 
-Thin by design (docs/architecture.md#the-command-line): options are validated here by click types,
-the output options and the error boundary live in :mod:`rooftop.cli.support`, and the
-library below takes plain values and a progress callback. Heavy modules (pandas, pyarrow, plotly)
-are imported inside the commands, so ``rooftop --help`` stays fast (bench/cli_startup.py).
+Thin by design (docs/architecture.md#the-command-line): each command parses its options (click
+types of :mod:`rooftop.cli.options` validate them), calls one library function with plain values
+and a progress callback, and hands the result to :mod:`rooftop.cli.output`; errors become exit
+codes in :mod:`rooftop.cli.boundary`. Heavy modules (pandas, pyarrow) are imported inside the
+commands (:func:`rooftop.cli.lazy.frozen_imports`), so ``rooftop --help`` stays fast
+(bench/cli_startup.py).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from rooftop import __version__
-from rooftop.cli.support import (
+from rooftop.cli.boundary import EXIT_REGRESSION, RooftopGroup
+from rooftop.cli.lazy import frozen_imports
+from rooftop.cli.options import (
     COUNT,
-    EXIT_OK,
-    EXIT_REGRESSION,
-    EXIT_UNUSABLE,
     PERCENT,
     SECONDS_INTERVAL,
     SECONDS_WINDOW,
     WORKERS,
     IsoTime,
     Outputs,
-    RooftopGroup,
     SchedulerAddress,
-    echo,
-    emit,
-    frozen_imports,
     output_options,
-    progress_bar,
-    show_progress,
+    prometheus_options,
 )
+from rooftop.cli.output import echo, emit, guard_outputs, progress_bar, show_progress
 
-__all__ = ["EXIT_OK", "EXIT_REGRESSION", "EXIT_UNUSABLE", "main"]
+__all__ = ["main"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _guard_outputs(inputs: list[str], outputs: list[str]) -> None:
-    """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
-    from rooftop.errors import InputError
-    from rooftop.parsers import expand_inputs
-
-    given = {Path(p).resolve() for p in expand_inputs(inputs)}
-    for out in outputs:
-        if Path(out).resolve() in given:
-            raise InputError(out, "is also an input; refusing to overwrite it", "choose another output path")
 
 
 def _command_line() -> str:
     return " ".join(["rooftop", *sys.argv[1:]])
-
-
-def _prometheus_options(func: F) -> F:
-    """Options for http(s):// inputs: a Prometheus server (parsers.prometheus.http)."""
-    for decorator in reversed([
-        click.option("--since", "prom_since", type=IsoTime(),
-                     help="Prometheus input: range start (ISO 8601, inclusive)."),
-        click.option("--until", "prom_until", type=IsoTime(),
-                     help="Prometheus input: range end (ISO 8601, exclusive)."),
-        click.option("--match", "prom_match", multiple=True,
-                     help="Prometheus input: PromQL selector (repeatable; default: the DCGM fields rooftop uses)."),
-        click.option("--step", "prom_step", type=SECONDS_INTERVAL,
-                     help="Prometheus input: seconds between points (default: the scrape interval in the data)."),
-        click.option("--token-file", "prom_token_file", type=click.Path(dir_okay=False),
-                     help="Prometheus input: bearer token file (default: $ROOFTOP_PROMETHEUS_TOKEN)."),
-    ]):
-        func = decorator(func)
-    return func
-
-
-def _prom_query(inputs: tuple[str, ...], since: datetime | None, until: datetime | None,
-                match: tuple[str, ...], step: float | None, token_file: str | None) -> Any:
-    """The range to read from the http(s):// inputs, or None without any."""
-    from rooftop.errors import InputError
-    from rooftop.parsers.prometheus.http import PromQuery, is_url
-
-    servers = [i for i in inputs if is_url(i)]
-    if not servers:
-        return None
-    if since is None or until is None:
-        raise InputError(servers[0], "is a Prometheus server address, and reading it needs a range",
-                         "give --since and --until (ISO 8601)")
-    return PromQuery(since=since, until=until, match=match, step_s=step, token_file=token_file)
 
 
 @click.group(cls=RooftopGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -110,7 +61,7 @@ def main() -> None:
 @click.option("--start", type=IsoTime(),
               help="Wall-clock time of the first dmon sample (ISO 8601; default: file time).")
 @click.option("--host", help="Host name for streams that do not carry one (dmon).")
-@_prometheus_options
+@prometheus_options
 def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: int, window_s: float | None,
             interval_s: float | None, start: Any, host: str | None, prom_since: datetime | None = None,
             prom_until: datetime | None = None, prom_match: tuple[str, ...] = (),
@@ -120,10 +71,11 @@ def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: 
     with frozen_imports():
         from rooftop.analyzer.pipeline import run_analysis
         from rooftop.parsers import ParseOptions
+        from rooftop.parsers.prometheus.http import range_query
 
-    _guard_outputs(list(inputs), outputs.files)
+    guard_outputs(list(inputs), outputs.files)
     options = ParseOptions(interval_s=interval_s, start=start, host=host,
-                           prometheus=_prom_query(inputs, prom_since, prom_until, prom_match, prom_step,
+                           prometheus=range_query(inputs, prom_since, prom_until, prom_match, prom_step,
                                                   prom_token_file))
     doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
                        progress=progress_bar if show_progress(outputs.quiet) else None,
@@ -153,7 +105,7 @@ def devices(as_json: bool) -> None:
 @click.option("--repair", is_flag=True,
               help="Drop entries whose partition files are missing or unreadable and ingest their inputs again.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar.")
-@_prometheus_options
+@prometheus_options
 def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, start: Any,
            host: str | None, finished: bool, repair: bool, quiet: bool,
            prom_since: datetime | None = None, prom_until: datetime | None = None,
@@ -165,25 +117,19 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, star
     unterminated last line (a line still being written) is held back until its newline arrives;
     pass --finished when the files are complete."""
     with frozen_imports():
-        from rooftop.analyzer.store.ingest import ingest_files
-        from rooftop.parsers import ParseOptions, expand_inputs
-        from rooftop.parsers.prometheus.http import is_url, pull, source_dir
+        from rooftop.analyzer.store.ingest import ingest_sources
+        from rooftop.parsers import ParseOptions
+        from rooftop.parsers.prometheus.http import range_query
 
     click.get_current_context().meta["rooftop.writes"] = [dataset]
-    options = ParseOptions(interval_s=interval_s, start=start, host=host)
     if not inputs and not repair:
         raise click.UsageError("give INPUT files or folders (or --repair)")
-    query = _prom_query(inputs, prom_since, prom_until, prom_match, prom_step, prom_token_file)
-    files, pulled = expand_inputs([i for i in inputs if not is_url(i)]), []
-    for server in dict.fromkeys(i for i in inputs if is_url(i)):  # every range read before anything is stored
-        got = pull(server, query, source_dir(Path(dataset), server, query, query.step_s))
-        files += got.files
-        pulled.append(got.describe(server))
-    summary = ingest_files(files, Path(dataset), options=options,
-                           progress=progress_bar if show_progress(quiet) else None, finished=finished,
-                           repair=repair)
+    query = range_query(inputs, prom_since, prom_until, prom_match, prom_step, prom_token_file)
+    summary = ingest_sources(inputs, Path(dataset), ParseOptions(interval_s=interval_s, start=start, host=host),
+                             query, progress=progress_bar if show_progress(quiet) else None,
+                             finished=finished, repair=repair)
     if not quiet:
-        echo([*pulled, *summary.lines()])
+        echo(summary.lines())
     elif summary.unusable:  # -q: the inputs that were not ingested are still said (on stderr)
         echo([f"unusable: {exc}" for exc in summary.unusable], err=True)
 
@@ -217,43 +163,16 @@ def fleet(dataset: str, since: Any, until: Any, by: str, engine: str, scheduler:
           host: str | None) -> None:
     """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
     with frozen_imports():
+        from rooftop.analyzer.fleet.join import join_request
         from rooftop.analyzer.fleet.pipeline import run_fleet
 
     groups = [g.strip() for g in by.split(",") if g.strip()]
-    _guard_outputs(list(profiles), outputs.files)
-    join = _join_request(profiles, {"job": job, "pod": pod, "namespace": namespace, "host": host},
-                         device)
+    guard_outputs(list(profiles), outputs.files)
+    join = join_request(profiles, {"job": job, "pod": pod, "namespace": namespace, "host": host}, device)
     doc = run_fleet(Path(dataset), since=since, until=until, by=groups, engine=engine,
                     scheduler=scheduler, workers=workers, window_s=window_s, device=device, top=top,
                     command=_command_line(), join=join)
     emit(doc, outputs, top)
-
-
-def _join_request(profiles: tuple[str, ...], filters: dict[str, str | None],
-                  device: str | None) -> Any:
-    """``fleet --kernels``: the profiles analysed now, and at most one window filter."""
-    from rooftop.errors import InputError
-
-    given = {k: v for k, v in filters.items() if v is not None}
-    if len(given) > 1:
-        raise InputError("--" + "/--".join(given), "select the job's windows with one filter",
-                         "give one of --job, --pod, --namespace, --host")
-    if not profiles:
-        if given:
-            raise InputError(f"--{next(iter(given))}", "selects windows for --kernels, which is missing",
-                             "add --kernels PROFILE (an ncu export of the job)")
-        return None
-    from rooftop.analyzer.ceilings.devices import load_device_option
-    from rooftop.analyzer.fleet.join import JoinRequest
-    from rooftop.analyzer.pipeline import analyze_inputs
-
-    ai = analyze_inputs(list(profiles), device)
-    if not len(ai.results):
-        raise InputError(", ".join(profiles), "holds no kernel launches",
-                         "--kernels takes ncu exports (or folders of them) of the job")
-    column, value = next(iter(given.items())) if given else (None, None)
-    return JoinRequest(results=ai.results, column=column, value=value,
-                       ceilings=load_device_option(device), profiles=tuple(profiles))
 
 
 @main.command()
@@ -271,7 +190,7 @@ def diff(baseline: str, candidate: str, fail_on: float | None, gate: str, device
     with frozen_imports():
         from rooftop.analyzer.diff import run_diff
 
-    _guard_outputs([baseline, candidate], outputs.files)
+    guard_outputs([baseline, candidate], outputs.files)
     doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate)
     emit(doc, outputs, 10)
     if doc.get("verdict", {}).get("fail"):

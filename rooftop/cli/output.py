@@ -1,0 +1,72 @@
+"""What the commands print and write: the reports (:func:`emit`), lines on the terminal (:func:`echo`,
+every one escaped), the progress bar, and the refusal to overwrite an input."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from rooftop.cli.options import STDOUT, Outputs
+from rooftop.errors import InputError
+from rooftop.reports.terminal import escape_terminal
+
+T = TypeVar("T")
+
+
+def emit(doc: dict[str, Any], outputs: Outputs, top: int) -> None:
+    """Write the report files, the stdout document if asked, then the terminal summary (to stderr
+    when stdout carries a document)."""
+    from rooftop.reports.outputs import write_outputs
+    from rooftop.reports.terminal import summary_text
+
+    write_outputs(doc, html=outputs.html, md=None if outputs.md == STDOUT else outputs.md,
+                  json_path=None if outputs.json == STDOUT else outputs.json)
+    if outputs.json == STDOUT:
+        from rooftop.reports.json_report import render_json_bytes
+
+        _to_stdout(render_json_bytes(doc))
+    elif outputs.md == STDOUT:
+        from rooftop.reports.markdown import render_markdown
+
+        _to_stdout(render_markdown(doc).encode("utf-8"))
+    if not outputs.quiet:
+        echo(summary_text(doc, top=top, outputs=outputs.files), err=outputs.to_stdout)
+
+
+def _to_stdout(data: bytes) -> None:
+    stream = sys.stdout.buffer
+    stream.write(data if data.endswith(b"\n") else data + b"\n")
+    stream.flush()
+
+
+def echo(text: str | list[str], err: bool = False) -> None:
+    """Print lines rooftop composed: each line's control and bidi characters escaped. A list is
+    printed one entry per line, so a newline inside an entry (a file name) is escaped too."""
+    lines = text if isinstance(text, list) else text.split("\n")
+    click.echo("\n".join(escape_terminal(line) for line in lines), err=err)
+
+
+def guard_outputs(inputs: list[str], outputs: list[str]) -> None:
+    """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
+    from rooftop.parsers import expand_inputs  # pandas: imported by the command, not by --help
+
+    given = {Path(p).resolve() for p in expand_inputs(inputs)}
+    for out in outputs:
+        if Path(out).resolve() in given:
+            raise InputError(out, "is also an input; refusing to overwrite it", "choose another output path")
+
+
+# ----------------------------------------------------------------------------- progress
+
+def show_progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+def progress_bar(items: Sequence[T], label: str) -> AbstractContextManager[Iterable[T]]:
+    """The progress callback the library takes (rooftop.progress): a bar on stderr."""
+    return click.progressbar(items, label=label, file=sys.stderr)
