@@ -151,22 +151,26 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     ai = analyze_inputs(inputs, device, options=options, progress=progress)
     parsed, results = ai.parsed, ai.results
     wa = analyze_windows(parsed.samples, window_s=window_s, device=device)
-    findings = rank_findings(results, wa, top=top)
+    ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)
+    from rooftop.analyzer.timeline.findings import timeline_findings as trace_findings
+
+    own = trace_findings(ta.timeline, ta.steps)  # docs/formulas.md#timeline-findings
+    joined = bool(ta.devices and len(results))
+    findings = rank_findings(results, wa, top=top, others=() if joined else own)
     devices = ai.devices + [d for d in wa.devices if d not in ai.devices]
     has_windows = wa.windows is not None and len(wa.windows) > 0
     from rooftop.analyzer.view import kernel_view
 
     records = wa.records()
     extra: dict[str, Any] = dict(kernel_view(results, ai.ceilings, records, device))
-    ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)
     if ta.timeline:
         extra.update(timeline=ta.timeline, steps=ta.steps)
-    if ta.devices and len(results):  # a trace and an ncu profile: docs/formulas.md#timeline-join
+    if joined:  # a trace and an ncu profile: docs/formulas.md#timeline-join
         from rooftop.analyzer.timeline.join import findings as timeline_findings
         from rooftop.analyzer.timeline.join import join, rank_together
 
         extra["waterfall"] = join(parsed.results, ta, ai.kernels, results)
-        findings = rank_together(findings, timeline_findings(extra["waterfall"]), top)
+        findings = rank_together(findings, timeline_findings(extra["waterfall"]) + own, top)
     if has_windows:
         extra["timelines"] = wa.timelines()
         extra["window"] = wa.window

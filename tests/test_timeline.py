@@ -102,9 +102,9 @@ def test_gap_and_short_kernel_edges() -> None:
 
 # -- labels, one synthetic device each ------------------------------------------------------------------
 
-EXPECTED = {"0": ("overhead-bound", "launch"), "1": ("overhead-bound", "sync"),
+EXPECTED = {"0": ("overhead-bound", "launch"), "1": ("overhead-bound", "host"),
             "2": ("overhead-bound", "host"), "3": ("transfer-bound", "transfer"),
-            "4": ("kernel-bound", "unknown"), "5": ("idle", "host")}
+            "4": ("kernel-bound", "unknown"), "5": ("idle", "host"), "6": ("overhead-bound", "sync")}
 
 
 @pytest.mark.parametrize("which", ["new", "old"])
@@ -249,7 +249,7 @@ def test_analyze_document_carries_timeline_and_validates(nsys_new: Path) -> None
     validate_document(doc)
     assert [(e["input"].rsplit("/", 1)[-1], e["device"]) for e in doc["timeline"]][:2] == \
         [("labels.sqlite", "0"), ("labels.sqlite", "1")]
-    assert len(doc["timeline"]) == 6 + 1 + 1 + 2
+    assert len(doc["timeline"]) == 7 + 1 + 1 + 2
     assert {s["kind"] for s in doc["steps"]} == {"profiler-step", "range"}
     formats = {i["path"].rsplit("/", 1)[-1]: i["format"] for i in doc["inputs"]}
     assert formats == {"labels.sqlite": "nsys-sqlite", "steps.json": "kineto-json",

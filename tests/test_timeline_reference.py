@@ -12,7 +12,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooftop.analyzer.timeline import steps
+from rooftop.analyzer.timeline import arrays, steps
 from rooftop.analyzer.timeline.metrics import gap_stats, union
 from rooftop.analyzer.timeline.reference import (
     launch_times_reference,
@@ -52,9 +52,9 @@ def _frame(rows: list[dict[str, Any]], cols: dict[str, str]) -> pd.DataFrame:
 def test_launch_times_equal_the_merge(act: list[dict[str, Any]], rt: list[dict[str, Any]]) -> None:
     cols = {"start_ns": "int64", "correlation": "Int64", "pid": "Int64"}
     a, r = _frame(act, cols), _frame(rt, cols)
-    fast = steps.launch_times(a["start_ns"].to_numpy(dtype=np.int64), steps.ints(a["correlation"]),
-                              steps.ints(a["pid"]), r["start_ns"].to_numpy(dtype=np.int64),
-                              steps.ints(r["correlation"]), steps.ints(r["pid"]))
+    fast = steps.launch_times(a["start_ns"].to_numpy(dtype=np.int64), arrays.ints(a["correlation"]),
+                              arrays.ints(a["pid"]), r["start_ns"].to_numpy(dtype=np.int64),
+                              arrays.ints(r["correlation"]), arrays.ints(r["pid"]))
     assert fast.tolist() == launch_times_reference(a, r).tolist()
 
 
@@ -79,3 +79,66 @@ def test_top_level_ranges_equal_the_groupby(rows: list[dict[str, Any]], max_step
         steps.MAX_STEPS, steps.MAX_RANGES = ref.MAX_STEPS, ref.MAX_RANGES = old
     assert left == want_left
     pd.testing.assert_frame_equal(got, want)
+
+
+_span = st.tuples(st.integers(0, 60), st.integers(0, 25)).map(lambda t: (t[0], t[0] + t[1]))
+
+
+def _u(spans: list[tuple[int, int]]) -> Any:
+    return union(np.array([s for s, _ in spans], dtype=np.int64), np.array([e for _, e in spans], dtype=np.int64))
+
+
+def _set(u: Any) -> set[int]:
+    return {t for s, e in zip(u.starts.tolist(), u.ends.tolist(), strict=True) for t in range(s, e)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_span, max_size=12), st.lists(_span, max_size=12))
+def test_intersect_and_subtract_equal_the_ns_sets(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> None:
+    from rooftop.analyzer.timeline.intervals import complement, intersect, subtract
+    from rooftop.analyzer.timeline.reference import set_algebra_reference
+
+    both, only = set_algebra_reference(a, b)
+    assert _set(intersect(_u(a), _u(b))) == both and _set(subtract(_u(a), _u(b))) == only
+    assert _set(complement(_u(a), 5, 50)) == set(range(5, 50)) - _set(_u(a))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_span, max_size=10), st.lists(_span, max_size=6),
+       st.lists(st.tuples(st.integers(0, 4), _span), max_size=12), st.integers(1, 12))
+def test_idle_split_equals_the_ns_walk(busy: list[tuple[int, int]], sync: list[tuple[int, int]],
+                                       host: list[tuple[int, tuple[int, int]]], short: int) -> None:
+    """Idle by cause and the host part by category (first match) against one ns at a time."""
+    from rooftop.analyzer.timeline import causes
+    from rooftop.analyzer.timeline.reference import idle_split_reference
+
+    u = _u(busy)
+    gs, ge = u.ends[:-1], u.starts[1:]
+    cat = np.array([c for c, _ in host], dtype=np.int64)
+    start = np.array([s for _, (s, _) in host], dtype=np.int64)
+    end = np.array([e for _, (_, e) in host], dtype=np.int64)
+    n = len(host)
+    order = sorted(range(n), key=lambda i: (start[i], -end[i]))
+    own = start.copy()  # each event's part after every earlier event of its category
+    for k, i in enumerate(order):
+        own[i] = max([start[i], *(end[j] for j in order[:k] if cat[j] == cat[i])])
+    act = causes.HostActivity(start, end, cat, np.zeros(n, dtype=np.int64), own,
+                              np.array([f"op{i}" for i in range(n)], dtype=object))
+    old = causes.GAP_SHORT_NS
+    try:
+        causes.GAP_SHORT_NS = short
+        got = causes.split_idle(gs, ge, _u(sync), act)
+    finally:
+        causes.GAP_SHORT_NS = old
+    cats = [[sp for c, sp in host if c == i] for i in range(len(causes.HOST_CATEGORIES))]
+    gaps = list(zip(gs.tolist(), ge.tolist(), strict=True))
+    n_sync, n_launch, n_host, by, untraced = idle_split_reference(gaps, sync, cats, short)
+    assert (got.sync, got.launch, got.host) == (n_sync, n_launch, n_host)
+    want = {causes.HOST_CATEGORIES[i]: v for i, v in enumerate(by) if v}
+    if untraced:
+        want[causes.UNTRACED] = untraced
+    assert got.host_by == want
+    for c, names in got.top.items():  # events' own parts inside the category's part, by name
+        assert sum(ns for _, ns in names) <= got.host_by[c]
+        if len(names) < causes.TOP_NAMES:  # every name listed: they add up
+            assert sum(ns for _, ns in names) == got.host_by[c]

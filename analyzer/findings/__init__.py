@@ -15,7 +15,7 @@ Modules: :mod:`.estimate` (recoverable time per launch and family), :mod:`.sever
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -132,14 +132,16 @@ def _window_score(f: Mapping[str, Any]) -> float:
     return 0.0
 
 
-def rank_findings(results: pd.DataFrame, windows: Any, top: int = 10) -> list[dict[str, Any]]:
-    """Contract findings (kernel families + DCGM windows), ranked, at most ``top``.
+def rank_findings(results: pd.DataFrame, windows: Any, top: int = 10,
+                  others: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Contract findings (kernel families + DCGM windows + ``others``, e.g. a trace's own findings,
+    each with a ``time_share`` or ``score``), ranked, at most ``top``.
 
-    When both kinds exist, each keeps at least ``top // 3`` slots if it has that many.
+    When both kernel and other findings exist, each keeps at least ``top // 3`` slots if it has that many.
     """
     kf = kernel_findings(results, limit=max(int(top), 0)) if results is not None and len(results) else []
     wf = []
-    for f in list(getattr(windows, "findings", None) or []):
+    for f in [*list(getattr(windows, "findings", None) or []), *others]:
         g = dict(f)
         g.setdefault("source", "dcgm")
         g["_score"] = _window_score(g)

@@ -64,9 +64,17 @@ class TimelineEntry(_TimelineBase, total=False):
     memcpy_sum_s: float | None
     memset_sum_s: float | None
     idle_by_cause_s: dict[str, float]
+    host_idle_by_activity_s: dict[str, float]  # the host cause by what the host ran (category -> s)
+    host_idle_top: list[HostIdleTop]
     section: int | None  # nsys stats console: the run within the file
     gap_histogram: GapHistogram
     busy_strip: BusyStrip | None
+
+
+class HostIdleTop(TypedDict):
+    category: str
+    name: str
+    seconds: Num
 
 
 class GapHistogram(TypedDict):

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.timeline.arrays import NA, ints
+from rooftop.analyzer.timeline.causes import HostActivity, host_activity
 from rooftop.analyzer.timeline.labels import Verdict, label_device, summary_verdict
 from rooftop.analyzer.timeline.metrics import (
     GPU_KINDS,
@@ -24,13 +26,12 @@ from rooftop.analyzer.timeline.metrics import (
 )
 from rooftop.analyzer.timeline.steps import (
     INTERLEAVE_LABELS,
-    NA,
     beyond_span,
     interleaved,
-    ints,
     launch_times,
     step_members,
     top_level_ranges,
+    window_timeline,
 )
 from rooftop.parsers.model import ParseResult
 
@@ -46,6 +47,7 @@ SYNC_APIS = frozenset(
      "cuMemcpyHtoD", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
 SYNC_COPY_MIN_H2D_BYTES = 64 * 1024  # nsys cuda_memcpy_sync leaves out host-to-device copies <= 64 KB
 _H2D = re.compile(r"Host-to-Device|HtoD", re.I)
+STREAM_WAIT = r"(?i)stream\s*wait"  # Kineto "Stream Wait Event", nsys "Stream wait sync": not a host wait
 ENTRY_KEYS = ("input", "device", "gpu_name", "kernels", "memcpy", "memset", "span_s", "kernel_sum_s",
               "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction", "gaps", "short_kernels",
               "top_kernels", "label", "limiter", "evidence")
@@ -69,6 +71,11 @@ def _entry(path: str, device: str | None, gpu: str | None, m: dict[str, Any], v:
     out.update(m)
     out.update({"label": v.label, "limiter": v.limiter, "evidence": v.evidence})
     out["idle_by_cause_s"] = {k: round(ns / 1e9, 9) for k, ns in v.idle_split.items()}
+    if v.split.host_by:  # docs/formulas.md#timelines: the host part by what the host ran
+        out["host_idle_by_activity_s"] = {k: round(ns / 1e9, 9) for k, ns in
+                                          sorted(v.split.host_by.items(), key=lambda kv: -kv[1])}
+        out["host_idle_top"] = [{"category": c, "name": n, "seconds": round(ns / 1e9, 9)}
+                                for c in out["host_idle_by_activity_s"] for n, ns in v.split.top.get(c, [])]
     ordered = {k: out[k] for k in ENTRY_KEYS}
     ordered.update({k: val for k, val in out.items() if k not in ordered})
     return ordered
@@ -90,17 +97,26 @@ class _SyncRows:
 
     @classmethod
     def of(cls, ev: pd.DataFrame) -> _SyncRows:
-        kind = ev["kind"]
-        sync = (kind == "sync").to_numpy(dtype=bool, na_value=False)
-        api = ((kind == "runtime") & ev["name"].isin(SYNC_APIS)).to_numpy(dtype=bool, na_value=False)
-        api[np.flatnonzero(api)[sync_exempt(ev, np.flatnonzero(api))]] = False
-        rows = np.flatnonzero(sync | api)
+        rows, api = blocking_rows(ev)
         return cls(ev["start_ns"].to_numpy(dtype=np.int64)[rows], ev["end_ns"].to_numpy(dtype=np.int64)[rows],
                    ev["device"].iloc[rows].to_numpy(dtype=object, na_value=None), api[rows])
 
     def cover(self, device: str) -> Union:
         keep = self.is_api | np.array([d is None or d == device for d in self.device], dtype=bool)
         return union(self.start[keep], self.end[keep])
+
+
+def blocking_rows(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the rows during which the host is blocked (sync records other than a stream's
+    wait on an event, and the blocking API calls), and the mask of API calls over all rows."""
+    kind = ev["kind"]
+    sync = (kind == "sync").to_numpy(dtype=bool, na_value=False)
+    if sync.any():  # cudaStreamWaitEvent makes a stream wait, not the host (CUPTI STREAM_WAIT_EVENT)
+        sync[np.flatnonzero(sync)[ev["name"].iloc[np.flatnonzero(sync)].str.contains(
+            STREAM_WAIT, regex=True).to_numpy(dtype=bool, na_value=False)]] = False
+    api = ((kind == "runtime") & ev["name"].isin(SYNC_APIS)).to_numpy(dtype=bool, na_value=False)
+    api[np.flatnonzero(api)[sync_exempt(ev, np.flatnonzero(api))]] = False
+    return np.flatnonzero(sync | api), api
 
 
 def sync_exempt(ev: pd.DataFrame, calls: np.ndarray) -> np.ndarray:
@@ -154,25 +170,54 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
                          "message": f"{path}: no kernel, memcpy or memset events; timeline metrics are "
                                     "empty (docs/formulas.md#timelines)"})
         return
-    covers: dict[str, Union] = {}
     acts = Acts.from_frame(act)
     devices = act["device"].to_numpy(dtype=object)
     sync = _SyncRows.of(ev)
+    ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking_rows(ev)[0]))
     for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
-        dt = device_metrics(acts.subset(devices == device))
-        covers[device] = sync.cover(device)
-        v = label_device(dt, covers[device])
+        on_dev = devices == device
+        dt = device_metrics(acts.subset(on_dev))
+        ctx.covers[device] = sync.cover(device)
+        ctx.pids[device] = ctx.device_pids(on_dev)
+        v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
         out.devices[(path, device)] = (dt, v)
         out.timeline.append(_entry(path, device, gpus.get(device), dt.metrics, v))
-    _steps(r, ev, act, acts, covers, out)
+    _steps(ctx, out)
 
 
 def _dev_key(d: str) -> tuple[int, str]:
     return (int(d), d) if d.lstrip("-").isdigit() else (1 << 30, d)
 
 
-def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, acts: Acts, covers: dict[str, Union],
-           out: TimelineAnalysis) -> None:
+@dataclass
+class _Context:
+    """One input's events and what every device and step of it shares."""
+
+    r: ParseResult
+    ev: pd.DataFrame
+    act: pd.DataFrame
+    acts: Acts
+    sync: _SyncRows
+    host: HostActivity
+    covers: dict[str, Union] = field(default_factory=dict)
+    pids: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def device_pids(self, on_dev: np.ndarray) -> tuple[int, ...]:
+        """The processes that launched a device's work: the activities' own (nsys), else those of
+        the runtime calls with their correlation ids (Kineto), else none known (all)."""
+        pid = ints(self.act["pid"])[on_dev]
+        known = np.unique(pid[pid != NA])
+        if not len(known):
+            corr = ints(self.act["correlation"])[on_dev]
+            rt = (self.ev["kind"] == "runtime").to_numpy(dtype=bool, na_value=False)
+            rt_corr, rt_pid = ints(self.ev["correlation"])[rt], ints(self.ev["pid"])[rt]
+            hit = np.isin(rt_corr, corr[corr != NA]) & (rt_pid != NA)
+            known = np.unique(rt_pid[hit])
+        return tuple(int(p) for p in known)
+
+
+def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
+    r, ev, act, acts = ctx.r, ctx.ev, ctx.act, ctx.acts
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
     kind = ev["kind"]
     ranges, left_out = top_level_ranges(ev.loc[(kind == "range").to_numpy(dtype=bool, na_value=False),
@@ -189,19 +234,24 @@ def _steps(r: ParseResult, ev: pd.DataFrame, act: pd.DataFrame, acts: Acts, cove
         mask = step_members(rng, launch, member_pid)
         if not mask.any():
             continue
+        is_step = str(rng.name).startswith("ProfilerStep#")
+        lo, hi = int(rng.start_ns), int(rng.end_ns)
         codes = np.unique(dev_code[mask])
         for device, code in sorted(((dev_names[c], c) for c in codes if c >= 0), key=lambda dc: _dev_key(dc[0])):
             on_dev = dev_code == code
-            own = acts.subset(np.flatnonzero(mask & on_dev))
-            dt = device_metrics(own, strip=False)
-            v = label_device(dt, covers[device])
-            if v.label in INTERLEAVE_LABELS:
-                v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
-            v = beyond_span(v, own, int(rng.end_ns - rng.start_ns))
+            if is_step:  # the device over the step's wall time (docs/formulas.md#timelines)
+                dt = window_timeline(acts.subset(np.flatnonzero(on_dev)), lo, hi)
+                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
+            else:  # a range: its own work, which may queue behind other ranges' work
+                own = acts.subset(np.flatnonzero(mask & on_dev))
+                dt = device_metrics(own, strip=False)
+                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
+                if v.label in INTERLEAVE_LABELS:
+                    v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
+                v = beyond_span(v, own, hi - lo)
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
-            kind_name = "profiler-step" if str(rng.name).startswith("ProfilerStep#") else "range"
-            out.steps.append({"name": rng.name, "kind": kind_name,
-                              "wall_s": round((rng.end_ns - rng.start_ns) / 1e9, 9), **step})
+            out.steps.append({"name": rng.name, "kind": "profiler-step" if is_step else "range",
+                              "wall_s": round((hi - lo) / 1e9, 9), **step})
     if left_out:
         out.lint.append({"code": "trace-steps-truncated", "kernels": [],
                          "message": f"{r.accounting.path}: {left_out} shorter top-level ranges not "

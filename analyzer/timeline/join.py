@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.findings.severity import severity
 from rooftop.analyzer.timeline import TimelineAnalysis
 from rooftop.analyzer.timeline.metrics import GPU_KINDS
 from rooftop.parsers.model import ParseResult
@@ -131,10 +132,12 @@ def findings(waterfalls: list[dict[str, Any]]) -> list[dict[str, Any]]:
             name = p["part"]
             if name in ("kernels at roofline", "kernels without an ncu match") or not p["seconds"]:
                 continue
+            if name.startswith("idle: "):  # the trace's own findings (docs/formulas.md#timeline-findings)
+                continue
             rec = RECOMMEND.get(name) or f"fix the kernels' limiter ({name.split(': ', 1)[-1]})"
             where = f"{str(w['input']).rsplit('/', 1)[-1]} GPU {w['device']}"
             out.append({"rank": 0, "rule": "timeline-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
-                        "severity": "high" if (p["share"] or 0) >= 0.2 else "medium" if (p["share"] or 0) >= 0.05 else "low",
+                        "severity": severity(float(p["share"] or 0.0), True),
                         "title": f"{where}: {name} is {100 * (p['share'] or 0):.1f}% of the span",
                         "kernels": [], "time_share": p["share"], "est_saving_s": p["seconds"],
                         "recommendation": rec, "source": "timeline", "evidence": [p["why"]]})

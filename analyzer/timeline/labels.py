@@ -3,16 +3,19 @@
 Order of the rules (first match wins):
 
 1. no positive-length kernel, copy or set: ``unknown`` (nothing to decide from).
-2. idle fraction > ``OVERHEAD_MIN`` and >= ``IDLE_MIN`` (0.9): ``idle``.
-3. idle fraction > ``OVERHEAD_MIN`` (0.5), i.e. the GPU in use < 50 % of the time, as nsys
+2. one merged busy interval: ``unknown``, too little activity to judge (for a device or a range's
+   own work the span is that interval, so idle is 0 by definition, not by measurement: a single
+   1.76 µs Triton kernel is not evidence of a kernel-bound program).
+3. idle fraction > ``OVERHEAD_MIN`` and >= ``IDLE_MIN`` (0.9): ``idle``.
+4. idle fraction > ``OVERHEAD_MIN`` (0.5), i.e. the GPU in use < 50 % of the time, as nsys
    ``gpu_time_util`` flags a region (its default ``threshold=50``, ``In-Use < threshold``):
    ``overhead-bound``.
-4. copy-only time (GPU busy minus kernel busy) >= ``TRANSFER_MIN`` (0.5) of GPU busy: ``transfer-bound``.
-5. otherwise ``kernel-bound`` (the roofline, from a joined ncu profile, says which roof).
+5. copy-only time (GPU busy minus kernel busy) >= ``TRANSFER_MIN`` (0.5) of GPU busy: ``transfer-bound``.
+6. otherwise ``kernel-bound`` (the roofline, from a joined ncu profile, says which roof).
 
-The limiter of 2 and 3 is where the idle time sits: ``sync`` when gaps that overlap a
-synchronisation call hold >= ``SYNC_MIN`` (0.5) of it; else ``launch`` when gaps < 10 µs hold at
-least as much as gaps >= 10 µs; else ``host``.
+The limiter of 3 and 4 is where the idle time sits (:mod:`.causes`): ``sync`` when the host sat
+blocked in a synchronising call for >= ``SYNC_MIN`` (0.5) of it; else ``launch`` when the rest of
+gaps < 10 µs holds at least as much as the rest of gaps >= 10 µs; else ``host``.
 """
 
 from __future__ import annotations
@@ -20,9 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from rooftop.analyzer.timeline.metrics import GAP_SHORT_NS, DeviceTimeline, Union
+from rooftop.analyzer.timeline.causes import UNTRACED, HostActivity, IdleSplit, split_idle
+from rooftop.analyzer.timeline.metrics import DeviceTimeline, Union
 
 IDLE_MIN = 0.9
 OVERHEAD_MIN = 0.5
@@ -37,75 +39,88 @@ class Verdict:
     limiter: str
     evidence: list[str] = field(default_factory=list)
     idle_split: dict[str, float] = field(default_factory=dict)  # ns of idle by cause
-
-
-def gaps_touching(gap_s: np.ndarray, gap_e: np.ndarray, cover: Union) -> np.ndarray:
-    """Which gaps ``[gap_s, gap_e)`` overlap an interval of ``cover`` (sorted, disjoint)."""
-    if not len(gap_s) or not len(cover.starts):
-        return np.zeros(len(gap_s), dtype=bool)
-    i = np.searchsorted(cover.starts, gap_e, side="left")  # intervals that start before the gap ends
-    prev_end = np.where(i > 0, cover.ends[np.maximum(i - 1, 0)], np.iinfo(np.int64).min)
-    return (i > 0) & (prev_end > gap_s)
-
-
-def idle_causes(dt: DeviceTimeline, sync: Union) -> dict[str, int]:
-    """Idle ns split into ``sync`` (gaps overlapping a sync call), ``launch`` (other gaps < 10 µs)
-    and ``host`` (other gaps >= 10 µs)."""
-    gs, ge = dt.busy.ends[:-1], dt.busy.starts[1:]
-    g = ge - gs
-    is_sync = gaps_touching(gs, ge, sync)
-    short = (g < GAP_SHORT_NS) & ~is_sync
-    return {"sync": int(g[is_sync].sum()), "launch": int(g[short].sum()),
-            "host": int(g[~is_sync & ~short].sum())}
+    split: IdleSplit = field(default_factory=IdleSplit)  # the same, with the host part by activity
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def label_device(dt: DeviceTimeline, sync: Union) -> Verdict:
+def _secs(ns: int) -> str:
+    return f"{ns / 1e9:.3f} s" if ns >= 1e7 else f"{ns / 1e6:.3f} ms"
+
+
+def host_text(split: IdleSplit) -> str | None:
+    """"host time in gaps >= 10 µs, by what the host ran: input pipeline 41.0 % (enumerate(...)
+    0.300 s); ..." or None when there is no host time or nothing to split it by."""
+    if not split.host or not split.host_by:
+        return None
+    parts = []
+    for cat, ns in sorted(split.host_by.items(), key=lambda kv: -kv[1]):
+        names = split.top.get(cat) or []
+        named = f" ({', '.join(f'{n} {_secs(t)}' for n, t in names)})" if names else ""
+        parts.append(f"{cat} {_pct(ns / split.host)}{named}")
+    return "host time in gaps >= 10 µs, by what the host ran then: " + "; ".join(parts) + (
+        f" ({UNTRACED}: no host event recorded)" if UNTRACED in split.host_by else "")
+
+
+def label_device(dt: DeviceTimeline, sync: Union, host: HostActivity | None = None,
+                 pids: tuple[int, ...] = ()) -> Verdict:
     """The label, limiter and evidence for one device or step (rules in the module docstring)."""
     m = dt.metrics
-    span = dt.busy.span
-    if span == 0:
+    span = dt.span
+    if dt.busy.busy == 0 or span <= 0:
         return Verdict("unknown", "unknown", [
             "no kernel, memcpy or memset with positive duration: the trace cannot tell where time went "
             f"(a capture with CUDA activity tracing would; {RULE})"])
+    if len(dt.busy.starts) < 2:
+        return Verdict("unknown", "unknown", [
+            f"one busy interval ({m['kernels']} kernel(s), {m['memcpy']} copies, {m['memset']} sets, busy "
+            f"{dt.busy.busy / 1e9:.9f} s of {span / 1e9:.9f} s): too little activity to judge how the program "
+            "uses the GPU (for a device or a range the span is that interval, so idle is 0 by definition); "
+            f"a capture of more of the program would decide ({RULE})"])
     idle = span - dt.busy.busy
     frac = idle / span
-    causes = idle_causes(dt, sync)
-    ev = [f"GPU busy {m['gpu_busy_s']:.6f} s of a {m['span_s']:.6f} s span: idle {_pct(frac)} "
-          f"in {m['gaps']['count']} gaps ({m['gaps']['lt_10us']} < 10 µs, {m['gaps']['10_to_100us']} "
-          f"10-100 µs, {m['gaps']['gt_100us']} > 100 µs)"]
+    gs, ge = dt.idle_intervals()
+    split = split_idle(gs, ge, sync, host, pids)
+    causes = split.causes()
+    g = m["gaps"]
+    ev = [f"GPU busy {m['gpu_busy_s']:.6f} s of a {m['span_s']:.6f} s {'wall time' if dt.window else 'span'}: "
+          f"idle {_pct(frac)} in {g['count']} gaps ({g['lt_10us']} < 10 µs, {g['10_to_100us']} "
+          f"10-100 µs, {g['gt_100us']} > 100 µs)"]
+    idle_split = {k: float(v) for k, v in causes.items()}
+    shares = {k: v / idle for k, v in causes.items()} if idle else {}
+    if idle:
+        ev.append(f"idle by cause: host blocked in a sync call {_pct(shares['sync'])}, rest of gaps "
+                  f"< 10 µs (launch) {_pct(shares['launch'])}, rest of gaps >= 10 µs (host) {_pct(shares['host'])}")
+        text = host_text(split)
+        if text:
+            ev.append(text)
     if frac > OVERHEAD_MIN:  # in use < 50 %: nsys gpu_time_util's strict comparison
         label = "idle" if frac >= IDLE_MIN else "overhead-bound"
-        shares = {k: v / idle for k, v in causes.items()} if idle else {}
         if shares.get("sync", 0) >= SYNC_MIN:
             limiter = "sync"
         elif shares.get("launch", 0) >= shares.get("host", 0):
             limiter = "launch"
         else:
             limiter = "host"
-        ev.append(f"idle by cause: gaps overlapping a sync call {_pct(shares.get('sync', 0))}, other gaps "
-                  f"< 10 µs (launch) {_pct(shares.get('launch', 0))}, other gaps >= 10 µs (host) "
-                  f"{_pct(shares.get('host', 0))}")
         sk = m["short_kernels"]
         if sk["share_of_kernel_busy"] is not None:
             ev.append(f"{sk['count']} short kernels (< 10 µs) hold {_pct(sk['share_of_kernel_busy'])} of kernel busy time")
         ev.append(f"idle fraction >= {IDLE_MIN} -> idle ({RULE})" if label == "idle" else
                   f"idle fraction > {OVERHEAD_MIN} (GPU in use < 50 % of the span, the default threshold "
                   f"of Nsight Systems' gpu_time_util rule) -> overhead-bound ({RULE})")
-        return Verdict(label, limiter, ev, {k: float(v) for k, v in causes.items()})
+        return Verdict(label, limiter, ev, idle_split, split)
     busy = dt.busy.busy
     copy_only = busy - dt.kernel_busy_ns
     share = copy_only / busy if busy else 0.0
     ev.append(f"copies/sets alone (GPU busy minus kernel busy) fill {_pct(share)} of GPU busy time")
     if share >= TRANSFER_MIN:
         ev.append(f"copy-only share >= {TRANSFER_MIN} -> transfer-bound ({RULE})")
-        return Verdict("transfer-bound", "transfer", ev, {k: float(v) for k, v in causes.items()})
+        return Verdict("transfer-bound", "transfer", ev, idle_split, split)
     ev.append("kernels fill most of the span -> kernel-bound; which roof limits them needs an ncu "
               f"profile of the same program (rooftop analyze TRACE PROFILE.ncu-rep; {RULE})")
-    return Verdict("kernel-bound", "unknown", ev, {k: float(v) for k, v in causes.items()})
+    return Verdict("kernel-bound", "unknown", ev, idle_split, split)
 
 
 def summary_verdict(meta: dict[str, Any]) -> Verdict:

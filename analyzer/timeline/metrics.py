@@ -119,12 +119,29 @@ def gap_histogram(gaps: np.ndarray) -> dict[str, Any]:
 
 @dataclass
 class DeviceTimeline:
-    """The numbers of one device (or one step on one device), plus what the labels need."""
+    """The numbers of one device (or one step on one device), plus what the labels need.
+    ``window``: a ProfilerStep's wall time ``[lo, hi)``; the span and idle time are then the
+    window's, not the activity's (docs/formulas.md#timelines)."""
 
     metrics: dict[str, Any]
     busy: Union
     kernel_busy_ns: int
     short_busy_ns: int
+    window: tuple[int, int] | None = None
+
+    @property
+    def span(self) -> int:
+        return self.window[1] - self.window[0] if self.window else self.busy.span
+
+    def idle_intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """The idle intervals: between merged busy intervals, or the window outside them."""
+        if self.window is None:
+            return self.busy.ends[:-1], self.busy.starts[1:]
+        lo, hi = self.window
+        edges_s = np.concatenate([[lo], self.busy.ends])
+        edges_e = np.concatenate([self.busy.starts, [hi]])
+        keep = edges_e > edges_s
+        return edges_s[keep], edges_e[keep]
 
 
 @dataclass

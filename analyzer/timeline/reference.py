@@ -58,3 +58,36 @@ def top_level_ranges_reference(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]
     longest = others.loc[wall.sort_values(ascending=False, kind="mergesort").index[:MAX_RANGES]]
     out = pd.concat([steps.head(MAX_STEPS), longest]).sort_values(["start_ns", "end_ns"])
     return out, max(0, len(steps) - MAX_STEPS) + max(0, len(others) - MAX_RANGES)
+
+
+def _ns(spans: list[tuple[int, int]]) -> set[int]:
+    return {t for s, e in spans for t in range(s, e)}
+
+
+def set_algebra_reference(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> tuple[set[int], set[int]]:
+    """The ns in both, and the ns in ``a`` only (small integer spans, one ns at a time)."""
+    return _ns(a) & _ns(b), _ns(a) - _ns(b)
+
+
+def idle_split_reference(gaps: list[tuple[int, int]], sync: list[tuple[int, int]],
+                         cats: list[list[tuple[int, int]]], short_ns: int) -> tuple[int, int, int, list[int], int]:
+    """Each idle ns: ``sync`` if a sync span holds it; else ``launch`` if its gap is shorter than
+    ``short_ns``; else ``host``, given to the first category that holds it, else untraced."""
+    blocked = _ns(sync)
+    covers = [_ns(c) for c in cats]
+    n_sync = n_launch = n_host = untraced = 0
+    by = [0] * len(cats)
+    for s, e in gaps:
+        for t in range(s, e):
+            if t in blocked:
+                n_sync += 1
+            elif e - s < short_ns:
+                n_launch += 1
+            else:
+                n_host += 1
+                hit = next((i for i, c in enumerate(covers) if t in c), None)
+                if hit is None:
+                    untraced += 1
+                else:
+                    by[hit] += 1
+    return n_sync, n_launch, n_host, by, untraced

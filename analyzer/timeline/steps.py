@@ -15,30 +15,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.timeline.arrays import NA, exclusive_group_cummax, group_codes, ints
 from rooftop.analyzer.timeline.labels import Verdict
-from rooftop.analyzer.timeline.metrics import Acts, Union, union
+from rooftop.analyzer.timeline.metrics import (
+    Acts,
+    DeviceTimeline,
+    Union,
+    device_metrics,
+    gap_histogram,
+    gap_stats,
+    union,
+)
 
 MAX_STEPS = 200  # ProfilerStep ranges listed per input; the rest are counted (lint)
 MAX_RANGES = 50  # other top-level ranges listed per input: the longest
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
-
-
-NA = np.iinfo(np.int64).min  # missing value of an integer column taken out of the events table
-
-
-def ints(col: pd.Series) -> np.ndarray:
-    """An ``Int64``/``int64`` events column as int64 with :data:`NA` for missing."""
-    out: np.ndarray = col.to_numpy(dtype=np.int64, na_value=NA)
-    return out
-
-
-def group_codes(*cols: np.ndarray) -> np.ndarray:
-    """One code per distinct row of the int64 columns (mixed radix of per-column codes)."""
-    key = np.zeros(len(cols[0]), dtype=np.int64)
-    for col in cols:
-        vals, code = np.unique(col, return_inverse=True)
-        key = key * len(vals) + code.reshape(-1)
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
 def launch_times(own: np.ndarray, corr: np.ndarray, pid: np.ndarray, rt_start: np.ndarray,
@@ -63,23 +54,6 @@ def launch_times(own: np.ndarray, corr: np.ndarray, pid: np.ndarray, rt_start: n
     return np.where(hit, rt_start[ok_r][first[i]], own)
 
 
-def _exclusive_group_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Per position: the max of ``values`` at earlier positions of the same group (int64 min if none)."""
-    uniq, rank = np.unique(values, return_inverse=True)
-    n = len(uniq) + 1
-    order = np.argsort(groups, kind="stable")
-    g, r = groups[order], rank.reshape(-1)[order] + 1
-    run = np.maximum.accumulate(r + g * n) - g * n  # segments cannot carry: each adds its own offset
-    prev = np.empty_like(run)
-    prev[1:] = run[:-1]
-    start = np.ones(len(g), dtype=bool)
-    start[1:] = g[1:] != g[:-1]
-    prev[start] = 0
-    out = np.empty(len(values), dtype=np.int64)
-    out[order] = np.where(prev > 0, uniq[np.maximum(prev - 1, 0)], np.iinfo(np.int64).min)
-    return out
-
-
 def _profiler_steps(names: pd.Series) -> np.ndarray:
     """:data:`PROFILER_STEP` matches (the regex only where the cheap prefix test holds)."""
     out: np.ndarray = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool, na_value=False)
@@ -97,7 +71,7 @@ def top_level_ranges(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     pos = np.flatnonzero(e > s)
     order = pos[np.lexsort((-e[pos], s[pos]))]  # start ascending, end descending, stable
     thread = group_codes(ints(ranges["pid"])[order], ints(ranges["tid"])[order])
-    prev_max = _exclusive_group_cummax(e[order], thread)
+    prev_max = exclusive_group_cummax(e[order], thread)
     is_step = _profiler_steps(ranges["name"].iloc[order])
     top = ~is_step & (s[order] >= prev_max)
     steps, others = order[is_step], order[top]
@@ -168,3 +142,29 @@ def interleaved(v: Verdict, own: Acts, others: Acts) -> Verdict:
         f"({filled / 1e9:.6f} s of {idle / 1e9:.6f} s): they are not idle time of this range, so "
         f"'{v.label}' does not follow; its own kernels' busy time is {mine.busy / 1e9:.6f} s "
         "(docs/formulas.md#timelines)", *v.evidence], v.idle_split)
+
+
+def clipped(acts: Acts, lo: int, hi: int) -> Acts:
+    """The activities running in ``[lo, hi)`` (zero-length ones starting in it), cut to it."""
+    pos = (acts.end > acts.start) & (acts.start < hi) & (acts.end > lo)
+    zero = (acts.end <= acts.start) & (acts.start >= lo) & (acts.start < hi)
+    sub = acts.subset(np.flatnonzero(pos | zero))
+    return Acts(sub.kind, np.clip(sub.start, lo, hi), np.clip(sub.end, lo, hi), sub.name, sub.names,
+                sub.name_rank, sub.nccl, sub.stream, sub.streams)
+
+
+def window_timeline(acts: Acts, lo: int, hi: int) -> DeviceTimeline:
+    """A ProfilerStep on one device: the device's activity in the step's wall time ``[lo, hi)``,
+    whichever step launched it (an activity across a boundary is cut at it), measured against the
+    wall time: span = wall, idle = wall - busy, gaps include the idle time before the first and
+    after the last activity (docs/formulas.md#timelines; TensorBoard's step time breakdown clips
+    the same way)."""
+    dt = device_metrics(clipped(acts, lo, hi), strip=False)
+    dt.window = (lo, hi)
+    gs, ge = dt.idle_intervals()
+    gaps = ge - gs
+    wall, busy = hi - lo, dt.busy.busy
+    dt.metrics.update(span_s=round(wall / 1e9, 9), idle_s=round((wall - busy) / 1e9, 9),
+                      idle_fraction=round((wall - busy) / wall, 9) if wall else None,
+                      gaps=gap_stats(gaps), gap_histogram=gap_histogram(gaps))
+    return dt

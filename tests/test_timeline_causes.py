@@ -1,0 +1,185 @@
+"""Idle time blamed on what held the GPU, and the findings a trace yields on its own (issue 25):
+sync only while the host was blocked, host gaps by what the host ran, ProfilerSteps against their
+wall time, too little activity is unknown (docs/formulas.md#timelines, #timeline-findings)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from rooftop.analyzer.timeline import analyze_timelines
+from rooftop.analyzer.timeline.findings import timeline_findings
+from rooftop.parsers import parse_path
+from rooftop.parsers.model import EVENT_COLUMNS, InputAccounting, ParseResult
+from tests.conftest import CORPUS, FIXTURES
+
+CORPUS_TRACE = CORPUS / "trace"
+ALEXNET = "facebookresearch__HolisticTraceAnalysis__tests__data__critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+B200 = "AMD-AGI__TraceLens__tests__traces__b200__eager_trace.json.gz"
+TRITON = "facebookresearch__HolisticTraceAnalysis__tests__data__triton_example__triton_example.json.gz"
+RANK0 = "facebookresearch__HolisticTraceAnalysis__tests__data__negative_queue_length_values_check__rank0.json.gz"
+
+
+def _make_trace() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_trace", FIXTURES / "make_trace.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _analyse(rows: list[dict[str, Any]]) -> Any:
+    base = {c: None for c in EVENT_COLUMNS}
+    full = [{**base, "input": "t", "pid": 1, "tid": 1, **r} for r in rows]
+    ev = pd.DataFrame({c: pd.array([r[c] for r in full], dtype=t) for c, t in EVENT_COLUMNS.items()})
+    r = ParseResult(InputAccounting("t", "test", records=len(ev)), events=ev, meta={"timeline": True})
+    return analyze_timelines([r])
+
+
+def _kernel(start: int, end: int) -> dict[str, Any]:
+    return {"kind": "kernel", "name": "k", "device": "0", "stream": 7, "start_ns": start, "end_ns": end, "pid": None}
+
+
+def _corpus(name: str) -> Any:
+    p = CORPUS_TRACE / name
+    if not p.is_file():
+        pytest.skip("trace corpus absent")
+    return analyze_timelines([parse_path(p)])
+
+
+# -- sync: only the part of a gap the host spent blocked -------------------------------------------
+
+def test_a_sync_that_returns_early_in_a_gap_is_not_the_gap() -> None:
+    """The nsys LLaMA pattern: cudaDeviceSynchronize returns 1 µs into a 1.2 ms gap, then the host
+    works 1.199 ms more. Only 1 µs is sync; the rest is host (formerly the whole gap was sync)."""
+    a = _analyse([_kernel(0, 40_000), _kernel(1_240_000, 1_280_000),
+                  {"kind": "runtime", "name": "cudaDeviceSynchronize", "start_ns": 30_000, "end_ns": 41_000}])
+    (e,) = a.timeline
+    assert e["idle_by_cause_s"] == {"sync": 0.000001, "launch": 0.0, "host": 0.001199}
+    assert (e["label"], e["limiter"]) == ("idle", "host")
+
+
+def test_a_stream_waiting_on_an_event_is_not_the_host_waiting() -> None:
+    """CUPTI's STREAM_WAIT_EVENT record (Kineto "Stream Wait Event", nsys "Stream wait sync") times a
+    cudaStreamWaitEvent call, which does not block the host."""
+    gap = [_kernel(0, 10_000), _kernel(200_000, 210_000)]
+    for name, sync in (("Stream Wait Event", 0.0), ("Stream wait sync", 0.0), ("Context Sync", 0.00019)):
+        a = _analyse([*gap, {"kind": "sync", "name": name, "device": "0", "start_ns": 5_000, "end_ns": 205_000}])
+        assert a.timeline[0]["idle_by_cause_s"]["sync"] == sync, name
+
+
+@pytest.mark.corpus
+def test_corpus_alexnet_is_host_not_sync() -> None:
+    """1.96 s of gaps touch a sync call, but the host sat in one for 0.177 ms of them; the host time
+    is CUDA runtime calls: one 6.0 s cudaFree, one 3.06 s first cudaLaunchKernel."""
+    (e,) = _corpus(ALEXNET).timeline
+    assert e["idle_by_cause_s"]["sync"] == 0.000177 and (e["label"], e["limiter"]) == ("idle", "host")
+    top = {t["name"]: t["seconds"] for t in e["host_idle_top"] if t["category"] == "CUDA runtime"}
+    assert top["cudaFree"] > 5.9 and top["cudaLaunchKernel"] > 3.0
+    assert next(iter(e["host_idle_by_activity_s"])) == "CUDA runtime"
+
+
+# -- too little activity ------------------------------------------------------------------------------
+
+def test_one_kernel_is_too_little_to_judge() -> None:
+    for rows in ([_kernel(0, 20)], [_kernel(0, 1_760), _kernel(500, 1_000)]):  # 20 ns; two that merge
+        (e,) = _analyse(rows).timeline
+        assert (e["label"], e["limiter"]) == ("unknown", "unknown")
+        assert "too little activity" in e["evidence"][0]
+    (e,) = _analyse([_kernel(0, 20), _kernel(60, 70)]).timeline  # a gap: measurable
+    assert e["label"] == "overhead-bound"
+
+
+@pytest.mark.corpus
+def test_corpus_single_triton_kernel_is_unknown() -> None:
+    a = _corpus(TRITON)
+    assert [(e["label"], e["kernels"]) for e in a.timeline] == [("unknown", 1)]
+    assert [s["label"] for s in a.steps] == ["unknown"]
+    assert timeline_findings(a.timeline, a.steps) == []
+
+
+# -- ProfilerSteps against their wall time, host gaps by what the host ran ---------------------------
+
+def test_dataloader_step_is_host_bound_against_its_wall_time(tmp_path: Path) -> None:
+    """fixtures/make_trace.loader_doc: 176 ms steps, 70 ms of DataLoader before the first kernel.
+    Inside the GPU span the step looked kernel-bound; against its wall it is 57.4 % idle."""
+    p = _make_trace().write_loader_kineto(tmp_path / "loader.json")
+    a = analyze_timelines([parse_path(p)])
+    assert len(a.steps) == 4
+    for s in a.steps:
+        assert (s["label"], s["limiter"], s["idle_fraction"]) == ("overhead-bound", "host", 0.573863636)
+        assert (s["span_s"], s["gpu_busy_s"], s["kernels"]) == (0.176, 0.075, 100)
+        assert s["host_idle_by_activity_s"] == {"input pipeline": 0.07, "untraced": 0.0295, "optimizer": 0.001,
+                                                "CUDA runtime": 0.0005}
+    (f, *_) = timeline_findings(a.timeline, a.steps)
+    assert f["rule"] == "timeline-idle-host" and f["severity"] == "high" and f["limiter"] == "host"
+    assert "(input pipeline): enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ in the main " \
+           "process, 40 % of each step (median of 4)" in f["title"]
+    assert "num_workers > 0" in f["recommendation"]
+    assert f["est_saving_s"] == a.timeline[0]["idle_by_cause_s"]["host"] <= a.timeline[0]["idle_s"]
+
+
+def _steps_doc(step_name: str) -> dict[str, Any]:
+    """One thread: ``step_name`` [0, 10 µs) launches k1 (runs 0-1 µs), k2 (launched at 1 µs, runs 5-6 µs)
+    and k4 (launched at 9 µs, runs 99-100 µs, queued behind other work); the next range [10, 100 µs)
+    launches k3 (runs 10-90 µs)."""
+    ev = [{"ph": "X", "cat": "user_annotation", "name": step_name, "pid": 5, "tid": 1, "ts": 0, "dur": 10},
+          {"ph": "X", "cat": "user_annotation", "name": "other", "pid": 5, "tid": 1, "ts": 10, "dur": 90}]
+    for corr, (launch, ts, dur) in enumerate([(0, 0, 1), (1, 5, 1), (10, 10, 80), (9, 99, 1)], start=1):
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 1, "ts": launch,
+                   "dur": 0, "args": {"correlation": corr}})
+        ev.append({"ph": "X", "cat": "kernel", "name": f"k{corr}", "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+                   "args": {"device": 0, "stream": 7, "correlation": corr}})
+    return {"traceEvents": ev}
+
+
+def test_profiler_steps_are_not_voided_by_interleaving_ranges_are(tmp_path: Path) -> None:
+    """docs/formulas.md#timelines: a ProfilerStep holds all the work of its step, so it is measured
+    over its wall time and the interleave rule does not apply (the GPU ran 2 of its 10 µs); a
+    range's own gaps that other ranges' work filled are not its idle time (unknown)."""
+    for name, want in (("ProfilerStep#7", ("overhead-bound", 0.8)), ("mine", ("unknown", 0.0))):
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(_steps_doc(name)))
+        s = next(s for s in analyze_timelines([parse_path(p)]).steps if s["name"] == name)
+        assert (s["label"], s["idle_fraction"] if name.startswith("Profiler") else 0.0) == want
+        if want[0] == "unknown":
+            assert "other ranges' work in 82%" in s["evidence"][0]
+
+
+@pytest.mark.corpus
+def test_corpus_rank0_steps_551_to_554_are_judged_like_550() -> None:
+    """They were 'unknown' by the interleave rule although they are 63-68 % idle like step 550."""
+    steps = {s["name"]: s for s in _corpus(RANK0).steps if s["kind"] == "profiler-step"}
+    for n in range(550, 555):
+        s = steps[f"ProfilerStep#{n}"]
+        assert (s["label"], s["limiter"]) == ("overhead-bound", "host"), n
+        assert s["idle_fraction"] > 0.5 and s["span_s"] == s["wall_s"]
+
+
+# -- findings from a trace on its own ------------------------------------------------------------------
+
+@pytest.mark.corpus
+def test_corpus_b200_eager_trace_has_findings() -> None:
+    a = _corpus(B200)
+    (f, *_) = timeline_findings(a.timeline, a.steps)
+    assert (f["rule"], f["severity"], f["est_saving_s"]) == ("timeline-idle-host", "high", 0.07256158)
+    assert f["time_share"] == round(0.07256158 / a.timeline[0]["span_s"], 9)
+
+
+@pytest.mark.corpus
+def test_every_corpus_trace_over_30_percent_idle_has_a_finding() -> None:
+    truth = CORPUS_TRACE / "TRUTH.json"
+    if not truth.is_file():
+        pytest.skip("trace corpus absent")
+    for name in json.loads(truth.read_text()):
+        a = analyze_timelines([parse_path(CORPUS_TRACE / name)])
+        found = {f["group"] for f in timeline_findings(a.timeline, a.steps)}
+        for e in a.timeline:
+            if (e["idle_fraction"] or 0) > 0.3 and e["label"] != "unknown":
+                assert f"{name} GPU {e['device']}" in found, name
