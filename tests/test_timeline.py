@@ -304,8 +304,10 @@ def test_join_with_ncu_waterfall_and_ranked_findings(tmp_path: Path) -> None:
     assert {"timeline", "roofline"} <= {f["rule"].split("-")[0].split(".")[0] for f in doc["findings"]}
 
 
-def test_diff_of_two_traces_gates_idle_gaps(tmp_path: Path) -> None:
-    """Before: 100 kernels 4 µs apart; after: the same kernels 40 µs apart -> idle gaps regress."""
+def test_diff_of_two_traces_compares_idle_and_gates_the_span_of_the_same_work(tmp_path: Path) -> None:
+    """Before: 100 kernels 4 µs apart; after: the same kernels 40 µs apart. The idle time moves
+    from < 10 µs gaps into 10-100 µs gaps and leads; both captures hold the same launches, so the
+    span is the time of the same work and is gated (docs/formulas.md#timeline-diff)."""
     from rooftop.analyzer.diff import run_diff
     from rooftop.analyzer.schema import validate_document
 
@@ -320,12 +322,16 @@ def test_diff_of_two_traces_gates_idle_gaps(tmp_path: Path) -> None:
     validate_document(doc)
     (row,) = doc["timeline_diff"]
     assert row["idle_fraction"]["baseline"] == round(99 * 4 / (100 * 3 + 99 * 4), 9)
-    gaps = next(s for s in doc["timeline_series"] if s["series"] == "(idle gaps)")
-    assert gaps["significant"] and abs(gaps["change"] - 9.0) < 1e-9
-    kern = next(s for s in doc["timeline_series"] if s["series"] == "k")
-    assert not kern["significant"]  # identical durations
-    assert doc["verdict"]["fail"] and len(doc["verdict"]["regressions"]) == 1
-    same = run_diff(str(before), str(before), fail_on=5.0, device=None, command="test")
+    assert row["idle_by_gap_s"]["10_to_100us"] == {"baseline": 0.0, "candidate": 99 * 40e-6, "delta": 99 * 40e-6,
+                                                   "change": None}
+    lead = doc["timeline_changes"][0]
+    assert (lead["what"], lead["name"]) == ("idle-gaps", "gaps 10–100 µs")
+    assert lead["text"] == "GPU 0 idle in gaps 10–100 µs: 0 ms → 3.96 ms (new; 0 → 99 gaps)"
+    assert [s["series"] for s in doc["timeline_series"]] == ["GPU 0: k"]  # the idle gaps are no series
+    v = doc["verdict"]
+    assert v["fail"] and v["throughput_by"] == "span" and not v["regressions"]
+    assert "Slower beyond 5 %: GPU 0 span 696 µs → 4.26 ms (+512 %) for the same kernel launches" in v["reason"]
+    same = run_diff(str(before), str(before), fail_on=0.0, device=None, command="test")
     assert not same["verdict"]["fail"]
 
 

@@ -11,8 +11,9 @@ The core is pure functions over two flat kernel-result frames (columns named by
   duration, achieved FLOP/s, FLOPs, bytes and intensity per level, label and limiter, each with
   one explanation line.
 * :func:`verdict`: per *series* (family + grid + block + NVTX path; its launches are replicates)
-  a noise-aware verdict from :mod:`analyzer.diff.stats` (Mann–Whitney U with Holm's correction where
-  there are enough repeats; the threshold alone, marked as such, otherwise).
+  a noise-aware verdict: the change must exceed the effect threshold (``max(--fail-on,
+  --min-effect)``, :mod:`analyzer.diff.gate`) and, where there are enough repeats, be significant
+  (:mod:`analyzer.diff.stats`: Mann–Whitney U with Holm's correction); each series says which decided.
 
 :func:`run_diff` reads both sides (ncu exports or saved ``rooftop analyze --json`` documents) and
 returns the contract document of kind ``diff``.
@@ -28,6 +29,7 @@ from rooftop.analyzer.diff.deltas import (
     pct,
     rel_change,
 )
+from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate, decide
 from rooftop.analyzer.diff.match import (
     CARRIED,
     KEY,
@@ -65,6 +67,7 @@ from rooftop.analyzer.diff.verdict import (
     series_records,
     series_stats,
     series_table,
+    short_name,
     verdict,
 )
 
@@ -74,18 +77,21 @@ __all__ = [
     "KEY",
     "LEVELS",
     "MAX_RECORDS",
+    "MIN_EFFECT_PCT",
     "NOTABLE",
     "NUMERIC",
     "REPORT_PCT",
     "SERIES_FIELDS",
     "SIDES",
     "DiffResult",
+    "Gate",
     "Matched",
     "Side",
     "add_changes",
     "base_names",
     "classify",
     "compare",
+    "decide",
     "diff_payload",
     "explain",
     "family_records",
@@ -106,6 +112,7 @@ __all__ = [
     "series_records",
     "series_stats",
     "series_table",
+    "short_name",
     "totals",
     "unmatched_records",
     "verdict",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +9,8 @@ import pandas as pd
 
 from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff.deltas import group_deltas, pair_deltas
-from rooftop.analyzer.diff.match import LEVELS, REPORT_PCT, Matched, identify, match_kernels
+from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
+from rooftop.analyzer.diff.match import LEVELS, Matched, identify, match_kernels
 from rooftop.analyzer.diff.verdict import GATES, series_table, verdict
 from rooftop.errors import InputError
 
@@ -31,14 +31,13 @@ class DiffResult:
 
 
 def compare(baseline: pd.DataFrame, candidate: pd.DataFrame, *, fail_on: float | None,
-            alpha: float = stats.ALPHA, gate: str = "total") -> DiffResult:
+            alpha: float = stats.ALPHA, gate: str = "total", min_effect: float = MIN_EFFECT_PCT) -> DiffResult:
     """Pure core: two flat kernel-result frames in, the whole comparison out. ``gate``:
-    ``total`` (matched series and total kernel time) or ``matched`` (docs/formulas.md#diff)."""
+    ``total`` (matched series and total kernel time) or ``matched``; ``min_effect``: the effect
+    floor in % (docs/formulas.md#diff)."""
     if gate not in GATES:
         raise InputError("--gate", f"unknown gate {gate!r}", f"use one of {', '.join(GATES)}")
-    if fail_on is not None and (not math.isfinite(fail_on) or fail_on < 0):
-        raise InputError("--fail-on", f"{fail_on!r} is not a percentage ≥ 0", "e.g. --fail-on 5")
-    threshold = (fail_on if fail_on is not None else REPORT_PCT) / 100.0
+    threshold = Gate(fail_on, min_effect).threshold
     m = match_kernels(identify(baseline), identify(candidate))
     b, c = m.baseline, m.candidate
     pairs = pair_deltas(m.pairs)
@@ -52,8 +51,23 @@ def compare(baseline: pd.DataFrame, candidate: pd.DataFrame, *, fail_on: float |
                   "new": _by_family(m.new), "vanished": _by_family(m.vanished)}
     return DiffResult(
         baseline=b, candidate=c, pairs=pairs, new=m.new, vanished=m.vanished, families=families,
-        series=series, totals=tot, verdict=verdict(series, fail_on, alpha, total=gate_total, gate=gate),
+        series=series, totals=tot,
+        verdict=verdict(series, fail_on, alpha, total=gate_total, gate=gate, min_effect=min_effect,
+                        matched=len(m.pairs), metrics=matched_metrics(m.pairs)),
     )
+
+
+_METRICS = {"duration": ["duration_s"], "FLOPs": ["flops"], "bytes": [f"bytes_{lv}" for lv in LEVELS]}
+
+
+def matched_metrics(pairs: pd.DataFrame) -> dict[str, list[str]]:
+    """Per side, the metrics (duration, FLOPs, bytes) that at least one matched launch carries."""
+    out: dict[str, list[str]] = {}
+    for side, suf in (("baseline", "_base"), ("candidate", "_cand")):
+        out[side] = [name for name, cols in _METRICS.items()
+                     if any(f"{c}{suf}" in pairs.columns and pd.to_numeric(pairs[f"{c}{suf}"], errors="coerce").notna().any()
+                            for c in cols)]
+    return out
 
 
 def _by_family(frame: pd.DataFrame) -> list[tuple[str, float]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from rooftop.analyzer.diff.compare import compare
+from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
 from rooftop.analyzer.diff.match import _HINT, NUMERIC, SIDES, _str_col
 from rooftop.analyzer.diff.records import diff_payload, findings, listing_lint
 from rooftop.analyzer.document import KERNEL_FIELDS, build_document
@@ -154,16 +154,15 @@ def _device_lint(b: pd.DataFrame, c: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: str | None,
-             command: str, gate: str = "total") -> dict[str, Any]:
+             command: str, gate: str = "total", min_effect: float = MIN_EFFECT_PCT) -> dict[str, Any]:
     """The whole ``diff`` job; returns the contract document of kind ``diff``."""
-    if fail_on is not None and (not math.isfinite(fail_on) or fail_on < 0):
-        raise InputError("--fail-on", f"{fail_on!r} is not a percentage ≥ 0", "e.g. --fail-on 5")
+    Gate(fail_on, min_effect)  # both options checked before any input is read
     from rooftop.analyzer.timeline.diff import is_trace_pair, run_trace_diff
 
     if is_trace_pair(baseline, candidate):  # two nsys/Kineto timelines: docs/formulas.md#timeline-diff
-        return run_trace_diff(baseline, candidate, fail_on=fail_on, command=command)
+        return run_trace_diff(baseline, candidate, fail_on=fail_on, command=command, min_effect=min_effect)
     sides = [load_side(path, side, device) for path, side in zip((baseline, candidate), SIDES, strict=True)]
-    result = compare(sides[0].results, sides[1].results, fail_on=fail_on, gate=gate)
+    result = compare(sides[0].results, sides[1].results, fail_on=fail_on, gate=gate, min_effect=min_effect)
     inputs = [{**i, "side": s} for s, side in zip(SIDES, sides, strict=True) for i in side.inputs]
     rejected = [{**r, "side": s} for s, side in zip(SIDES, sides, strict=True) for r in side.rejected]
     devices: list[dict[str, Any]] = []

@@ -10,8 +10,16 @@ import pandas as pd
 
 from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff.deltas import _col, group_deltas, pct
-from rooftop.analyzer.diff.match import KEY, REPORT_PCT, SIDES
+from rooftop.analyzer.diff.gate import DECIDED, Gate, classify, decide, p_text
+from rooftop.analyzer.diff.match import KEY, SIDES, _str_col
 from rooftop.analyzer.document import jsonable
+from rooftop.analyzer.kernels.families import display_name
+
+__all__ = ["GATES", "SERIES_FIELDS", "classify", "decided_counts", "how_text", "named", "noise_text", "series_records",
+           "series_stats", "series_table", "short_name", "test_text", "verdict"]
+
+NAME_LIMIT = 80
+"""Characters of a kernel name in verdict sentences (the JSON records keep the whole name)."""
 
 
 def series_stats(baseline: pd.DataFrame, candidate: pd.DataFrame, alpha: float = stats.ALPHA) -> pd.DataFrame:
@@ -24,25 +32,6 @@ def series_stats(baseline: pd.DataFrame, candidate: pd.DataFrame, alpha: float =
             "duration_s": _col(frame, "duration_s"),
         }))
     return stats.compare_series(pd.concat(parts, ignore_index=True), alpha=alpha)
-
-
-def classify(table: pd.DataFrame, threshold: float) -> pd.Series:
-    """Status per series: regressed / improved / within threshold / not significant / unmatched / no duration.
-
-    ``threshold`` is a fraction (0.10 = 10 %). A tested series must also be significant; a
-    threshold-only series needs only the change.
-    """
-    change = table["change"].to_numpy(dtype=float, na_value=np.nan)
-    tested = (table["method"] == "mann-whitney").to_numpy()
-    sig = table["significant"].to_numpy(dtype=bool)
-    up, down = change > threshold, change < -threshold
-    status = np.where(up & (sig | ~tested), "regressed",
-                      np.where(down & (sig | ~tested), "improved",
-                               np.where((up | down) & tested, "not significant", "within threshold")))
-    status = np.where(np.isfinite(change), status, "no duration")
-    unmatched = (table["n_base"].to_numpy() == 0) | (table["n_cand"].to_numpy() == 0)
-    status = np.where(unmatched, "unmatched", status)
-    return pd.Series(status.astype(object), index=table.index)
 
 
 def _note(method: str, n_base: int, n_cand: int) -> str:
@@ -58,7 +47,43 @@ GATES = ("total", "matched")
 ``matched``: matched series only (docs/formulas.md#diff)."""
 
 
-def _how_text(tested: int, compared: int, alpha: float) -> str:
+def short_name(family: Any, grid: Any = None, block: Any = None, nvtx: Any = None, device: Any = None) -> str:
+    """A series in a sentence: the family shortened to :data:`NAME_LIMIT` characters
+    (``analyzer.kernels.families.display_name``), its launch configuration when known and not
+    already in the name, its NVTX path, and ``GPU <device>:`` for a timeline's device id."""
+    name = display_name(str(family), NAME_LIMIT)
+    g, b = (None if v is None or (isinstance(v, float) and math.isnan(v)) or v in (-1, "") else v
+            for v in (grid, block))
+    if (g is not None or b is not None) and "(grid " not in name:
+        name += f" (grid {g if g is not None else '?'}, block {b if b is not None else '?'})"
+    if nvtx:
+        name += f" @ {display_name(str(nvtx), 40)}"
+    if device:
+        name = f"GPU {device}: {name}"
+    return name
+
+
+def _evidence(row: Any) -> str:
+    if row.method == "mann-whitney":
+        return f"{p_text(row.p_adjusted)} Holm-adjusted"
+    return str(row.note)
+
+
+def named(rows: pd.DataFrame, k: int = 5) -> str:
+    """Up to ``k`` series as ``name +30 % (p=1e-09 Holm-adjusted)``; ``and N more``."""
+    text = "; ".join(f"{_row_name(r)} {pct(r.change)} ({_evidence(r)})" for r in rows.head(k).itertuples())
+    return text + (f" and {len(rows) - k} more" if len(rows) > k else "")
+
+
+def _row_name(r: Any) -> str:
+    given = getattr(r, "short_name", None)
+    if isinstance(given, str) and given:
+        return given
+    return short_name(getattr(r, "family", r.series), getattr(r, "grid", None), getattr(r, "block", None),
+                      getattr(r, "nvtx", None), getattr(r, "gpu", None))
+
+
+def how_text(tested: int, compared: int, alpha: float) -> str:
     """How the compared series were judged, for the verdict's reason."""
     if tested:
         return (f"{compared} series compared: {tested} with {stats.TEST_NAME} at α={alpha:g}, "
@@ -66,7 +91,7 @@ def _how_text(tested: int, compared: int, alpha: float) -> str:
     return f"{compared} series compared, all by threshold only (too few launches for a test)"
 
 
-def _test_text(tested: int, compared: int, alpha: float) -> str:
+def test_text(tested: int, compared: int, alpha: float) -> str:
     """Which series the statistical test judged; the rest are judged by the threshold alone."""
     if not tested:
         return "none run: every series has too few launches, judged by the threshold alone"
@@ -75,33 +100,75 @@ def _test_text(tested: int, compared: int, alpha: float) -> str:
     return f"{stats.TEST_NAME} at α={alpha:g} on {tested} of {compared} series; the rest by the threshold alone"
 
 
+def noise_text(series: pd.DataFrame, gate: Gate) -> str:
+    """What the effect size and the test held back: significant series within the effect threshold
+    (the run-to-run noise the test cannot see) and series beyond it that the test calls noise."""
+    compared = series[series["decided_by"] != ""]
+    small = compared[(compared["decided_by"] == "effect") & compared["significant"].astype(bool)]
+    parts = []
+    if len(small):
+        top = small.reindex(small["change"].abs().sort_values(ascending=False).index).iloc[0]
+        parts.append(f"{len(small)} series changed significantly but by less than {gate.effect_pct:g} % "
+                     f"(largest {_row_name(top)} {pct(top['change'])}): within run-to-run noise, "
+                     "decided by the effect size")
+    noisy = compared[compared["decided_by"] == "significance"]
+    if len(noisy):
+        parts.append(f"{len(noisy)} series beyond {gate.effect_pct:g} % but not significant, decided by the test")
+    return "; ".join(parts)
+
+
+def decided_counts(series: pd.DataFrame) -> dict[str, int]:
+    """Series per deciding condition (:data:`analyzer.diff.gate.DECIDED`) and the significant
+    series the effect size held back."""
+    if not len(series):
+        return {k: 0 for k in [*DECIDED, "significant_within_effect"]}
+    d = series["decided_by"]
+    out = {k: int((d == k).sum()) for k in DECIDED}
+    out["significant_within_effect"] = int(((d == "effect") & series["significant"].astype(bool)).sum())
+    return out
+
+
+def _unmeasured_text(matched: int, metrics: dict[str, list[str]] | None) -> str:
+    """The reason when launches matched but no duration is on both sides (docs/formulas.md#diff)."""
+    have = {s: (metrics or {}).get(s) or [] for s in SIDES}
+    sides = "; ".join(f"{s}: {', '.join(have[s]) if have[s] else 'no metric'}" for s in SIDES)
+    return (f"nothing to gate: {matched} kernel launch(es) matched, but no duration is on both sides ({sides}), "
+            "so no time can be compared. Collect gpu__time_duration.sum (ncu --section SpeedOfLight) in both runs")
+
+
 def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.ALPHA, *,
-            total: dict[str, Any] | None = None, gate: str = "total") -> dict[str, Any]:
+            total: dict[str, Any] | None = None, gate: str = "total", min_effect: float | None = None,
+            matched: int | None = None, metrics: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """The gate. ``series`` is :func:`series_table` output; ``fail_on`` a percentage or None;
+    ``min_effect`` the effect floor (% , default :data:`analyzer.diff.gate.MIN_EFFECT_PCT`);
     ``total``: ``{"change", "baseline_s", "candidate_s", "new": [(family, seconds)], "vanished": [...]}``
-    (the total-time gate, applied when ``gate`` is ``total``)."""
-    threshold = (fail_on if fail_on is not None else REPORT_PCT) / 100.0
+    (the total-time gate, applied when ``gate`` is ``total``); ``matched``: launches paired;
+    ``metrics``: per side, the metrics its matched launches carry (said when none is on both)."""
+    g = Gate(fail_on) if min_effect is None else Gate(fail_on, min_effect)
+    if "decided_by" not in series.columns:
+        series = series.assign(decided_by=decide(series, g.threshold)[1]) if len(series) else \
+            series.assign(decided_by=pd.Series(dtype=object))
+    threshold = g.threshold
     reg = series[series["status"] == "regressed"].sort_values(["delta_s", "change"], ascending=False)
     imp = series[series["status"] == "improved"].sort_values(["delta_s", "change"], ascending=True)
     tested = int((series["method"] == "mann-whitney").sum())
     compared = int(((series["n_base"] > 0) & (series["n_cand"] > 0)).sum())
-    thr = f"{threshold * 100:g} %"
+    thr = g.threshold_text()
     tchange = (total or {}).get("change")
     total_fail = (gate == "total" and fail_on is not None and tchange is not None
                   and math.isfinite(tchange) and tchange > threshold)
     fail = fail_on is not None and (len(reg) > 0 or total_fail)
-    how = _how_text(tested, compared, alpha)
+    how = how_text(tested, compared, alpha)
+    noise = noise_text(series, g) if compared else ""
     parts = []
     if len(reg) and fail_on is not None:
-        named = "; ".join(f"{r.series} {pct(r.change)} ({_evidence(r)})" for r in reg.head(5).itertuples())
-        more = f" and {len(reg) - 5} more" if len(reg) > 5 else ""
-        parts.append(f"{len(reg)} regression(s) beyond {thr}: {named}{more}")
+        parts.append(f"{len(reg)} regression(s) beyond {thr}{g.floor_note()}: {named(reg)}")
     if total_fail:
-        parts.append(_total_text(total or {}, thr))
+        parts.append(_total_text(total or {}, f"{g.effect_pct:g} %"))
     if fail:
         reason = f"{'; '.join(parts)}. {how}."
     elif fail_on is not None:
-        reason = f"no regression beyond {thr} that is more than noise. {how}."
+        reason = f"no regression beyond {thr} that is more than noise{g.floor_note()}. {how}."
         if gate == "total" and tchange is not None and math.isfinite(tchange):
             reason += f" Total kernel time {pct(tchange)} (new and vanished kernels included)."
         elif gate == "matched":
@@ -109,48 +176,59 @@ def verdict(series: pd.DataFrame, fail_on: float | None, alpha: float = stats.AL
     else:
         reason = (f"report only (no --fail-on): {len(reg)} regression(s) and {len(imp)} improvement(s) "
                   f"beyond {thr}. {how}.")
-    if not compared and not total_fail:
+    if noise:
+        reason += f" {noise[0].upper()}{noise[1:]}."
+    nothing = not compared and not total_fail
+    if nothing and matched:
+        reason = _unmeasured_text(matched, metrics)
+    elif nothing:
         reason = ("nothing to compare: no kernel launch matched between the two runs "
                   "(see the new and vanished kernels; a renamed kernel is one of each)")
-    if not compared and not total_fail:
-        summary = "nothing matched: no verdict"
+    if nothing:
+        summary = ("matched launches have no duration on both sides: no verdict" if matched
+                   else "nothing matched: no verdict")
     elif fail:
         what = [f"{len(reg)} regression(s)"] if len(reg) else []
         if total_fail:
             what.append(f"total kernel time {pct(float(tchange or 0.0))}")
-        summary = f"FAIL: {' and '.join(what)} beyond {thr}"
+        summary = f"FAIL: {' and '.join(what)} beyond {g.effect_pct:g} %"
     elif fail_on is not None:
-        summary = f"ok: no regression beyond {thr}"
+        summary = f"ok: no regression beyond {g.effect_pct:g} %"
     else:
-        summary = f"report only: {len(reg)} regression(s), {len(imp)} improvement(s) beyond {thr}"
+        summary = f"report only: {len(reg)} regression(s), {len(imp)} improvement(s) beyond {g.effect_pct:g} %"
     return {
         "fail": bool(fail),
         "summary": summary,
-        "threshold_pct": fail_on,
-        "classify_pct": threshold * 100.0,
+        **g.fields(),
         "alpha": alpha,
-        "test": _test_text(tested, compared, alpha),
+        "test": test_text(tested, compared, alpha),
         "gate": gate,
+        "decided_by": decided_counts(series),
         "regressions": series_records(reg),
         "improvements": series_records(imp),
         "reason": reason,
     }
 
 
-def _evidence(row: Any) -> str:
-    if row.method == "mann-whitney":
-        return f"p={row.p_adjusted:.2g} Holm-adjusted"
-    return str(row.note)
+def _series_device(frame: pd.DataFrame) -> pd.Series:
+    """The device of each series' launches (the first named one)."""
+    dev = _str_col(frame, "device")
+    t = pd.DataFrame({"series": frame["series"], "device": dev})
+    t = t[t["device"] != ""]
+    return t.drop_duplicates("series").set_index("series")["device"]
 
 
 def series_table(baseline: pd.DataFrame, candidate: pd.DataFrame, pairs: pd.DataFrame,
                  threshold: float, alpha: float = stats.ALPHA) -> pd.DataFrame:
-    """One row per series: test statistics, status, note, time on each side and an explanation."""
+    """One row per series: test statistics, status (and what decided it), note, device, time on
+    each side and an explanation."""
     st = series_stats(baseline, candidate, alpha)
     meta = pd.concat([baseline[["series", *KEY]], candidate[["series", *KEY]]]).drop_duplicates("series")
     st = st.join(meta.set_index("series"), how="left")
-    st["status"] = classify(st, threshold)
+    st["status"], st["decided_by"] = decide(st, threshold)
     st["note"] = [_note(m, int(a), int(b)) for m, a, b in zip(st["method"], st["n_base"], st["n_cand"], strict=True)]
+    dev = pd.concat([_series_device(baseline), _series_device(candidate)])
+    st["device"] = dev[~dev.index.duplicated()].reindex(st.index)
     for frame, col in ((baseline, "time_base_s"), (candidate, "time_cand_s")):
         dur = pd.Series(_col(frame, "duration_s"), index=frame.index)
         st[col] = dur.groupby(frame["series"]).sum(min_count=1).reindex(st.index)
@@ -162,12 +240,14 @@ def series_table(baseline: pd.DataFrame, candidate: pd.DataFrame, pairs: pd.Data
         st["explanation"] = np.nan
     fallback = pd.Series([f"median duration {pct(c)}" for c in st["change"]], index=st.index)
     st["explanation"] = st["explanation"].where(st["explanation"].notna(), fallback)
-    return st.reset_index()
+    st = st.reset_index()
+    st["short_name"] = [short_name(r.family, r.grid, r.block, r.nvtx) for r in st.itertuples()]
+    return st
 
 
-SERIES_FIELDS = ["series", "family", "grid", "block", "nvtx", "status", "method", "note", "n_base", "n_cand",
-                 "median_base_s", "median_cand_s", "change", "p_value", "p_adjusted", "significant",
-                 "time_base_s", "time_cand_s", "delta_s", "explanation"]
+SERIES_FIELDS = ["series", "short_name", "family", "grid", "block", "nvtx", "device", "status", "decided_by",
+                 "method", "note", "n_base", "n_cand", "median_base_s", "median_cand_s", "change", "p_value",
+                 "p_adjusted", "significant", "time_base_s", "time_cand_s", "delta_s", "explanation"]
 
 
 def series_records(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -188,11 +268,12 @@ def _total_text(total: dict[str, Any], thr: str) -> str:
             "included; a sum, not a test)")
     new = total.get("new") or []
     if new:
-        named = ", ".join(f"{f} {_secs(s)}" for f, s in new[:5])
+        named = ", ".join(f"{display_name(f, NAME_LIMIT)} {_secs(s)}" for f, s in new[:5])
         text += f"; new kernels: {named}" + (f" and {len(new) - 5} more" if len(new) > 5 else "")
     gone = total.get("vanished") or []
     if gone:
-        text += f"; vanished: {', '.join(f for f, _s in gone[:3])}" + (" ..." if len(gone) > 3 else "")
+        text += (f"; vanished: {', '.join(display_name(f, NAME_LIMIT) for f, _s in gone[:3])}"
+                 + (" ..." if len(gone) > 3 else ""))
     return text
 
 

@@ -60,4 +60,5 @@ class Document(_DocumentBase, total=False):
     steps: list[Step]
     waterfall: list[dict[str, Json]]
     timeline_diff: list[dict[str, Json]]  # diff of two timelines: per device, both sides
-    timeline_series: list[dict[str, Json]]  # ... and the gated series (kernels, idle gaps)
+    timeline_series: list[dict[str, Json]]  # ... the gated series (kernel families, steps)
+    timeline_changes: list[dict[str, Json]]  # ... and every compared quantity, largest change first

@@ -202,3 +202,8 @@ class Verdict(_VerdictBase, total=False):
     summary: str
     test: str
     gate: str  # docs/formulas.md#diff: "total" or "matched"
+    min_effect_pct: Num  # docs/formulas.md#diff: the effect floor (--min-effect)
+    effect_from: str  # which option set the effect threshold classify_pct: "min-effect" or "fail-on"
+    decided_by: dict[str, int]  # series per deciding condition (analyzer/diff/gate.py DECIDED)
+    throughput_by: str | None  # diff of two timelines: "step", "span" (same work) or None (docs/formulas.md#timeline-diff)
+    span_regressions: list[dict[str, Json]]  # ... devices whose span for the same work grew beyond the threshold

@@ -1,31 +1,33 @@
-"""``rooftop diff BEFORE AFTER`` of two timelines (nsys / Kineto): per device the idle fraction,
-gaps and kernel time, and the matched kernels, with the diff's noise-aware gate
-(docs/formulas.md#timeline-diff; the gate: analyzer/diff/stats.py, docs/formulas.md#diff).
+"""``rooftop diff BEFORE AFTER`` of two timelines (nsys / Kineto), compared by what changed
+(docs/formulas.md#timeline-diff): per device busy and idle time, idle by gap bucket and by cause,
+kernel time per family, step time where steps exist; the largest change leads.
 
-Series compared with Mann-Whitney U + Holm (``stats.compare_series``): every kernel name on a
-device (its launch durations on each side) and the device's idle gaps (their lengths). A series
-regresses when its median grows by more than ``--fail-on`` % and the test says it is not noise;
-a series tested only by threshold (too few samples) is reported, never failed on.
+The gate is the diff's own (docs/formulas.md#diff, :mod:`analyzer.diff.gate`): the series are each
+kernel family's launch durations on a device and, where both captures have them, the step times
+(ProfilerStep#N) and repeated ranges. A series regresses when its median grows beyond the effect
+threshold and, with enough repeats, the test says it is more than noise. Idle and kernel time sums
+over a capture window are reported, not gated (a sum, not a test; without steps the windows may
+hold different work). The work is in :mod:`analyzer.diff.timelines`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.diff import stats
+from rooftop.analyzer.diff import timelines as tl
+from rooftop.analyzer.diff.deltas import pct
+from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
+from rooftop.analyzer.diff.verdict import decided_counts, how_text, named, noise_text, test_text
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.timeline import TimelineAnalysis, analyze_timelines
-from rooftop.analyzer.timeline.metrics import GPU_KINDS
 from rooftop.errors import InputError
 from rooftop.parsers import ParseResult, open_input, parse_input
 
-SIDES = ("baseline", "candidate")
+SIDES = tl.SIDES
 DEVICE_FIELDS = ("kernels", "span_s", "kernel_sum_s", "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction")
-GAPS = "(idle gaps)"
 
 
 def is_trace_pair(baseline: str, candidate: str) -> bool:
@@ -36,22 +38,7 @@ def is_trace_pair(baseline: str, candidate: str) -> bool:
         return False
 
 
-def _durations(r: ParseResult, side: str) -> pd.DataFrame:
-    """Per launch ``series`` = ``device · name``, plus one ``device · (idle gaps)`` row per gap."""
-    ev = r.events
-    act = ev[ev["kind"].isin(GPU_KINDS).fillna(False)]
-    k = act[act["kind"] == "kernel"]
-    rows = [pd.DataFrame({"series": k["device"].astype(str) + " · " + k["name"].astype(str),
-                          "side": side, "duration_s": (k["end_ns"] - k["start_ns"]).to_numpy() / 1e9})]
-    for device, g in act.groupby("device"):
-        from rooftop.analyzer.timeline.metrics import union
-
-        gaps = union(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)).gaps
-        rows.append(pd.DataFrame({"series": f"{device} · {GAPS}", "side": side, "duration_s": gaps / 1e9}))
-    return pd.concat(rows, ignore_index=True)
-
-
-def _device_rows(ta: list[TimelineAnalysis]) -> list[dict[str, Any]]:
+def _device_rows(ta: list[TimelineAnalysis], extra: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     sides = [{str(e["device"]): e for e in a.timeline} for a in ta]
     out = []
     for device in sorted(set(sides[0]) | set(sides[1])):
@@ -63,45 +50,114 @@ def _device_rows(ta: list[TimelineAnalysis]) -> list[dict[str, Any]]:
                       "delta": None if vb is None or vc is None else round(vc - vb, 9)}
         row["gaps"] = {s: (e or {}).get("gaps", {}).get("count") if e else None for s, e in zip(SIDES, (b, c), strict=True)}
         row["label"] = {s: (e or {}).get("label") for s, e in zip(SIDES, (b, c), strict=True)}
+        row.update(extra.get(device, {}))
         out.append(row)
     return out
 
 
-def _series_records(table: pd.DataFrame) -> list[dict[str, Any]]:
+def _totals(series: pd.DataFrame, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Kernel time summed over devices (what the per-device table adds up to), launches in families
+    on both sides, and in families on one side only (docs/formulas.md#timeline-diff)."""
+    def total(side: str) -> tuple[int, float | None]:
+        vals = [r["kernel_sum_s"][side] for r in rows if r["kernel_sum_s"][side] is not None]
+        n = [r["kernels"][side] for r in rows if r["kernels"][side] is not None]
+        return int(sum(n)), (round(sum(vals), 9) if vals else None)
+
+    (nb, tb), (nc, tc) = total("baseline"), total("candidate")
+    k = series[series["kind"] == "kernel"] if len(series) else series
+    both = k[(k["n_base"] > 0) & (k["n_cand"] > 0)] if len(k) else k
+    new = k[k["n_base"] == 0] if len(k) else k
+    gone = k[k["n_cand"] == 0] if len(k) else k
+
+    def secs(frame: pd.DataFrame, col: str) -> float | None:
+        return round(float(frame[col].fillna(0.0).sum()), 9) if len(frame) else 0.0
+
+    return {
+        "baseline": {"kernels": nb, "duration_s": tb},
+        "candidate": {"kernels": nc, "duration_s": tc},
+        "change": {"duration": None if not tb or tc is None else tc / tb - 1.0},
+        "matched": {"launches": int(both["n_cand"].sum()) if len(both) else 0,
+                    "baseline_s": secs(both, "time_base_s"), "candidate_s": secs(both, "time_cand_s"),
+                    "families": len(both)},
+        "new": {"launches": int(new["n_cand"].sum()) if len(new) else 0, "duration_s": secs(new, "time_cand_s")},
+        "vanished": {"launches": int(gone["n_base"].sum()) if len(gone) else 0,
+                     "duration_s": secs(gone, "time_base_s")},
+    }
+
+
+def _span_regressions(rows: list[dict[str, Any]], gate: Gate) -> list[dict[str, Any]]:
+    """Devices whose span (the time of the same work) grew beyond the effect threshold."""
     out = []
-    for name, r in table.iterrows():
-        dev, what = str(name).split(" · ", 1)
-        out.append({"device": dev, "series": what, "n_base": int(r.n_base), "n_cand": int(r.n_cand),
-                    "median_base_s": _f(r.median_base_s), "median_cand_s": _f(r.median_cand_s),
-                    "change": _f(r.change), "method": r.method, "p_adjusted": _f(r.p_adjusted),
-                    "significant": bool(r.significant)})
+    for r in rows:
+        b, c = r["span_s"]["baseline"], r["span_s"]["candidate"]
+        if b and c is not None and c / b - 1.0 > gate.threshold:
+            out.append({"device": r["device"], "baseline_s": b, "candidate_s": c, "change": c / b - 1.0})
     return out
 
 
-def _f(v: Any) -> float | None:
-    return float(v) if v is not None and math.isfinite(float(v)) else None
+def _verdict(series: pd.DataFrame, gate: Gate, alpha: float, changes: list[dict[str, Any]],
+             rows: list[dict[str, Any]], throughput: tuple[str | None, str]) -> dict[str, Any]:
+    """The gate over the kernel and step series (and the span when both captures hold the same
+    work); the reason leads with the largest change."""
+    s = series if len(series) else pd.DataFrame(columns=["status", "method", "n_base", "n_cand", "decided_by",
+                                                        "significant", "delta_s", "change"])
+    reg = s[s["status"] == "regressed"].sort_values(["delta_s", "change"], ascending=False)
+    imp = s[s["status"] == "improved"].sort_values(["delta_s", "change"], ascending=True)
+    tested = int((s["method"] == "mann-whitney").sum())
+    compared = int(((s["n_base"] > 0) & (s["n_cand"] > 0)).sum())
+    spans = _span_regressions(rows, gate) if throughput[0] == "span" else []
+    fail = gate.fail_on is not None and (len(reg) > 0 or bool(spans))
+    thr, how = gate.threshold_text(), how_text(tested, compared, alpha)
+    span_text = "; ".join(f"GPU {x['device']} span {tl.ms(x['baseline_s'])} → {tl.ms(x['candidate_s'])} "
+                          f"({pct(x['change'])}) for the same kernel launches" for x in spans)
+    lead = [c["text"] for c in changes[:3] if c.get("delta")]
+    what = ("Largest changes: " + "; ".join(lead) + ". ") if lead else ""
+    heads = " ".join(tl.headline(r["device"], r) + "." for r in rows)
+    if fail:
+        judged = "; ".join(([f"{len(reg)} regression(s) beyond {thr}{gate.floor_note()}: {named(reg)}"] if len(reg)
+                            else []) + ([f"slower beyond {thr}: {span_text}"] if spans else [])) + f". {how}."
+    elif gate.fail_on is not None:
+        judged = f"no kernel or step regression beyond {thr} that is more than noise{gate.floor_note()}. {how}."
+    else:
+        judged = (f"report only (no --fail-on): {len(reg)} regression(s), {len(imp)} improvement(s) beyond {thr}. "
+                  f"{how}.")
+    noise = noise_text(s, gate) if compared else ""
+    reason = f"{what}{heads} {judged[0].upper()}{judged[1:]}" + (f" {noise[0].upper()}{noise[1:]}." if noise else "")
+    reason += f" {throughput[1][0].upper()}{throughput[1][1:]}."
+    if fail:
+        what_failed = ([f"{len(reg)} regression(s)"] if len(reg) else []) + (
+            [f"span of {len(spans)} GPU(s)"] if spans else [])
+        summary = f"FAIL: {' and '.join(what_failed)} beyond {gate.effect_pct:g} %"
+    elif gate.fail_on is not None:
+        summary = f"ok: no regression beyond {gate.effect_pct:g} %"
+    else:
+        summary = f"report only: {len(reg)} regression(s), {len(imp)} improvement(s) beyond {gate.effect_pct:g} %"
+    return {
+        "fail": bool(fail), "summary": summary, **gate.fields(), "alpha": alpha,
+        "test": test_text(tested, compared, alpha), "gate": "series",
+        "decided_by": decided_counts(s),
+        "regressions": tl.series_records(reg), "improvements": tl.series_records(imp),
+        "reason": reason, "throughput_by": throughput[0], "span_regressions": spans,
+    }
 
 
-def _verdict(series: list[dict[str, Any]], fail_on: float | None) -> dict[str, Any]:
-    thr = fail_on if fail_on is not None else 0.0
-    moved = [s for s in series if s["significant"] and s["change"] is not None]
-    reg = [s for s in moved if s["change"] * 100 > thr]
-    imp = [s for s in moved if s["change"] * 100 < -thr]
-    fail = fail_on is not None and bool(reg)
-    reason = (f"{len(reg)} series slower by more than {thr:g}% and beyond noise "
-              f"({stats.TEST_NAME}, alpha {stats.ALPHA})" if reg else "no significant regression")
-    return {"fail": fail, "threshold_pct": thr, "regressions": reg, "improvements": imp, "reason": reason,
-            "alpha": stats.ALPHA, "test": stats.TEST_NAME}
-
-
-def run_trace_diff(baseline: str, candidate: str, *, fail_on: float | None, command: str) -> dict[str, Any]:
+def run_trace_diff(baseline: str, candidate: str, *, fail_on: float | None, command: str,
+                   min_effect: float = MIN_EFFECT_PCT, alpha: float = stats.ALPHA) -> dict[str, Any]:
     """The ``diff`` document of two timelines."""
-    results = [parse_input(open_input(p)) for p in (baseline, candidate)]
+    gate = Gate(fail_on, min_effect)
+    results: list[ParseResult] = [parse_input(open_input(p)) for p in (baseline, candidate)]
     ta = [analyze_timelines([r]) for r in results]
-    durations = pd.concat([_durations(r, s) for r, s in zip(results, SIDES, strict=True)], ignore_index=True)
-    table = stats.compare_series(durations) if len(durations) else pd.DataFrame()
-    series = _series_records(table) if len(table) else []
-    verdict = _verdict(series, fail_on)
+    samples = pd.concat([tl.kernel_samples(r.events, s) for r, s in zip(results, SIDES, strict=True)]
+                        + [tl.step_samples(a.steps, s) for a, s in zip(ta, SIDES, strict=True)], ignore_index=True)
+    series = tl.series_table(tl.repeated(samples), gate, alpha)
+    parts = [tl.device_parts(a) for a in ta]
+    extra = tl.device_changes(parts)
+    rows = _device_rows(ta, extra)
+    entries = [{d: p["entry"] for d, p in side.items()} for side in parts]
+    changes = tl.ranked_changes({r["device"]: extra[r["device"]] for r in rows if r["device"] in extra}, series,
+                                entries)
+    throughput = tl.throughput(extra, series)
+    verdict = _verdict(series, gate, alpha, changes, rows, throughput)
     names = [{str(e["device"]) for e in a.timeline} for a in ta]
     lint = []
     if names[0] != names[1]:
@@ -109,8 +165,12 @@ def run_trace_diff(baseline: str, candidate: str, *, fail_on: float | None, comm
                      "message": f"devices differ: baseline {sorted(names[0])}, candidate {sorted(names[1])}"})
     inputs = [{**r.accounting.as_dict(), "side": s} for r, s in zip(results, SIDES, strict=True)]
     rejected = [{**x.as_dict(), "side": s} for r, s in zip(results, SIDES, strict=True) for x in r.rejected]
-    extra = {"sides": {s: {"path": p, "source": r.accounting.format, "kernels": int((r.events["kind"] == "kernel").sum())}
-                       for s, p, r in zip(SIDES, (baseline, candidate), results, strict=True)},
-             "verdict": verdict, "timeline_diff": _device_rows(ta), "timeline_series": series}
+    doc_extra = {
+        "sides": {s: {"path": p, "source": r.accounting.format, "kernels": int((r.events["kind"] == "kernel").sum())}
+                  for s, p, r in zip(SIDES, (baseline, candidate), results, strict=True)},
+        "verdict": verdict, "totals": _totals(series, rows), "timeline_diff": rows,
+        "timeline_changes": changes,
+        "timeline_series": tl.series_records(series) if len(series) else [],
+    }
     return build_document(kind="diff", inputs=inputs, rejected=rejected, devices=[], kernels=None,
-                          findings=[], lint=lint, command=command, extra=extra)
+                          findings=[], lint=lint, command=command, extra=doc_extra)

@@ -179,19 +179,23 @@ def fleet(dataset: str, since: Any, until: Any, by: str, engine: str, scheduler:
 @click.argument("baseline", type=click.Path())
 @click.argument("candidate", type=click.Path())
 @click.option("--fail-on", "fail_on", type=PERCENT, help="Exit 1 on a significant regression beyond PCT %.")
+@click.option("--min-effect", "min_effect", type=PERCENT, default=5.0, show_default=True,
+              help="Smallest change (%) that counts, whatever --fail-on says: run-to-run noise the "
+                   "per-launch test cannot see (docs/formulas.md#diff).")
 @click.option("--gate", type=click.Choice(["total", "matched"]), default="total", show_default=True,
               help="What --fail-on judges: matched kernels and total kernel time (new and vanished kernels "
                    "included), or matched kernels only.")
 @click.option("--device", help="Device name or ceilings file.")
 @output_options("rooftop-diff.html")
-def diff(baseline: str, candidate: str, fail_on: float | None, gate: str, device: str | None,
-         outputs: Outputs) -> None:
+def diff(baseline: str, candidate: str, fail_on: float | None, min_effect: float, gate: str,
+         device: str | None, outputs: Outputs) -> None:
     """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
     with frozen_imports():
         from rooftop.analyzer.diff import run_diff
 
     guard_outputs([baseline, candidate], outputs.files)
-    doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate)
+    doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate,
+                   min_effect=min_effect)
     emit(doc, outputs, 10)
     if doc.get("verdict", {}).get("fail"):
         sys.exit(EXIT_REGRESSION)
