@@ -44,6 +44,12 @@ input (string), device (string, the file's own device id ``"0"``; null for host 
 pid, tid, correlation (Int64), grid_dim/block_dim (``"(x, y, z)"`` or null), bytes (Int64, copies
 and sets). Rules on it: ``docs/formulas.md#timelines``.
 
+Host op table (Kineto ``cpu_op`` events; ``OP_COLUMNS``), one row per op, pandas: input, name, start_ns/
+end_ns (int64 ns, exact), pid, tid, external_id (Int64, Kineto's ``External id``), and the op's arguments
+as recorded with ``record_shapes=True``: input_dims, input_types, input_strides, concrete_inputs (string:
+the value as compact JSON, ``[[8944,1024],[1024,2816]]``; null when the trace has none). Rules on it:
+``docs/formulas.md#ops``.
+
 Every parser returns a :class:`ParseResult`; its :class:`InputAccounting` satisfies
 ``records + missing + rejected == total``: each launch or sample is parsed, known missing (the
 export says the value is absent: ``n/a``, DCGM blank sentinels, a failed launch), or rejected with
@@ -110,6 +116,20 @@ EVENT_COLUMNS: dict[str, str] = {
     "grid_dim": "string",
     "block_dim": "string",
     "bytes": "Int64",
+}
+
+OP_COLUMNS: dict[str, str] = {
+    "input": "string",
+    "name": "string",
+    "start_ns": "int64",
+    "end_ns": "int64",
+    "pid": "Int64",
+    "tid": "Int64",
+    "external_id": "Int64",
+    "input_dims": "string",
+    "input_types": "string",
+    "input_strides": "string",
+    "concrete_inputs": "string",
 }
 
 SAMPLE_SCHEMA = pa.schema(
@@ -190,6 +210,12 @@ def empty_events() -> pd.DataFrame:
     return _EMPTY["events"].copy()
 
 
+def empty_ops() -> pd.DataFrame:
+    if "ops" not in _EMPTY:
+        _EMPTY["ops"] = pd.DataFrame({c: pd.Series(dtype=t) for c, t in OP_COLUMNS.items()})
+    return _EMPTY["ops"].copy()
+
+
 def empty_samples() -> pa.Table:
     return SAMPLE_SCHEMA.empty_table()
 
@@ -204,6 +230,7 @@ class ParseResult:
     samples: pa.Table = field(default_factory=empty_samples)
     rejected: list[Rejected] = field(default_factory=list)
     events: pd.DataFrame = field(default_factory=empty_events)  # timelines (EVENT_COLUMNS)
+    ops: pd.DataFrame = field(default_factory=empty_ops)  # host ops with their arguments (OP_COLUMNS)
     # Free-form facts about the input: ncu version, command line, units mode, dmon interval ...
     meta: dict[str, Any] = field(default_factory=dict)
 

@@ -35,6 +35,7 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ParseResult, Par
 
 def _same(a: ParseResult, b: ParseResult) -> None:
     pd.testing.assert_frame_equal(a.events, b.events)
+    pd.testing.assert_frame_equal(a.ops, b.ops)
     assert (a.accounting, a.rejected, a.meta) == (b.accounting, b.rejected, b.meta)
 
 
@@ -85,9 +86,10 @@ _scalar = st.one_of(st.none(), st.booleans(), _num, st.sampled_from(["7", "strea
 _value = st.one_of(_scalar, st.lists(st.integers(1, 4), min_size=3, max_size=3), st.lists(_scalar, max_size=3),
                    st.fixed_dictionaries({"a": _scalar}))
 _args = st.one_of(st.none(), st.sampled_from(["text", 3]), st.dictionaries(
-    st.sampled_from(["device", "stream", "correlation", "grid", "block", "bytes", "External id"]), _value))
+    st.sampled_from(["device", "stream", "correlation", "grid", "block", "bytes", "External id", "Input Dims",
+                     "Input type", "Input Strides", "Concrete Inputs"]), _value))
 _cats = st.sampled_from(["kernel", "Kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
-                         "cuda_sync", "user_annotation", "gpu_user_annotation", "cpu_op", "ac2g", None, 5])
+                         "cuda_sync", "user_annotation", "gpu_user_annotation", "cpu_op", "cpu_op", "ac2g", None, 5])
 _event = st.one_of(st.dictionaries(st.sampled_from(["ph", "cat", "name", "ts", "dur", "pid", "tid", "args"]),
                                    _value, max_size=3),
                    st.fixed_dictionaries({"ph": st.sampled_from(["X", "X", "i", "f", None]), "cat": _cats,
@@ -127,3 +129,20 @@ def test_a_time_beyond_64_bit_ns_is_rejected_not_a_traceback(tmp_path: Path, mon
         assert (r.accounting.records, r.accounting.rejected) == (1, 1)
         assert "beyond the 64-bit ns range" in r.rejected[0].reason
         assert r.events["pid"].isna().all() and r.events["tid"].tolist() == [1]
+
+
+def test_op_arguments_come_through_both_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cpu_op's recorded arguments land in the op table as compact JSON, counted as records."""
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10.5, "dur": 2,'
+                 ' "pid": 1, "tid": 2, "args": {"External id": 7, "Input Dims": [[8, 16], [16, 4]],'
+                 ' "Input type": ["float", "float"], "Input Strides": [[16, 1], [4, 1]],'
+                 ' "Concrete Inputs": ["", ""]}}, {"ph": "X", "cat": "cpu_op", "name": "aten::empty",'
+                 ' "ts": 11, "dur": 0.25, "pid": 1, "tid": 2}]}')
+    for r in _both(p, monkeypatch):
+        assert r.accounting.records == 2 and len(r.events) == 0
+        first = r.ops.iloc[0]
+        assert (first["name"], first["start_ns"], first["end_ns"], first["external_id"]) == ("aten::mm", 10500, 12500, 7)
+        assert first["input_dims"] == "[[8,16],[16,4]]" and first["input_types"] == '["float","float"]'
+        assert first["concrete_inputs"] == '["",""]' and first["input_strides"] == "[[16,1],[4,1]]"
+        assert r.ops.iloc[1][["input_dims", "external_id"]].isna().all()

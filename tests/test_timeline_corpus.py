@@ -40,7 +40,7 @@ def test_trace_matches_truth(name: str, analysed: dict[str, Any]) -> None:
     truth = TRUTH[name]
     r, a = analysed[name]
     assert r.accounting.rejected == 0
-    assert r.accounting.records == len(r.events)
+    assert r.accounting.records == len(r.events) + len(r.ops)  # events and host ops (docs/formulas.md#ops)
     entries = {e["device"]: e for e in a.timeline if e["device"] is not None}
     assert set(entries) == set(truth["devices"])
     for dev, td in truth["devices"].items():

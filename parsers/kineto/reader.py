@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
-from rooftop.parsers.kineto.whole import MISSING, read_whole
+from rooftop.parsers.kineto.ops import ARG_KEYS, OpBuilder, canon
+from rooftop.parsers.kineto.whole import MISSING, decode_arg, read_whole
 from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.trace_io import (
@@ -33,6 +34,7 @@ GPU_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy", "gp
 RUNTIME_CATS = {"cuda_runtime", "runtime", "cuda_driver"}
 SYNC_CATS = {"cuda_sync"}
 RANGE_CATS = {"user_annotation"}
+OP_CATS = {"cpu_op", "operator"}  # host ops (2021 layout: "Operator"), the op table
 _THOUSAND = Decimal(1000)
 MAX_REJECTED_LISTED = 100
 
@@ -153,11 +155,13 @@ def _gpu_names(header: dict[str, Any]) -> dict[str, str]:
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Kernels, copies, sets (GPU rows), runtime/driver calls, ``cuda_sync`` and ``user_annotation``
-    / ``ProfilerStep#N`` ranges. Events of other categories are counted in ``meta`` (not read).
-    An event of a read kind without a usable ``ts`` is rejected, with its position."""
+    / ``ProfilerStep#N`` ranges into the events table; ``cpu_op`` events with their arguments into the
+    op table. Events of other categories are counted in ``meta`` (not read). An event of a read kind
+    without a usable ``ts`` is rejected, with its position."""
     del opts
     header = _header(src)
     b = EventBuilder(src.path)
+    ob = OpBuilder(src.path)
     rejected: list[Rejected] = []
     n_rej = 0
     skipped: Counter[str] = Counter()
@@ -173,6 +177,8 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
                 skipped["(not an object)"] += 1
                 continue
             kind = _kind_of(cat)  # the category test first: most events are of kinds not read
+            if kind == "op" and type(name) is str and name.startswith("ProfilerStep#"):
+                kind = None  # a step (an "Operator" in the 2021 layout) is a range, not an op
             if kind is None and not (ph == "X" and type(name) is str and name.startswith("ProfilerStep#")
                                      and cat != "gpu_user_annotation"):
                 skipped[cat if isinstance(cat, str) else f"{ph}"] += 1
@@ -180,7 +186,10 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             if ph != "X":
                 skipped[f"{cat}/{ph}"] += 1
                 continue
-            why = _add(b, kind or "range", cat, name, *(_struct_fields(e) if whole else _dict_fields(e)))
+            if kind == "op":
+                why = _add_struct_op(ob, cat, name, e) if whole else _add_dict_op(ob, cat, name, e)
+            else:
+                why = _add(b, kind or "range", cat, name, *(_struct_fields(e) if whole else _dict_fields(e)))
             if why is not None:
                 n_rej += 1
                 if len(rejected) < MAX_REJECTED_LISTED:
@@ -199,8 +208,8 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
         "events_in_file": position,
         "distributed": header.get("distributedInfo"),
     }
-    acc = InputAccounting(src.path, KINETO_JSON, records=len(b), rejected=n_rej)
-    return ParseResult(accounting=acc, events=b.frame(), rejected=rejected, meta=meta)
+    acc = InputAccounting(src.path, KINETO_JSON, records=len(b) + len(ob), rejected=n_rej)
+    return ParseResult(accounting=acc, events=b.frame(), ops=ob.frame(), rejected=rejected, meta=meta)
 
 
 def _late_properties(src: Source) -> dict[str, Any]:
@@ -227,7 +236,7 @@ def _kind_of(cat: Any) -> str | None:
         return None
     lcat = cat.lower() if isinstance(cat, str) else ""
     kind = GPU_KINDS.get(lcat) or ("runtime" if lcat in RUNTIME_CATS else "sync" if lcat in SYNC_CATS
-                                   else "range" if lcat in RANGE_CATS else None)
+                                   else "range" if lcat in RANGE_CATS else "op" if lcat in OP_CATS else None)
     _KIND_BY_CAT[cat] = kind
     return kind
 
@@ -251,6 +260,58 @@ def _struct_fields(e: Any) -> _Fields:
     a = e.args
     args = _NO_ARGS if a is None else (a.device, a.stream, a.correlation, a.grid, a.block, a.bytes)
     return (e.ts, 0 if e.dur is MISSING else e.dur, e.pid, e.tid, *args)
+
+
+def _op_span(cat: Any, name: Any, ts: Any, dur: Any) -> tuple[int, int] | str:
+    """An op's (start, end) ns, or why it is rejected."""
+    try:
+        start = to_ns(ts)
+        end = start + (to_ns(dur) if dur else 0)
+    except (ValueError, OverflowError) as exc:
+        return f"{cat} {name!r}: ts/dur {exc}"
+    if not (-_I64 < start < _I64 and -_I64 < end < _I64):
+        return f"{cat} {name!r}: ts/dur beyond the 64-bit ns range ({start}, {end})"
+    return start, end
+
+
+def _add_dict_op(ob: OpBuilder, cat: Any, name: Any, e: dict[str, Any]) -> str | None:
+    """Add one ``cpu_op`` event dict (the streamed reader); ``None`` when added, else why not."""
+    span = _op_span(cat, name, e.get("ts"), e.get("dur", 0))
+    if isinstance(span, str):
+        return span
+    a = e.get("args")
+    if not isinstance(a, dict):
+        a = {}
+    sig = (name if type(name) is str else str(name), canon(a.get(ARG_KEYS[0])), canon(a.get(ARG_KEYS[1])),
+           canon(a.get(ARG_KEYS[2])), canon(a.get(ARG_KEYS[3])))
+    code = ob.code(sig)
+    ob.add(ob.new_code(sig, sig) if code is None else code, *span, _int(e.get("pid")), _int(e.get("tid")),
+           _int(a.get("External id")))
+    return None
+
+
+def _add_struct_op(ob: OpBuilder, cat: Any, name: Any, e: Any) -> str | None:
+    """Add one ``cpu_op`` struct (:mod:`rooftop.parsers.kineto.whole`): arguments keyed by their raw
+    bytes, turned into text once per distinct signature."""
+    span = _op_span(cat, name, e.ts, 0 if e.dur is MISSING else e.dur)
+    if isinstance(span, str):
+        return span
+    a = e.args
+    name = name if type(name) is str else str(name)
+    if a is None:
+        key: tuple[Any, ...] = (name,)
+        ext = None
+    else:
+        d, t, s, c = a.input_dims, a.input_types, a.input_strides, a.concrete_inputs
+        key = (name, d if d is None else bytes(d), t if t is None else bytes(t), s if s is None else bytes(s),
+               c if c is None else bytes(c))
+        ext = a.external_id
+    code = ob.code(key)
+    if code is None:
+        texts = [None if k is None else canon(decode_arg(k)) for k in key[1:]] or [None] * 4
+        code = ob.new_code(key, (name, texts[0], texts[1], texts[2], texts[3]))
+    ob.add(code, *span, _int(e.pid), _int(e.tid), _int(ext))
+    return None
 
 
 def _add(b: EventBuilder, kind: str, cat: Any, name: Any, ts: Any, dur: Any, pid: Any, tid: Any,

@@ -14,7 +14,10 @@ from typing import Any
 from rooftop.parsers.source import Source
 from rooftop.parsers.trace_io import open_stream
 
-WHOLE_MAX_BYTES = 128 << 20  # decompressed bytes read into memory at once; beyond: streamed
+WHOLE_MAX_BYTES = 128 << 20
+# cpu_op arguments read (struct attribute, Kineto key); parsers/kineto/ops.py turns them into text
+OP_ARGS = (("input_dims", "Input Dims"), ("input_types", "Input type"), ("input_strides", "Input Strides"),
+           ("concrete_inputs", "Concrete Inputs"))  # decompressed bytes read into memory at once; beyond: streamed
 
 
 class Missing:
@@ -29,7 +32,7 @@ MISSING = Missing()
 
 @dataclass
 class Whole:
-    events: list[Any]  # structs with .cat .ph .name .ts .dur .pid .tid .args
+    events: list[Any]  # structs with .cat .ph .name .ts .dur .pid .tid .args (op arguments as msgspec.Raw)
     device_properties: list[Any]
 
 
@@ -41,8 +44,12 @@ def _build_decoder() -> tuple[Any, tuple[type[Exception], ...]] | None:
         import msgspec
     except ImportError:
         return None
+    raw: Any = msgspec.Raw  # op arguments: kept as JSON bytes, decoded once per distinct value
+    op_args = [(attr, raw, msgspec.field(default=None, name=key)) for attr, key in OP_ARGS]
     args: Any = msgspec.defstruct("Args", [("device", Any, MISSING), ("stream", Any, MISSING), ("correlation", Any, None),
-                                      ("grid", Any, None), ("block", Any, None), ("bytes", Any, None)])
+                                           ("grid", Any, None), ("block", Any, None), ("bytes", Any, None),
+                                           ("external_id", Any, msgspec.field(default=None, name="External id")),
+                                           *op_args])
     args_or_null: Any = args | None
     event: Any = msgspec.defstruct("Event", [("ph", Any, None), ("cat", Any, None), ("name", Any, None),
                                         ("ts", Any, None), ("dur", Any, MISSING), ("pid", Any, None),
@@ -50,6 +57,18 @@ def _build_decoder() -> tuple[Any, tuple[type[Exception], ...]] | None:
     events: Any = list[event]
     doc = msgspec.defstruct("Doc", [("traceEvents", events), ("deviceProperties", Any, MISSING)])
     return msgspec.json.Decoder(doc, float_hook=Decimal), (msgspec.DecodeError, msgspec.ValidationError)
+
+
+_ARG_DECODER: list[Any] = []
+
+
+def decode_arg(data: bytes) -> Any:
+    """A raw op argument decoded as the streamed reader sees it (exact decimals)."""
+    if not _ARG_DECODER:
+        import msgspec
+
+        _ARG_DECODER.append(msgspec.json.Decoder(float_hook=Decimal))
+    return _ARG_DECODER[0].decode(data)
 
 
 _DECODER: list[Any] = []

@@ -1,0 +1,87 @@
+"""Kineto ``cpu_op`` rows (the host op table, ``parsers.model.OP_COLUMNS``): each op's name, span,
+thread, ``External id`` and its recorded arguments (``Input Dims``, ``Input type``, ``Input Strides``,
+``Concrete Inputs``) as compact JSON text. Both readers (the streamed ``ijson`` one and the whole-document
+``msgspec`` one) hand the argument values here; :func:`canon` gives equal text for equal values, so the
+two readers give the same table (``tests/test_kineto_whole.py``). ``docs/formulas.md#ops``."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.parsers.model import OP_COLUMNS
+from rooftop.parsers.trace_io import NULL
+
+ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+ARG_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs")
+
+
+def _default(v: Any) -> Any:
+    if isinstance(v, Decimal):  # ijson and the msgspec float hook give exact decimals
+        return float(v) if v.is_finite() else str(v)
+    raise TypeError(f"not JSON: {type(v).__name__}")
+
+
+def canon(value: Any) -> str | None:
+    """The compact JSON text of an argument value (``None`` stays null)."""
+    if value is None:
+        return None
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+Signature = tuple[str, str | None, str | None, str | None, str | None]  # name and the four argument texts
+
+
+class OpBuilder:
+    """Op rows collected column by column; each distinct (name, arguments) is stored once, as a code
+    (most ops repeat a few signatures), keyed by whatever the reader hands over (texts or raw bytes)."""
+
+    def __init__(self, input_path: str) -> None:
+        self.input = input_path
+        self.ints: dict[str, array[int]] = {c: array("q") for c in ("start_ns", "end_ns", "pid", "tid",
+                                                                     "external_id")}
+        self.sig = array("l")
+        self.codes: dict[Any, int] = {}
+        self.sigs: list[Signature] = []
+
+    def __len__(self) -> int:
+        return len(self.sig)
+
+    def code(self, key: Any) -> int | None:
+        """The code of a signature already seen under ``key``, else ``None``."""
+        return self.codes.get(key)
+
+    def new_code(self, key: Any, sig: Signature) -> int:
+        code = self.codes[key] = len(self.sigs)
+        self.sigs.append(sig)
+        return code
+
+    def add(self, code: int, start: int, end: int, pid: int | None, tid: int | None, ext: int | None) -> None:
+        ints = self.ints
+        ints["start_ns"].append(start)
+        ints["end_ns"].append(end)
+        ints["pid"].append(NULL if pid is None else pid)
+        ints["tid"].append(NULL if tid is None else tid)
+        ints["external_id"].append(NULL if ext is None else ext)
+        self.sig.append(code)
+
+    def frame(self) -> pd.DataFrame:
+        n = len(self)
+        data: dict[str, object] = {"input": pd.array([self.input] * n, dtype="string")}
+        idx = np.frombuffer(self.sig, dtype=np.dtype("l")) if n else np.zeros(0, np.int64)
+        for i, col in enumerate(("name", *ARG_COLUMNS)):
+            vals = np.array([s[i] for s in self.sigs] or [None], dtype=object)
+            data[col] = pd.array(vals[idx], dtype="string")
+        for col, vals_arr in self.ints.items():
+            vals = np.frombuffer(vals_arr, dtype=np.int64) if n else np.zeros(0, np.int64)
+            if OP_COLUMNS[col] == "int64":
+                data[col] = vals.copy()
+            else:
+                mask = vals == NULL
+                data[col] = pd.arrays.IntegerArray(np.where(mask, 0, vals), mask)
+        return pd.DataFrame(data)[list(OP_COLUMNS)]
