@@ -11,16 +11,16 @@ import pyarrow as pa
 
 from rooftop.analyzer.document import build_document
 from rooftop.errors import InputError
-from rooftop.parsers import (
-    ParseOptions,
+from rooftop.parsers import expand_inputs, parse_path
+from rooftop.parsers.model import (
+    SAMPLE_SCHEMA,
     ParseResult,
-    expand_inputs,
+    empty_rules,
     normalize_kernels,
-    parse_path,
     validate_kernels,
     validate_samples,
 )
-from rooftop.parsers.model import SAMPLE_SCHEMA, empty_rules
+from rooftop.parsers.source import ParseOptions
 from rooftop.progress import ProgressArg, track
 
 

@@ -149,7 +149,7 @@ def step_duckdb(dataset: str, threads: int, period: dict[str, str]) -> dict[str,
 
 def step_ingest(source: str, dataset: str) -> dict[str, Any]:
     from rooftop.analyzer.store.ingest import ingest_files
-    from rooftop.parsers import ParseOptions
+    from rooftop.parsers.source import ParseOptions
 
     t0 = time.perf_counter()
     s = ingest_files([Path(source)], Path(dataset), ParseOptions())

@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rooftop.analyzer.store.dataset import Manifest, PartitionWriter, iso_ms  # noqa: E402
+from rooftop.analyzer.store.dataset import PartitionWriter  # noqa: E402
+from rooftop.analyzer.store.layout import iso_ms  # noqa: E402
+from rooftop.analyzer.store.manifest import Manifest  # noqa: E402
 from rooftop.parsers.model import SAMPLE_SCHEMA  # noqa: E402
 
 # DCGM field id -> exporter name

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from rooftop.analyzer.store.ingest import ingest_files
-from rooftop.parsers import ParseOptions, expand_inputs
+from rooftop.parsers import expand_inputs
+from rooftop.parsers.source import ParseOptions
 
 
 def write_files(folder: Path, n: int) -> None:

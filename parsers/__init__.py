@@ -11,43 +11,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from rooftop.errors import InputError
-from rooftop.parsers.detect import detect_format
-from rooftop.parsers.formats import FORMATS, Format, detect, known_formats, register
-from rooftop.parsers.model import (
-    IDENTITY_COLUMNS,
-    SAMPLE_SCHEMA,
-    InputAccounting,
-    ParseResult,
-    Rejected,
-    normalize_kernels,
-    validate_kernels,
-    validate_samples,
-)
+from rooftop.parsers.formats import FORMATS, Format, detect, known_formats
+from rooftop.parsers.model import SAMPLE_SCHEMA, ParseResult, validate_samples
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.trace_io import register_trace_formats
 
 __all__ = [
-    "FORMATS",
-    "IDENTITY_COLUMNS",
-    "SAMPLE_SCHEMA",
-    "Format",
-    "Input",
-    "InputAccounting",
-    "ParseOptions",
-    "ParseResult",
-    "Rejected",
-    "SampleStream",
-    "detect_format",
-    "expand_inputs",
-    "normalize_kernels",
-    "open_input",
-    "parse_input",
-    "parse_path",
-    "register",
-    "stream_input",
-    "stream_path",
-    "validate_kernels",
-    "validate_samples",
+    "Input", "SampleStream", "expand_inputs", "open_input", "parse_input", "parse_path",
+    "stream_input", "stream_path",
 ]
 
 register_trace_formats()  # nsys / Kineto / nsys stats (parsers.trace_io; docs/formulas.md#timelines)

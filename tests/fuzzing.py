@@ -34,8 +34,13 @@ if str(ROOT) not in sys.path:  # bench/ is a plain folder; its generators are sh
     sys.path.insert(0, str(ROOT))
 
 from rooftop.errors import InputError  # noqa: E402
-from rooftop.parsers import ParseResult, parse_path  # noqa: E402
-from rooftop.parsers.model import normalize_kernels, validate_kernels, validate_samples  # noqa: E402
+from rooftop.parsers import parse_path  # noqa: E402
+from rooftop.parsers.model import (  # noqa: E402
+    ParseResult,
+    normalize_kernels,
+    validate_kernels,
+    validate_samples,
+)
 
 Mutation = Callable[[bytes, random.Random], bytes]
 

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 from rooftop.analyzer.store.ingest import ingest_files
 from rooftop.cli.commands import main
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions, open_input, parse_path, stream_path
+from rooftop.parsers import open_input, parse_path, stream_path
+from rooftop.parsers.source import ParseOptions
 from tests.conftest import FIXTURES, corpus_dir
 
 COMPRESS: dict[str, Callable[[bytes], bytes]] = {

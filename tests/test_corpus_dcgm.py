@@ -9,7 +9,8 @@ import pytest
 
 from rooftop.analyzer.windows import PROFILE_METRICS, analyze_windows
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
+from rooftop.parsers.source import ParseOptions
 from tests.conftest import manifest
 
 DATA_FORMATS = {"dmon", "prometheus-text", "prom-json", "nvidia-smi"}

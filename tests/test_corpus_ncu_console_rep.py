@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from rooftop.errors import InputError
-from rooftop.parsers import ParseResult, parse_path, validate_kernels
+from rooftop.parsers import parse_path
+from rooftop.parsers.model import ParseResult, validate_kernels
 from tests.conftest import corpus_dir, manifest
 
 pytestmark = pytest.mark.corpus

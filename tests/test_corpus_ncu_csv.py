@@ -11,7 +11,8 @@ import math
 import pytest
 
 from rooftop.errors import InputError
-from rooftop.parsers import ParseResult, parse_path, validate_kernels
+from rooftop.parsers import parse_path
+from rooftop.parsers.model import ParseResult, validate_kernels
 from tests.conftest import FIXTURES, corpus_dir, manifest
 
 pytestmark = pytest.mark.corpus

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
 from rooftop.parsers.dcgm.dmon.reader import parse
-from rooftop.parsers.source import Source
+from rooftop.parsers.source import ParseOptions, Source
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.make_dcgm import ERA_FIELDS, ERAS
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
 from rooftop.parsers.dcgm import fields as F
+from rooftop.parsers.source import ParseOptions
 from tests.conftest import FIXTURES
 
 ERA_FILES = {era: FIXTURES / "dcgm" / f"prom_era_{era.replace('.', '_')}.prom" for era in ERAS}

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from rooftop.analyzer.diff import compare, run_diff
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 from tests.conftest import FIXTURES, corpus_dir
 from tests.test_diff import frame, kernel
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
 from rooftop.parsers.dcgm.dmon.reader import parse, parse_batches
 from rooftop.parsers.model import drain_batches
-from rooftop.parsers.source import Source
+from rooftop.parsers.source import ParseOptions, Source
 from tests.conftest import corpus_dir
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"

@@ -15,11 +15,16 @@ import pytest
 
 from rooftop.analyzer.store import dataset as dsmod
 from rooftop.analyzer.store import ingest as ingmod
-from rooftop.analyzer.store.dataset import Manifest, PartitionWriter, partition_value
+from rooftop.analyzer.store.dataset import PartitionWriter
+from rooftop.analyzer.store.digest import file_sha256
 from rooftop.analyzer.store.ingest import ingest_files
+from rooftop.analyzer.store.layout import MAX_PARTITION_CHARS, NULL_PARTITION, partition_value
+from rooftop.analyzer.store.lock import LOCK, ingest_lock
+from rooftop.analyzer.store.manifest import Manifest
 from rooftop.errors import InputError
-from rooftop.parsers import InputAccounting, ParseOptions, ParseResult, SampleStream
-from rooftop.parsers.model import SAMPLE_SCHEMA
+from rooftop.parsers import SampleStream
+from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult
+from rooftop.parsers.source import ParseOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_fleet import host_samples, prometheus_text
@@ -90,7 +95,7 @@ def test_ingest_writes_hive_partitions_by_date_and_host(tmp_path, monkeypatch):
     assert pq.ParquetFile(next((root / "date=2026-11-20/host=node-a").glob("*.parquet"))) \
         .metadata.row_group(0).column(0).compression == "ZSTD"
     entry = Manifest.load(root).entries[0]
-    assert entry["sha256"] == dsmod.file_sha256(paths[0]) and entry["size"] == paths[0].stat().st_size
+    assert entry["sha256"] == file_sha256(paths[0]) and entry["size"] == paths[0].stat().st_size
     assert (entry["records"], entry["missing"], entry["rejected"]) == (480, 3, 0)
     assert entry["start"] == "2026-11-20T23:59:00.000Z" and entry["end"] == "2026-11-21T00:00:59.000Z"
     assert "1 input" not in s.describe() and "960 samples" in s.describe()
@@ -146,7 +151,7 @@ def test_crash_after_temp_files_leaves_readable_dataset(tmp_path, monkeypatch):
     assert (root / "_manifest.json").read_bytes() == manifest_before
     assert _read_committed(root).num_rows == 480
     assert not [p for p in root.rglob("*.tmp")]
-    assert not (root / dsmod.LOCK).exists()
+    assert not (root / LOCK).exists()
     # every .parquet on disk is complete (the one renamed before the crash is an orphan, not half)
     for f in root.rglob("*.parquet"):
         pq.read_metadata(f)
@@ -189,10 +194,10 @@ def test_hostile_host_names_stay_inside_the_dataset(tmp_path, monkeypatch):
         p = (root / f).resolve()
         assert resolved in p.parents
         _date, host_dir, _name = Path(f).parts
-        assert host_dir.startswith("host=") and len(host_dir) <= 5 + dsmod.MAX_PARTITION_CHARS
+        assert host_dir.startswith("host=") and len(host_dir) <= 5 + MAX_PARTITION_CHARS
         seg = host_dir[5:]
         assert seg not in ("", ".", "..") and "/" not in seg
-        assert seg == dsmod.NULL_PARTITION or not seg.startswith((".", "_"))
+        assert seg == NULL_PARTITION or not seg.startswith((".", "_"))
         assert "\\" not in seg
         dirs.add(host_dir)
     assert len(dirs) == len(hostile) - 1  # "" and None share the null partition
@@ -206,7 +211,7 @@ def test_partition_value_is_injective_enough_and_safe():
     assert partition_value("..") == "%2E%2E"
     assert partition_value("a/b") != partition_value("a%2Fb")
     long1, long2 = partition_value("y" * 300 + "1"), partition_value("y" * 300 + "2")
-    assert long1 != long2 and len(long1) <= dsmod.MAX_PARTITION_CHARS
+    assert long1 != long2 and len(long1) <= MAX_PARTITION_CHARS
 
 
 def test_ncu_input_is_unusable_and_all_unusable_raises(tmp_path, monkeypatch):
@@ -225,12 +230,12 @@ def test_second_ingest_while_locked_is_refused(tmp_path, monkeypatch):
     paths = _inputs(tmp_path, monkeypatch, ["node-a"])
     root = tmp_path / "ds"
     root.mkdir()
-    with dsmod.ingest_lock(root), pytest.raises(InputError, match="another `rooftop ingest`"):
+    with ingest_lock(root), pytest.raises(InputError, match="another `rooftop ingest`"):
         ingest_files(paths, root, ParseOptions())  # the lock is held (flock): refused
     # a lock file nobody holds (empty, or naming a live pid on this host) is not a lock
-    (root / dsmod.LOCK).write_text("")
+    (root / LOCK).write_text("")
     assert len(ingest_files(paths, root, ParseOptions()).ingested) == 1
-    assert not (root / dsmod.LOCK).exists()
+    assert not (root / LOCK).exists()
 
 
 def test_corrupt_manifest_is_an_input_error(tmp_path):

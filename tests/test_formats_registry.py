@@ -14,10 +14,17 @@ import pytest
 from rooftop.analyzer.pipeline import read_inputs
 from rooftop.analyzer.store.ingest import APPENDABLE, LINE_FORMATS, ingest_files
 from rooftop.errors import InputError
-from rooftop.parsers import FORMATS, Format, ParseOptions, open_input, parse_path, register
 from rooftop.parsers import formats as formats_mod
-from rooftop.parsers.formats import MAX_FIELD_CHARS, MAX_LINE_BYTES, MAX_SAMPLE_LINE_BYTES
-from rooftop.parsers.source import SNIFF_BYTES, Source
+from rooftop.parsers import open_input, parse_path
+from rooftop.parsers.formats import (
+    FORMATS,
+    MAX_FIELD_CHARS,
+    MAX_LINE_BYTES,
+    MAX_SAMPLE_LINE_BYTES,
+    Format,
+    register,
+)
+from rooftop.parsers.source import SNIFF_BYTES, ParseOptions, Source
 
 PROM = ('# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization.\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n'
         'DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} 3 1700000000000\n'

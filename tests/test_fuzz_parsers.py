@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rooftop.errors import InputError
-from rooftop.parsers import FORMATS, parse_path
+from rooftop.parsers import parse_path
+from rooftop.parsers.formats import FORMATS
 from tests.conftest import CORPUS, FIXTURES
 from tests.fuzzing import CHEAP, MUTATIONS, budget, check_parse, mutate_file, seed
 

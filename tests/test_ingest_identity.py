@@ -15,9 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from rooftop.analyzer.store import ingest as ingest_mod
-from rooftop.analyzer.store.dataset import Manifest, file_sha256
-from rooftop.analyzer.store.manifest import rotation_base
-from rooftop.parsers import ParseOptions, expand_inputs, parse_path
+from rooftop.analyzer.store.digest import file_sha256
+from rooftop.analyzer.store.ingest_summary import IngestSummary
+from rooftop.analyzer.store.manifest import Manifest, rotation_base
+from rooftop.parsers import expand_inputs, parse_path
+from rooftop.parsers.source import ParseOptions
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 HEADER = "#Entity   GRACT   SMACT\nID\n"
@@ -45,7 +47,7 @@ def _rows(root: Path, host: str | None = None) -> int:
     return sum(1 for h in t.column("host").to_pylist() if h == host)
 
 
-def _ingest(paths: list[Path], root: Path, host: str | None = None) -> ingest_mod.IngestSummary:
+def _ingest(paths: list[Path], root: Path, host: str | None = None) -> IngestSummary:
     return ingest_mod.ingest_files(paths, root, _opts(host))
 
 

@@ -12,8 +12,9 @@ import pytest
 
 from rooftop.analyzer.fleet.pipeline import select_files
 from rooftop.analyzer.store import ingest as ingest_mod
-from rooftop.analyzer.store.dataset import Manifest
-from rooftop.parsers import ParseOptions, expand_inputs
+from rooftop.analyzer.store.manifest import Manifest
+from rooftop.parsers import expand_inputs
+from rooftop.parsers.source import ParseOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from ingest_many import write_files

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from rooftop.errors import InputError
-from rooftop.parsers import parse_path, validate_kernels
+from rooftop.parsers import parse_path
 from rooftop.parsers.detect import detect_format
+from rooftop.parsers.model import validate_kernels
 from rooftop.parsers.source import Source
 
 IDENT = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",

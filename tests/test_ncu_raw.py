@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions, parse_path, validate_kernels
+from rooftop.parsers import parse_path
 from rooftop.parsers.detect import detect_format
+from rooftop.parsers.model import validate_kernels
 from rooftop.parsers.ncu.raw import parse
-from rooftop.parsers.source import Source
+from rooftop.parsers.source import ParseOptions, Source
 
 NEW_ID = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
           "Block Size", "Grid Size", "Device", "CC"]

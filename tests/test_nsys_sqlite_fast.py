@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from rooftop.parsers.model import ParseResult
 from rooftop.parsers.nsys import columns as nsys_columns
-from rooftop.parsers.nsys.sqlite import parse, queries
+from rooftop.parsers.nsys.sqlite import Db, parse, queries
 from rooftop.parsers.nsys.sqlite_ref import parse_reference
 from rooftop.parsers.source import ParseOptions, Source
 from tests.conftest import CORPUS, FIXTURES
@@ -73,7 +73,7 @@ def test_arrow_path_is_taken_and_falls_back_on_a_column_it_cannot_type(tmp_path:
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?, ?, ?)", [(1, 2, 0, 8), (3, 4, 0, 2.5)])
     con.commit()
     con.close()
-    db = nsys_columns.Db(str(p), str(p))
+    db = Db(str(p), str(p))
     try:
         (q,) = queries(db)
         keys = [k for k, _ in nsys_columns._fetch_list(q)]

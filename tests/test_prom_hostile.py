@@ -277,11 +277,11 @@ def test_a_token_that_cannot_be_a_header_is_refused_without_showing_it(tmp_path:
                       "--step", "60", "--to", tmp_path / "ds", "--token-file", _token(tmp_path, SECRET + token))
         assert res.exit_code == 2, res.output
         assert "internal error" not in res.output and SECRET not in res.output and "cannot go into" in res.output
-        monkeypatch.setenv(ph.TOKEN_ENV, SECRET + token)
+        monkeypatch.setenv(transport.TOKEN_ENV, SECRET + token)
         res = rooftop("ingest", s.url, "--since", "2025-01-01T00:00:00Z", "--until", "2025-01-01T01:00:00Z",
                       "--step", "60", "--to", tmp_path / "ds")
     assert res.exit_code == 2, res.output
-    assert SECRET not in res.output and ph.TOKEN_ENV in res.output
+    assert SECRET not in res.output and transport.TOKEN_ENV in res.output
     assert s.auth == []  # nothing was sent
 
 

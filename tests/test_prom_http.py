@@ -12,8 +12,9 @@ from click.testing import CliRunner, Result
 from rooftop.analyzer.windows.fields import PROFILE_METRICS
 from rooftop.cli.commands import main
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions
 from rooftop.parsers.prometheus import http as ph
+from rooftop.parsers.prometheus.transport import TOKEN_ENV
+from rooftop.parsers.source import ParseOptions
 from tests.prom_server import FIELDS, GPUS, SCRAPES, STEP_S, Proxy, at, prometheus
 
 __all__ = ["prometheus"]  # the fixture, imported for pytest
@@ -151,7 +152,7 @@ def test_a_failure_after_some_hours_leaves_nothing(proxy: Proxy, tmp_path: Path)
 
 def test_bearer_token_from_file_or_environment(proxy: Proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     proxy.mode = "auth"
-    monkeypatch.delenv(ph.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
     res = _ingest_fails(proxy.url, tmp_path / "ds0")
     assert "HTTP 401" in res.output and "--token-file" in res.output
     token = tmp_path / "token"
@@ -159,7 +160,7 @@ def test_bearer_token_from_file_or_environment(proxy: Proxy, tmp_path: Path, mon
     ok = rooftop("ingest", proxy.url, "--since", "2025-01-01T00:00:00Z", "--until", "2025-01-01T01:00:00Z",
                  "--to", tmp_path / "ds1", "--token-file", token)
     assert ok.exit_code == 0, ok.output
-    monkeypatch.setenv(ph.TOKEN_ENV, Proxy.TOKEN)
+    monkeypatch.setenv(TOKEN_ENV, Proxy.TOKEN)
     got = ph.read_server(proxy.url, ParseOptions(prometheus=ph.PromQuery(since=at(0), until=at(1))))
     assert sum(r.accounting.records for r in got) == len(FIELDS) * len(GPUS) * PER_HOUR
     assert proxy.auth_headers[-1] == f"Bearer {Proxy.TOKEN}"

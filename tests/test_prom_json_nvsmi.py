@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
 from rooftop.parsers.model import ParseResult, drain_batches
 from rooftop.parsers.nvsmi.reader import parse_csv_batches, parse_dmon_batches
-from rooftop.parsers.source import Source
+from rooftop.parsers.source import ParseOptions, Source
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 import rooftop.parsers.prometheus.text as pt
-from rooftop.parsers import ParseOptions, ParseResult, parse_path
-from rooftop.parsers.source import Source
+from rooftop.parsers import parse_path
+from rooftop.parsers.model import ParseResult
+from rooftop.parsers.source import ParseOptions, Source
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -123,7 +123,7 @@ def test_mixed_diff_and_fleet_documents_are_valid(tmp_path: Path) -> None:
     from rooftop.analyzer.diff import run_diff
     from rooftop.analyzer.fleet.pipeline import run_fleet
     from rooftop.analyzer.store.ingest import ingest_files
-    from rooftop.parsers import ParseOptions
+    from rooftop.parsers.source import ParseOptions
 
     validate_document(_analyze([str(FIXTURES / "ncu"), str(FIXTURES / "dcgm")]))
     validate_document(run_diff(str(FIXTURES / "diff" / "baseline.raw.csv"),

@@ -23,11 +23,15 @@ import rooftop.parsers.prometheus.text as pt
 from rooftop import parsers
 from rooftop.analyzer.store import dataset as dsmod
 from rooftop.analyzer.store import ingest as ingest_mod
-from rooftop.analyzer.store.dataset import Manifest
-from rooftop.analyzer.store.ingest import IngestSummary, ingest_files
+from rooftop.analyzer.store.digest import Digest
+from rooftop.analyzer.store.ingest import ingest_files
+from rooftop.analyzer.store.ingest_summary import IngestSummary
+from rooftop.analyzer.store.manifest import Manifest
 from rooftop.errors import InputError
-from rooftop.parsers import ParseOptions, parse_path, stream_path
-from rooftop.parsers.model import SAMPLE_SCHEMA
+from rooftop.parsers import parse_path, stream_path
+from rooftop.parsers.formats import FORMATS
+from rooftop.parsers.model import SAMPLE_SCHEMA, ParseResult
+from rooftop.parsers.source import ParseOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_inputs import write_dmon, write_prom_text
@@ -37,7 +41,7 @@ FIX = ROOT / "fixtures" / "dcgm"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 
-def _drain(path: Path, opts: ParseOptions) -> tuple[list[pa.Table], parsers.ParseResult]:
+def _drain(path: Path, opts: ParseOptions) -> tuple[list[pa.Table], ParseResult]:
     stream = stream_path(path, opts)
     batches = list(stream)
     assert stream.result is not None and stream.result.samples.num_rows == 0
@@ -149,8 +153,8 @@ def test_fallback_for_parsers_without_batches(tmp_path: Path, monkeypatch: pytes
     # a parser without <function>_batches (nvidia-smi's parse_csv under another name): parsed whole,
     # handed on in zero-copy slices
     monkeypatch.setattr(nvsmi, "parse_whole", nvsmi.parse_csv, raising=False)
-    monkeypatch.setitem(parsers.FORMATS, "nvidia-smi-csv", replace(
-        parsers.FORMATS["nvidia-smi-csv"], parser="rooftop.parsers.nvsmi.reader:parse_whole", streamable=False))
+    monkeypatch.setitem(FORMATS, "nvidia-smi-csv", replace(
+        FORMATS["nvidia-smi-csv"], parser="rooftop.parsers.nvsmi.reader:parse_whole", streamable=False))
     monkeypatch.setattr(parsers, "STREAM_BATCH_ROWS", 7)
     path = tmp_path / "smi.csv"
     path.write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n" + "".join(
@@ -231,7 +235,7 @@ def _entries(root: Path, path: Path) -> list[dict]:
     return [e for e in Manifest.load(root).entries if e["path"] == str(path)]
 
 
-def _complete(path: Path, opts: ParseOptions) -> parsers.ParseResult:
+def _complete(path: Path, opts: ParseOptions) -> ParseResult:
     """``path`` parsed up to its last newline (its complete extent), by ``parse_path`` on a copy."""
     data = path.read_bytes()
     copy = path.with_name(path.name + ".complete")
@@ -695,7 +699,7 @@ def test_file_growing_while_ingested_stores_only_the_hashed_bytes(tmp_path: Path
     live.write_bytes(PROM_HEAD)
     real = ingmod.file_digest
 
-    def digest_then_grow(path: Path, prefix_size: int | None = None, **kw: Any) -> dsmod.Digest:
+    def digest_then_grow(path: Path, prefix_size: int | None = None, **kw: Any) -> Digest:
         d = real(path, prefix_size, **kw)
         _grow(path, PROM_CUT + b"3\n")
         return d
@@ -718,7 +722,7 @@ def test_stream_path_limit(tmp_path: Path) -> None:
     assert parse_path(live, OPTS).accounting.records == 2  # parse_path reads the whole file
 
 
-def _drain_limited(path: Path, limit: int) -> tuple[list[pa.Table], parsers.ParseResult]:
+def _drain_limited(path: Path, limit: int) -> tuple[list[pa.Table], ParseResult]:
     stream = stream_path(path, OPTS, limit=limit)
     batches = list(stream)
     assert stream.result is not None

@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
+from rooftop.parsers.source import ParseOptions
 from rooftop.parsers.units import EPOCH_SCALES, epoch_ms_array, epoch_scale, si_factor
 
 

@@ -402,7 +402,8 @@ def test_corpus_aten_to_ranges_with_a_sliver_of_gpu_work_are_unknown() -> None:
     """In the nsys before file, most aten::to ranges last ~10 ms while their own copy takes < 1 µs
     (they were labelled transfer-bound); aten::to op 990347 runs 12 kernels over 9.39 of its 9.48 ms."""
     from rooftop.analyzer.timeline import analyze_timelines
-    from rooftop.parsers import ParseOptions, parse_path
+    from rooftop.parsers import parse_path
+    from rooftop.parsers.source import ParseOptions
 
     p = CORPUS_TRACE / "GindaChen__nsys-ai__tests__fixtures__mfu_2gpu_before.sqlite"
     if not p.is_file():

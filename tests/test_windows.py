@@ -15,8 +15,9 @@ import pytest
 import rooftop.analyzer.windows as W
 from rooftop.analyzer.ceilings.devices import DeviceSpec
 from rooftop.analyzer.windows import scan
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
 from rooftop.parsers.model import SAMPLE_SCHEMA
+from rooftop.parsers.source import ParseOptions
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dcgm"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)

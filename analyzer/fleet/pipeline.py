@@ -24,7 +24,8 @@ from rooftop.analyzer.fleet.rollup import (
     rollup,
     trend,
 )
-from rooftop.analyzer.store.dataset import MS_PER_DAY, Manifest, file_date, iso_ms, parse_iso
+from rooftop.analyzer.store.layout import MS_PER_DAY, file_date, iso_ms, parse_iso
+from rooftop.analyzer.store.manifest import Manifest
 from rooftop.errors import InputError
 
 DEFAULT_PERIOD = timedelta(hours=24)

@@ -19,8 +19,8 @@ Layout::
 
 Modules: :mod:`.layout` (partition folders, times), :mod:`.digest` (checksums of inputs and their
 prefixes), :mod:`.manifest` (saved with :func:`rooftop.atomic.replace_file`), :mod:`.lock`;
-this module writes the partition files (:class:`PartitionWriter`), removes what an interrupted
-ingest left (:func:`remove_orphans`) and re-exports the others' names.
+this module writes the partition files (:class:`PartitionWriter`) and removes what an interrupted
+ingest left (:func:`remove_orphans`).
 """
 
 from __future__ import annotations
@@ -35,38 +35,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-# re-exported: the layout, atomic files, digests, the manifest and the lock live in their own modules
-from rooftop.analyzer.store.digest import (
-    DIGEST_CHUNK,
-    TERMINATORS,
-    Digest,
-    Prefix,
-    file_digest,
-    file_sha256,
-    prefix_sha256,
-)
-from rooftop.analyzer.store.layout import (
-    MAX_PARTITION_CHARS,
-    MS_PER_DAY,
-    NULL_PARTITION,
-    day_of,
-    file_date,
-    iso_ms,
-    parse_iso,
-    partition_dir,
-    partition_value,
-)
-from rooftop.analyzer.store.lock import LOCK, IngestLock, ingest_lock
-from rooftop.analyzer.store.manifest import MANIFEST, MANIFEST_VERSION, Manifest
+from rooftop.analyzer.store.layout import MS_PER_DAY, day_of, partition_dir
+from rooftop.analyzer.store.manifest import MANIFEST, Manifest
 from rooftop.atomic import TMP_SUFFIX, fsync_dir
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
 __all__ = [
-    "COMPRESSION", "DIGEST_CHUNK", "ENCODINGS", "LOCK", "MANIFEST", "MANIFEST_VERSION", "MAX_BUFFERED_BYTES",
-    "MAX_PARTITION_CHARS", "MS_PER_DAY", "NULL_PARTITION", "ROW_GROUP_ROWS", "TERMINATORS", "TMP_SUFFIX", "Digest",
-    "IngestLock", "Manifest", "PartitionWriter", "Prefix", "canonical_samples", "day_of", "file_date", "file_digest",
-    "file_sha256", "fsync_dir", "ingest_lock", "iso_ms", "parse_iso", "partition_dir", "partition_value",
-    "prefix_sha256", "remove_orphans", "widen_span",
+    "COMPRESSION", "ENCODINGS", "MAX_BUFFERED_BYTES", "ROW_GROUP_ROWS", "PartitionWriter",
+    "canonical_samples", "remove_orphans", "widen_span",
 ]
 
 COMPRESSION = "zstd"

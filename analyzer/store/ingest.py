@@ -49,17 +49,8 @@ from typing import Any
 import pyarrow as pa
 
 from rooftop.analyzer.store.batch import SMALL_BYTES, Group, HeldInput
-from rooftop.analyzer.store.dataset import (
-    TERMINATORS,
-    Digest,
-    Manifest,
-    PartitionWriter,
-    file_digest,
-    ingest_lock,
-    parse_iso,
-    prefix_sha256,
-    remove_orphans,
-)
+from rooftop.analyzer.store.dataset import PartitionWriter, remove_orphans
+from rooftop.analyzer.store.digest import TERMINATORS, Digest, file_digest, prefix_sha256
 from rooftop.analyzer.store.ingest_entry import (
     Changed,
     NotAppend,
@@ -69,11 +60,15 @@ from rooftop.analyzer.store.ingest_entry import (
     prefix_of,
     write_samples,
 )
-from rooftop.analyzer.store.ingest_summary import IngestSummary as IngestSummary  # re-exported
-from rooftop.analyzer.store.manifest import canonical
+from rooftop.analyzer.store.ingest_summary import IngestSummary
+from rooftop.analyzer.store.layout import parse_iso
+from rooftop.analyzer.store.lock import ingest_lock
+from rooftop.analyzer.store.manifest import Manifest, canonical
 from rooftop.errors import InputError
-from rooftop.parsers import FORMATS, Input, ParseOptions, expand_inputs, open_input, stream_input
+from rooftop.parsers import Input, expand_inputs, open_input, stream_input
+from rooftop.parsers.formats import FORMATS
 from rooftop.parsers.prometheus.http import PromQuery, is_url, pull, source_dir
+from rooftop.parsers.source import ParseOptions
 from rooftop.progress import ProgressArg, track
 
 COMMIT_EVERY = 64  # inputs per manifest commit, at least (more once the manifest is large)

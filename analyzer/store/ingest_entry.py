@@ -11,9 +11,11 @@ import pyarrow as pa
 
 from rooftop.analyzer.document import created_now
 from rooftop.analyzer.store.batch import HeldInput
-from rooftop.analyzer.store.dataset import TERMINATORS, Manifest, PartitionWriter, iso_ms
-from rooftop.analyzer.store.manifest import canonical
-from rooftop.parsers import ParseResult
+from rooftop.analyzer.store.dataset import PartitionWriter
+from rooftop.analyzer.store.digest import TERMINATORS
+from rooftop.analyzer.store.layout import iso_ms
+from rooftop.analyzer.store.manifest import Manifest, canonical
+from rooftop.parsers.model import ParseResult
 
 BATCH_ROWS = 1_000_000
 MAX_REJECTED_KEPT = 50

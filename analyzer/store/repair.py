@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from rooftop.analyzer.store.manifest import Identity, Manifest, entry_identity
 
 if TYPE_CHECKING:
-    from rooftop.analyzer.store.ingest import IngestSummary
+    from rooftop.analyzer.store.ingest_summary import IngestSummary
 
 
 def _readable(root: Path, rel: str) -> bool:

@@ -24,7 +24,8 @@ from rooftop.analyzer.diff.verdict import decided_counts, how_text, named, noise
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.timeline import TimelineAnalysis, analyze_timelines
 from rooftop.errors import InputError
-from rooftop.parsers import ParseResult, open_input, parse_input
+from rooftop.parsers import open_input, parse_input
+from rooftop.parsers.model import ParseResult
 
 SIDES = tl.SIDES
 DEVICE_FIELDS = ("kernels", "span_s", "kernel_sum_s", "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction")

@@ -30,31 +30,12 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from rooftop.errors import InputError
-from rooftop.parsers.ncu.csv_identity import (
-    INT_RE,
-    NON_METRIC_COLUMNS,
-    factorize_columns,
-    fill_launch_identity,
-    identity_frame,
-    measured_columns,
-)
-from rooftop.parsers.ncu.csv_values import (
-    detect_decimal_comma,
-    instance_reducer,
-    is_missing_text,
-    numeric_column,
-    numeric_frame,
-    regex_mask,
-    sample_values,
-    sanitize_values,
-)
+from rooftop.parsers.ncu.csv_identity import INT_RE
+from rooftop.parsers.ncu.csv_values import regex_mask
 
-# re-exported for ncu_raw / ncu_details, which import them from here
 __all__ = [
-    "NON_METRIC_COLUMNS", "BadRow", "BlockReader", "CsvBlock", "detect_decimal_comma", "error_lines",
-    "factorize_columns", "fill_launch_identity", "identity_frame", "instance_reducer", "is_missing_text",
-    "locate_blocks", "measured_columns", "no_data_error", "numeric_column", "numeric_frame", "read_block",
-    "read_blocks", "rejected_launches", "sample_values", "sanitize_values", "split_valid_ids",
+    "BadRow", "BlockReader", "CsvBlock", "error_lines", "locate_blocks", "no_data_error",
+    "read_block", "read_blocks", "rejected_launches", "split_valid_ids",
 ]
 
 HEADER_RE = re.compile(r'^\ufeff?"ID"(?P<sep>[,;])"Process ID"', re.M)

@@ -51,18 +51,22 @@ from rooftop.parsers.ncu.csv import (
     BadRow,
     BlockReader,
     CsvBlock,
-    detect_decimal_comma,
     error_lines,
-    factorize_columns,
-    fill_launch_identity,
-    identity_frame,
-    instance_reducer,
-    measured_columns,
     no_data_error,
-    numeric_column,
     read_block,
     read_blocks,
     rejected_launches,
+)
+from rooftop.parsers.ncu.csv_identity import (
+    factorize_columns,
+    fill_launch_identity,
+    identity_frame,
+    measured_columns,
+)
+from rooftop.parsers.ncu.csv_values import (
+    detect_decimal_comma,
+    instance_reducer,
+    numeric_column,
     sample_values,
     sanitize_values,
 )

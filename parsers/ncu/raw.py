@@ -33,20 +33,24 @@ import pandas as pd
 
 from rooftop.parsers.model import InputAccounting, ParseResult, Rejected, normalize_kernels
 from rooftop.parsers.ncu.csv import (
-    NON_METRIC_COLUMNS,
     BadRow,
     CsvBlock,
-    detect_decimal_comma,
     error_lines,
-    fill_launch_identity,
-    identity_frame,
-    instance_reducer,
-    is_missing_text,
-    measured_columns,
-    numeric_frame,
     read_block,
     read_blocks,
     rejected_launches,
+)
+from rooftop.parsers.ncu.csv_identity import (
+    NON_METRIC_COLUMNS,
+    fill_launch_identity,
+    identity_frame,
+    measured_columns,
+)
+from rooftop.parsers.ncu.csv_values import (
+    detect_decimal_comma,
+    instance_reducer,
+    is_missing_text,
+    numeric_frame,
     sample_values,
     sanitize_values,
 )

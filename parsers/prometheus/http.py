@@ -45,10 +45,12 @@ from typing import Any
 from rooftop.errors import InputError
 from rooftop.parsers.dcgm import fields as F
 from rooftop.parsers.model import ParseResult
-from rooftop.parsers.prometheus.transport import TOKEN_ENV, Transport, read_token, short
+from rooftop.parsers.prometheus.transport import Transport, read_token, short
 from rooftop.parsers.source import ParseOptions
 
-__all__ = ["TOKEN_ENV", "PromQuery", "Pulled", "pull", "pull_to_temp", "range_query", "read_server", "source_dir"]
+__all__ = [
+    "PromQuery", "Pulled", "pull", "pull_to_temp", "range_query", "read_server", "source_dir",
+]
 
 MAX_STEPS = 10_000  # points per series per request (Prometheus refuses more than 11,000)
 POINT_BUDGET = 200_000  # points per request over all series (~5 MB of JSON, ~0.1 GB parsed)

@@ -23,7 +23,8 @@ from rooftop.parsers.model import Rejected
 from rooftop.parsers.prometheus.grammar import NUMBER, candidates, empty_parts, extract, merge
 from rooftop.parsers.prometheus.heads import HeadCache, Heads
 from rooftop.parsers.prometheus.scan import bool_mask, scan_chunk, take
-from rooftop.parsers.prometheus.times import EPOCH_YEARS, bad_timestamps, off_scale, to_ms
+from rooftop.parsers.prometheus.times import bad_timestamps, off_scale, to_ms
+from rooftop.parsers.units import EPOCH_YEARS
 
 UNPARSED = "DCGM metric line does not parse as 'name{labels} value [ts]'"
 SERIES_LABELS = ("host", "gpu", "uuid", "mig")  # with the field: one series (label drift does not split it)

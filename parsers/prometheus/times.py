@@ -14,13 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rooftop.parsers.prometheus.scan import bool_mask
-from rooftop.parsers.units import EPOCH_YEARS, epoch_ms_array
+from rooftop.parsers.units import epoch_ms_array
 
 INT64_RANGE = (-(2**63) + 1, 2**63 - 1)  # int64 min is NaT as a datetime64
 MAX_SAFE_DIGITS = 18  # an integer string this long (with its sign) always fits int64
 FILL_MS = 1_700_000_000_000  # stands in for a missing timestamp in the scale checks (2023, in ms)
 
-__all__ = ["EPOCH_YEARS", "bad_timestamps", "off_scale", "stamp", "to_ms"]
+__all__ = ["bad_timestamps", "off_scale", "stamp", "to_ms"]
 
 
 def bad_timestamps(ts_s: pa.Array) -> np.ndarray:

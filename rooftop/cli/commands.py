@@ -70,8 +70,8 @@ def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: 
     (http://HOST:9090 with --since and --until)."""
     with frozen_imports():
         from rooftop.analyzer.pipeline import run_analysis
-        from rooftop.parsers import ParseOptions
         from rooftop.parsers.prometheus.http import range_query
+        from rooftop.parsers.source import ParseOptions
 
     guard_outputs(list(inputs), outputs.files)
     options = ParseOptions(interval_s=interval_s, start=start, host=host,
@@ -118,8 +118,8 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, star
     pass --finished when the files are complete."""
     with frozen_imports():
         from rooftop.analyzer.store.ingest import ingest_sources
-        from rooftop.parsers import ParseOptions
         from rooftop.parsers.prometheus.http import range_query
+        from rooftop.parsers.source import ParseOptions
 
     click.get_current_context().meta["rooftop.writes"] = [dataset]
     if not inputs and not repair:

@@ -47,13 +47,13 @@ from collections.abc import Generator, Iterator
 
 import pyarrow as pa
 
-from rooftop.parsers.dcgm.dmon.block import FORMAT, BlockParser, Part
+from rooftop.parsers.dcgm.dmon.block import BlockParser, Part
 from rooftop.parsers.dcgm.dmon.interval import Interval, delays, resolve, tap
 from rooftop.parsers.model import ParseResult, drain_batches
 from rooftop.parsers.prometheus.text import default_start_ms
 from rooftop.parsers.source import ParseOptions, Source
 
-__all__ = ["BLOCK_BYTES", "FORMAT", "parse", "parse_batches"]
+__all__ = ["BLOCK_BYTES", "parse", "parse_batches"]
 
 BLOCK_BYTES = 4 << 20  # bytes read and processed at once: bounded memory, still vectorized
 CR, LF, CRLF = b"\r", b"\n", b"\r\n"

@@ -27,7 +27,7 @@ import re
 
 from rooftop.parsers.model import ParseResult
 from rooftop.parsers.ncu.console.header import fits, kernel_header
-from rooftop.parsers.ncu.console.result import FORMAT, close_rule, no_kernel_error, result
+from rooftop.parsers.ncu.console.result import close_rule, no_kernel_error, result
 from rooftop.parsers.ncu.console.state import (
     DASHES,
     RULE_START,
@@ -41,7 +41,7 @@ from rooftop.parsers.ncu.console.table import rule_spans, split_cells, store_row
 from rooftop.parsers.ncu.hints import scan as scan_hints
 from rooftop.parsers.source import ParseOptions, Source
 
-__all__ = ["FORMAT", "parse"]
+__all__ = ["parse"]
 
 _NOISE = re.compile(r"^==(PROF|ERROR|WARNING)==\s?(.*)$")
 _PROCESS = re.compile(r"^\[(\d+)\] (.+)@(\S+)\s*$")
