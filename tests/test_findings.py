@@ -147,7 +147,8 @@ def test_scale_100k_launches_is_fast() -> None:
 @pytest.mark.corpus
 def test_corpus_ncu_rep_with_nvidia_speedups() -> None:
     """Real export (LakshyaSingh354 naive GEMM, 2 launches, rules with Est. Speedup): the family's
-    saving is Σ duration × max(speedup_pct)/100 over its launches."""
+    saving is Σ duration × max(speedup_pct)/100 over its launches, each bounded by the busiest unit
+    (L1/TEX at 83.16 %: a warp-stall fix keeps the work, docs/formulas.md#findings)."""
     from tests.conftest import corpus_dir
 
     path = corpus_dir("ncu") / "LakshyaSingh354__CudaCode__gemm__reps__naive.ncu-rep"
@@ -166,7 +167,11 @@ def test_corpus_ncu_rep_with_nvidia_speedups() -> None:
     # by hand from the export: 4.789792 ms × 16.861% + 4.79264 ms × 16.879% ≈ 1.6165 ms
     assert expected == pytest.approx(1.6165e-3, rel=1e-3)
     (f,) = doc["findings"]
-    assert f["est_saving_s"] == pytest.approx(expected)
+    # NVIDIA's Lg Throttle Stalls 16.86 % > 100 − 83.155 = 16.845 % (L1/TEX, l1tex__throughput): bounded
+    bounded = sum(k["duration_s"] * min(max(r["speedup_pct"] for r in k["ncu_rules"] if r["speedup_pct"] is not None),
+                                        100 - k["extra"]["busiest_pct"]) / 100 for k in kernels)
+    assert bounded < expected
+    assert f["est_saving_s"] == pytest.approx(bounded)
     assert f["kernels"] == [0, 1] and f["time_share"] == pytest.approx(1.0)
     assert f["rule"].startswith("ncu.")
 

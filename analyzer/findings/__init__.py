@@ -21,7 +21,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.findings.estimate import family_estimates, launch_estimates, total_time
+from rooftop.analyzer.findings.estimate import (
+    RuleClaim,
+    family_estimates,
+    launch_estimates,
+    total_time,
+)
 from rooftop.analyzer.findings.recommendations import (
     LABEL_DEFAULTS,
     LATENCY,
@@ -61,7 +66,7 @@ def _rules_by_family(est_best: list[tuple[float | None, str | None, str | None]]
 
 
 def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.DataFrame,
-             results: pd.DataFrame, k_ev: Any, total: float) -> dict[str, Any]:
+             results: pd.DataFrame, k_ev: Any, total: float, claims: list[RuleClaim]) -> dict[str, Any]:
     """The contract finding of one family row (docs/contract.md), with its ``_score``."""
     from rooftop.analyzer.kernels.advice import advise
 
@@ -71,7 +76,7 @@ def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.Da
     share = time_s / total if total > 0 else 0.0
     rec = advise(label, limiter, recommendation(label, limiter), fam_row,
                  float(row["roof_pct"]) if pd.notna(row["roof_pct"]) else math.nan)
-    et = estimate_text(row, label, frules, results)
+    et = estimate_text(row, label, frules, results, claims)
     rule = f"ncu.{et.main_rule}" if et.main_rule else rule_id(label, limiter)
     rec += et.advice
     ev = et.evidence + note_text(row) + kernel_evidence(k_ev)
@@ -91,6 +96,8 @@ def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.Da
         "title": title(str(fam), what, share, round(float(row["launches"]))),
         "kernels": list(row["kernels"]), "time_share": share,
         "est_saving_s": et.est, "recommendation": rec,
+        "saving_bound_s": _finite(row["bound_s"]) if et.est is not None else None,
+        "saving_basis": str(row["basis"]) if et.est is not None else "none",
         "family": str(fam), "label": label, "limiter": limiter, "evidence": ev, "source": "ncu",
         "_score": score,
     }
@@ -120,8 +127,17 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     evidence_col = results["evidence"].tolist() if "evidence" in results else [None] * n
     total = total_time(est)
     return [_finding(fam, row, fam_rows.get(fam, {}), rules_by_family.get(fam, rule_df.iloc[:0]), results,
-                     evidence_col[int(row["representative"])], total)
+                     evidence_col[int(row["representative"])], total,
+                     [c for k in row["kernels"] for c in est.claims[int(k)]])
             for fam, row in agg.iterrows()]
+
+
+def _finite(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _window_score(f: Mapping[str, Any]) -> float:

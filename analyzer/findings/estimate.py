@@ -1,9 +1,12 @@
 """Recoverable time per launch record and per kernel family (docs/formulas.md#findings).
 
-Per launch: the largest *whole-kernel* (``global``) NVIDIA estimate, capped at rooftop's roofline
-gap; the gap itself, duration × (1 − achieved/attainable), capped by NCU's busier SpeedOfLight %.
+Per launch: NVIDIA's *whole-kernel* (``global``) rule estimates, each bounded by physics
+(:mod:`analyzer.findings.bounds`: a work-preserving fix by the busiest unit's SpeedOfLight % and the
+roofline gap, a work-removing one by what the remaining work needs), the largest counted one; the
+roofline gap itself, duration × (1 − achieved/attainable), capped by the busiest unit's %.
 Per family: the sums of those, the estimate (NVIDIA's where any launch has one, else the gap, and
-no gap for an unknown label) and the score (estimate over all kernel time, else the time share).
+no gap for an unknown label), the bound it respects and the score (estimate over all kernel time,
+else the time share).
 """
 
 from __future__ import annotations
@@ -16,6 +19,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+from rooftop.analyzer.findings.bounds import (
+    PRESERVING,
+    REMOVING,
+    Bound,
+    RuleFix,
+    Units,
+    rule_bound,
+    rule_fix,
+)
 
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
@@ -44,18 +57,35 @@ def best_rules(rules: Any, local: bool = False) -> RuleBest:
 
 
 @dataclass(frozen=True)
+class RuleClaim:
+    """NVIDIA's whole-kernel estimate of one rule for one launch record, and what rooftop lets it claim."""
+
+    rule: str | None
+    title: str | None
+    fix: RuleFix
+    raw_s: float  # NVIDIA's estimate, duration × speedup
+    bound: Bound  # the physical bound (docs/formulas.md#findings)
+    claim_s: float  # min(raw, bound, and for work-preserving fixes the roofline gap)
+    gap_capped: bool = False  # the roofline gap, not the bound, limited the claim
+
+
+@dataclass(frozen=True)
 class LaunchEstimates:
     """Per launch record (a row of the kernel table), times in seconds weighted by ``invocations``."""
 
     dur: Floats
     gap: Floats  # the roofline gap, duration × (1 − achieved/attainable)
-    gap_est: Floats  # the gap capped by NCU's busier SpeedOfLight %
-    nv_raw: Floats  # NVIDIA's largest whole-kernel estimate
-    nv: Floats  # the same, capped at the gap
+    gap_est: Floats  # the gap capped by the busiest unit's SpeedOfLight %
+    sol_cap: Floats  # duration × (1 − busiest unit % / 100), the bound on any work-preserving fix
+    nv_raw: Floats  # NVIDIA's estimate of the counted rule with the largest claim
+    nv: Floats  # that rule's claim (bounded)
+    nv_bound: Floats  # that rule's physical bound
+    nv_kind: list[str | None]  # that rule's fix kind (bounds.PRESERVING / REMOVING)
     capped_nv: Bools
     roof_pct: Floats  # % of the roof: rooftop's, or NCU's SOL % of the labelled side where higher
     failed: Bools
-    best: list[RuleBest]  # the largest whole-kernel rule per launch
+    best: list[RuleBest]  # the counted whole-kernel rule with the largest claim, per launch
+    claims: list[list[RuleClaim]]  # every whole-kernel rule estimate of the launch, bounded
     local: Floats  # the largest local (one unit or pipe) estimate per launch
 
 
@@ -63,6 +93,55 @@ def _column(results: pd.DataFrame, col: str) -> Floats:
     if col not in results:
         return np.full(len(results), np.nan)
     return np.asarray(pd.to_numeric(results[col], errors="coerce").to_numpy(dtype=float), dtype=np.float64)
+
+
+def _objects(results: pd.DataFrame, col: str) -> list[Any]:
+    if col not in results:
+        return [None] * len(results)
+    return [None if (v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA) else v
+            for v in results[col].astype("object").tolist()]
+
+
+def launch_units(results: pd.DataFrame) -> list[Units]:
+    """Each launch record's measured unit percentages (:class:`analyzer.findings.bounds.Units`)."""
+    busiest = np.fmax(_column(results, "busiest_pct"),
+                      np.fmax(_column(results, "sol_compute_pct"), _column(results, "sol_memory_pct")))
+    word, name = _objects(results, "top_unit_word"), _objects(results, "top_unit_name")
+    side, level = _objects(results, "top_unit_side"), _objects(results, "top_unit_level")
+    comp = _column(results, "sol_compute_pct")
+    lv = {lvl: _column(results, f"sol_{lvl}_pct") for lvl in ("l1", "l2", "dram")}
+    sol_c = _column(results, "sol_compute_pct")
+    out = []
+    for i in range(len(results)):
+        b = float(busiest[i])
+        s = side[i] if side[i] is not None else ("compute" if math.isfinite(sol_c[i]) and sol_c[i] >= b else None)
+        if s is None and math.isfinite(b):
+            s = "memory"
+        out.append(Units(b, word[i], name[i] or ("SM (Compute (SM) Throughput)" if s == "compute" else None), s,
+                         level[i], float(comp[i]), {k: float(v[i]) for k, v in lv.items()}))
+    return out
+
+
+def rule_claims(rules: Any, dur: float, gap: float, units: Units, grid: float) -> list[RuleClaim]:
+    """NVIDIA's whole-kernel estimates of one launch, each bounded (docs/formulas.md#findings)."""
+    out: list[RuleClaim] = []
+    if not isinstance(rules, (list, tuple, np.ndarray)) or not math.isfinite(dur):
+        return out
+    for r in rules:
+        if not isinstance(r, Mapping) or str(r.get("speedup_type") or "").lower() == "local":
+            continue
+        raw = r.get("speedup_pct")
+        if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw) or raw <= 0:
+            continue
+        fix = rule_fix(r, grid)
+        nv = dur * min(float(raw), 100.0) / 100.0
+        bound = rule_bound(fix, dur, units)
+        claim = nv if not math.isfinite(bound.seconds) else min(nv, bound.seconds)
+        by_gap = fix.kind == PRESERVING and math.isfinite(gap) and gap < claim
+        if by_gap:
+            claim = gap  # the same work cannot beat the roofline either
+        out.append(RuleClaim(r.get("rule"), r.get("title"), fix, nv, bound, claim, by_gap))
+    return out
 
 
 def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
@@ -75,20 +154,28 @@ def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
     with np.errstate(divide="ignore", invalid="ignore"):
         gap_frac = np.clip(1.0 - ach / att, 0.0, 1.0)
     gap = np.where(np.isfinite(gap_frac) & (att > 0) & np.isfinite(dur), dur * gap_frac, np.nan)
-    # a unit NCU measured at X % of its peak needs X % of the time at 100 %: no saving above 1 − X
-    busiest = np.fmax(_column(results, "sol_compute_pct"), _column(results, "sol_memory_pct"))
+    units = launch_units(results)
+    # the busiest unit NCU measured at X % of its peak needs X % of the time with the same work
+    busiest = np.array([u.busiest for u in units], dtype=float)
     sol_cap = np.where(np.isfinite(busiest) & np.isfinite(dur), dur * np.clip(1.0 - busiest / 100.0, 0.0, 1.0), np.nan)
-    # (only the roofline-gap estimate, which assumes the same work; NVIDIA's rules may remove work)
     gap_est = np.where(np.isfinite(gap) & np.isfinite(sol_cap), np.fmin(gap, sol_cap), gap)
     rules = results["ncu_rules"] if "ncu_rules" in results else pd.Series([None] * n, index=results.index)
     rule_lists = rules.tolist()
-    best = [best_rules(r) for r in rule_lists]
+    grid = _column(results, "grid")
+    claims = [rule_claims(r, float(dur[i]), float(gap[i]), units[i], float(grid[i])) for i, r in enumerate(rule_lists)]
+    best: list[RuleBest] = []
+    nv_raw, nv, nv_bound = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    nv_kind: list[str | None] = [None] * n
+    for i, cs in enumerate(claims):
+        counted = [c for c in cs if c.bound.counted]
+        if not counted:
+            best.append((None, None, None))
+            continue
+        c = max(counted, key=lambda c: c.claim_s)
+        best.append((100.0 * c.claim_s / dur[i] if dur[i] > 0 else 0.0, c.rule, c.title))
+        nv_raw[i], nv[i], nv_bound[i], nv_kind[i] = c.raw_s, c.claim_s, c.bound.seconds, c.fix.kind
+    capped_nv = np.isfinite(nv_raw) & (nv < nv_raw)
     local = [best_rules(r, local=True) for r in rule_lists]
-    sp = np.array([b[0] if b[0] is not None else np.nan for b in best], dtype=float)
-    nv_raw = np.where(np.isfinite(sp) & np.isfinite(dur), dur * sp / 100.0, np.nan)
-    # never above rooftop's own roofline bound where there is one (docs/formulas.md#findings)
-    capped_nv = np.isfinite(nv_raw) & np.isfinite(gap) & (nv_raw > gap)
-    nv = np.where(capped_nv, gap, nv_raw)
     roof_pct = _column(results, "pct_of_roof")
     # NCU's SOL % of the side the label names counts as the roof too (its >= 80 % "High Throughput")
     lab = results["label"].astype("object").to_numpy() if "label" in results else np.full(n, None, dtype=object)
@@ -97,8 +184,9 @@ def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
     roof_pct = np.where(np.isfinite(side) & ~(roof_pct >= side), side, roof_pct)
     failed = results["profile_failed"].fillna(False).to_numpy(dtype=bool) if "profile_failed" in results else \
         np.zeros(n, dtype=bool)
-    return LaunchEstimates(dur=dur, gap=gap, gap_est=gap_est, nv_raw=nv_raw, nv=nv, capped_nv=capped_nv,
-                           roof_pct=roof_pct, failed=failed, best=best,
+    return LaunchEstimates(dur=dur, gap=gap, gap_est=gap_est, sol_cap=sol_cap, nv_raw=nv_raw, nv=nv,
+                           nv_bound=nv_bound, nv_kind=nv_kind, capped_nv=capped_nv, roof_pct=roof_pct, failed=failed,
+                           best=best, claims=claims,
                            local=np.array([b[0] if b[0] is not None else np.nan for b in local], dtype=float))
 
 
@@ -108,8 +196,16 @@ def family_estimates(fams: pd.DataFrame, est: LaunchEstimates, pos_family: npt.N
     each launch's family): ``gap_s``, ``nv_s``, ``nv_raw_s``, their counts, the time-weighted ``roof_pct``,
     ``local_max``, then ``est``, ``share`` and ``score`` (docs/formulas.md#findings)."""
     ok_roof = np.isfinite(est.roof_pct) & np.isfinite(est.dur)
+    has_nv = np.isfinite(est.nv)
+    has_gap = np.isfinite(est.gap_est)
     frame = pd.DataFrame({"family": pos_family, "gap": est.gap_est, "sol_capped": est.gap_est < est.gap,
                           "nv": est.nv, "nv_raw": est.nv_raw, "capped": est.capped_nv,
+                          # the physical bound each claimed saving respects (NaN: none stated for it)
+                          "nv_bound": np.where(has_nv, est.nv_bound, np.nan),
+                          "nv_unbounded": has_nv & ~np.isfinite(est.nv_bound),
+                          "nv_removing": has_nv & (np.array(est.nv_kind, dtype=object) == REMOVING),
+                          "gap_bound": np.where(has_gap, est.sol_cap, np.nan),
+                          "gap_unbounded": has_gap & ~np.isfinite(est.sol_cap),
                           "roof_t": np.where(ok_roof, est.roof_pct * est.dur, np.nan),
                           "t_roof": np.where(ok_roof, est.dur, np.nan), "failed": est.failed, "local": est.local})
     groups = frame.groupby("family", sort=False)
@@ -124,6 +220,10 @@ def family_estimates(fams: pd.DataFrame, est: LaunchEstimates, pos_family: npt.N
     agg["n_sol_capped"] = groups["sol_capped"].sum().reindex(agg.index).fillna(0)
     agg["roof_pct"] = (groups["roof_t"].sum(min_count=1) / groups["t_roof"].sum(min_count=1)).reindex(agg.index)
     agg["local_max"] = groups["local"].max().reindex(agg.index)
+    for col in ("nv_bound", "gap_bound"):
+        agg[col + "_s"] = groups[col].sum(min_count=1).reindex(agg.index)
+    for col in ("nv_unbounded", "nv_removing", "gap_unbounded"):
+        agg["n_" + col] = groups[col].sum().reindex(agg.index).fillna(0)
     agg = agg[~groups["failed"].all().reindex(agg.index).fillna(False).astype(bool)]  # failed profiles: no advice
     return recoverable(agg, total_time(est))
 
@@ -143,4 +243,12 @@ def recoverable(agg: pd.DataFrame, total: float) -> pd.DataFrame:
                           np.where((agg["n_gap"] > 0) & ~unknown, agg["gap_s"], np.nan))
     agg["share"] = agg["time_s"].fillna(0.0) / total if total > 0 else 0.0
     agg["score"] = np.where(agg["est"].notna(), agg["est"] / total if total > 0 else 0.0, agg["share"])
+    # the physical bound the claimed saving respects, where every launch that adds to it states one
+    nv_b = agg["nv_bound_s"].where(agg["n_nv_unbounded"] == 0)
+    gap_b = agg["gap_bound_s"].where(agg["n_gap_unbounded"] == 0)
+    agg["bound_s"] = np.where(agg["n_nv"] > 0, nv_b, np.where(agg["est"].notna(), gap_b, np.nan))
+    agg["basis"] = np.where(agg["n_nv"] > 0,
+                            np.where(agg["n_nv_removing"] == 0, "nvidia-preserving",
+                                     np.where(agg["n_nv_removing"] == agg["n_nv"], "nvidia-removing", "nvidia-mixed")),
+                            np.where(agg["est"].notna(), "roofline-gap", "none"))
     return agg

@@ -4,6 +4,7 @@ unknown bound (docs/formulas.md#findings). Pure functions of a family row of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.findings.bounds import PRESERVING, RuleFix
+from rooftop.analyzer.findings.estimate import RuleClaim
 from rooftop.analyzer.findings.severity import ROOF_HIGH
 
 QUOTE_CHARS = 400
@@ -34,14 +37,16 @@ def fmt_s(s: float) -> str:
     return f"{s * 1e9:.3g} ns"
 
 
-def rule_message(results: pd.DataFrame, kernels: Any, rule: Any) -> str:
-    """NVIDIA's text for ``rule`` on the first of ``kernels`` that has it ('' when none does)."""
+def rule_message(results: pd.DataFrame, kernels: Any, rule: Any, title: Any = None) -> str:
+    """NVIDIA's text for ``rule`` (and ``title``: console logs name no rule, so the title tells each
+    message's own rule) on the first of ``kernels`` that has it ('' when none does)."""
     if "ncu_rules" not in results or not isinstance(rule, str):
         return ""
     col = results["ncu_rules"]
     for k in list(kernels):
         for r in col.iloc[int(k)] if isinstance(col.iloc[int(k)], (list, tuple)) else []:
-            if isinstance(r, Mapping) and r.get("rule") == rule and r.get("message"):
+            if isinstance(r, Mapping) and r.get("rule") == rule and r.get("message") and \
+                    (not isinstance(title, str) or not title or r.get("title") == title):
                 text = str(r["message"])
                 return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
     return ""
@@ -57,30 +62,71 @@ class EstimateText:
     main_rule: str | None = None  # NVIDIA's rule with the largest summed saving
 
 
-def _nvidia_text(row: Mapping[str, Any], frules: pd.DataFrame, results: pd.DataFrame) -> EstimateText:
-    """NVIDIA's summed whole-kernel estimate: its three largest rules, caps, the gap, the main rule's text."""
+def _short(title: str) -> str:
+    """A rule title of at most 60 characters (console logs give NVIDIA's first sentence as the title)."""
+    return title if len(title) <= 60 else title[:60].rsplit(" ", 1)[0] + " …"
+
+
+def _rule_name(title: str, fix: RuleFix) -> str:
+    """A rule's title, or what its fix is where the title is a whole sentence (console logs)."""
+    return title if len(title) <= 60 else f"{fix.what[:1].upper()}{fix.what[1:]} ({title[:40].rsplit(' ', 1)[0]} …)"
+
+
+def _claim_lines(claims: list[RuleClaim]) -> tuple[list[str], list[str]]:
+    """Per NVIDIA rule (title) of the family: the counted ones, with NVIDIA's estimate and the physical
+    bound that limits it, and the ones not counted because their fix works on a unit that does not bind
+    (docs/formulas.md#findings). Sums over launches; the bound's reason from the longest launch."""
+    by: dict[tuple[str, bool], list[RuleClaim]] = {}
+    for c in claims:
+        by.setdefault((str(c.title or c.rule or "NVIDIA rule"), c.bound.counted), []).append(c)
+    counted, other = [], []
+    for (title, ok), cs in sorted(by.items(), key=lambda kv: -sum(c.raw_s for c in kv[1])):
+        raw = sum(c.raw_s for c in cs)
+        rep = max(cs, key=lambda c: c.raw_s)
+        kind = "keeps the work" if rep.fix.kind == PRESERVING else "removes work"
+        caveat = rep.fix.caveat or ""
+        if ok:
+            bounds = [c.bound.seconds for c in cs]
+            claim = sum(c.claim_s for c in cs)
+            why = [f"{rep.bound.text}{caveat}"]
+            if all(math.isfinite(b) for b in bounds):
+                why[0] = f"physical bound {fmt_s(sum(bounds))}: " + why[0]
+            if any(c.gap_capped for c in cs):
+                why.append("capped at rooftop's roofline bound (the time above the roof at today's intensity)")
+            counted.append(f"{_rule_name(title, rep.fix)} ({rep.fix.what}, a fix that {kind}): NVIDIA estimates "
+                           f"{fmt_s(raw)}, counted {fmt_s(claim)}; " + "; ".join(why) + " (docs/formulas.md#findings)")
+        else:
+            other.append(f"NVIDIA's estimate for {_rule_name(title, rep.fix)} ({rep.fix.what}): {fmt_s(raw)}, not counted as the saving: "
+                         f"{rep.bound.text}, so at most {fmt_s(sum(c.bound.seconds for c in cs))} "
+                         "(docs/formulas.md#findings)")
+    return counted, other
+
+
+def _nvidia_text(row: Mapping[str, Any], frules: pd.DataFrame, results: pd.DataFrame,
+                 claims: list[RuleClaim]) -> EstimateText:
+    """NVIDIA's summed whole-kernel estimate: its three largest rules, their bounds, the rules not
+    counted, the gap, the main rule's text."""
     out = EstimateText(est=float(row["nv_s"]))
     top_rules = frules.groupby(["rule", "title"])["saving"].sum().sort_values(ascending=False).head(3)
-    names = [f"{t if isinstance(t, str) and t else r} (~{fmt_s(s)})" for (r, t), s in top_rules.items()]
+    names = [f"{_short(t) if isinstance(t, str) and t else r} (~{fmt_s(s)})" for (r, t), s in top_rules.items()]
     if len(top_rules):
         main_rule = top_rules.index[0][0]
         if isinstance(main_rule, str) and main_rule:
             out.main_rule = main_rule
-    out.evidence.append(f"NVIDIA rules (largest whole-kernel estimated speedup per launch): {', '.join(names)}")
-    if row["n_capped"] > 0:
-        out.evidence.append(
-            f"NVIDIA's estimate {fmt_s(float(row['nv_raw_s']))} capped at rooftop's roofline bound "
-            f"in {int(row['n_capped'])} launch record(s): a saving cannot exceed the time above the roof "
-            "(docs/formulas.md#findings)")
+    out.evidence.append(f"NVIDIA rules (largest counted whole-kernel estimate per launch): {', '.join(names)}")
+    counted, other = _claim_lines(claims)
+    out.evidence += counted[:3] + other[:3]
     if row["n_gap"] > 0:
-        out.evidence.append(f"roofline gap (upper bound): {fmt_s(float(row['gap_s']))}")
+        out.evidence.append(f"roofline gap at today's intensity: {fmt_s(float(row['gap_s']))} (bounds the fixes that "
+                            "keep the work)")
     if len(top_rules):
         out.advice = " NVIDIA's rules for these launches: " + "; ".join(
-            str(t) for (_, t) in top_rules.index if isinstance(t, str) and t) + "."
-        quote = rule_message(results, row["kernels"], top_rules.index[0][0])
+            _short(t) for (_, t) in top_rules.index if isinstance(t, str) and t) + "."
+        quote = rule_message(results, row["kernels"], top_rules.index[0][0], top_rules.index[0][1])
         if quote:
             out.advice += f" NVIDIA's rule text: “{quote}”"
-    out.evidence.insert(0, f"estimated saving {fmt_s(float(row['nv_s']))} from NVIDIA's estimated speedup")
+    out.evidence.insert(0, f"estimated saving {fmt_s(float(row['nv_s']))} from NVIDIA's estimated speedup, each "
+                        "rule's estimate bounded by what its fix can physically save")
     return out
 
 
@@ -99,22 +145,28 @@ def _gap_text(row: Mapping[str, Any]) -> EstimateText:
     return out
 
 
-def estimate_text(row: Mapping[str, Any], label: str, frules: pd.DataFrame, results: pd.DataFrame) -> EstimateText:
+def estimate_text(row: Mapping[str, Any], label: str, frules: pd.DataFrame, results: pd.DataFrame,
+                  claims: list[RuleClaim] | None = None) -> EstimateText:
     """The estimate a family claims and why: NVIDIA's, else the roofline gap (not for an unknown
-    label), else none, ranked by time share (docs/formulas.md#findings)."""
+    label), else none, ranked by time share (docs/formulas.md#findings). ``claims``: NVIDIA's bounded
+    rule estimates of the family's launches."""
+    claims = claims or []
     if row["n_nv"] > 0:
-        return _nvidia_text(row, frules, results)
+        return _nvidia_text(row, frules, results, claims)
+    _, other = _claim_lines(claims)
     if row["n_gap"] > 0 and label == "unknown":
         return EstimateText(est=None, evidence=[
             f"no saving claimed: the roofline gap at the measured levels ({fmt_s(float(row['gap_s']))}) is no "
             "estimate while the bound is unknown, since an unmeasured level may bind lower (less would be "
             "recoverable) and NVIDIA gives no whole-kernel estimate; severity from the time share, at most medium "
-            "(docs/formulas.md#findings)"])
+            "(docs/formulas.md#findings)", *other[:3]])
     if row["n_gap"] > 0:
-        return _gap_text(row)
+        out = _gap_text(row)
+        out.evidence += other[:3]
+        return out
     return EstimateText(est=None, evidence=[
         "no attainable FLOP/s (no device ceiling or FLOP counts) and no NVIDIA speedup "
-        "estimate: ranked by share of GPU time only"])
+        "estimate: ranked by share of GPU time only", *other[:3]])
 
 
 def note_text(row: Mapping[str, Any]) -> list[str]:

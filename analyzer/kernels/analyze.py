@@ -70,7 +70,8 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         ev[i] = ["Profile failed: NCU collected no metrics for this launch (no duration; its rule results are "
                  "errors), so no label, saving or advice is given (lint failed-profile; docs/formulas.md#kernel-labels)"]
     extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
-              "memory_util", "bytes_convention"]
+              "memory_util", "bytes_convention", "busiest_pct", "top_unit", "top_unit_word", "top_unit_name",
+              "top_unit_side", "top_unit_level"]
     extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in M.LEVELS]
     refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
         list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices,
@@ -91,6 +92,7 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         "invocations": pd.to_numeric(f["invocations"], errors="coerce").fillna(1).astype("Int64"),
         "nvtx": f["nvtx"].astype("object").where(f["nvtx"].notna(), None),
         **{col: f[col] for col in extras},
+        **{f"sol_{lvl}_pct": f[f"unit_{lvl}"] for lvl in M.LEVELS},
         "sol_verdict": c["sol_verdict"], "label_basis": c["basis"],
         **{col: refs[col] for col in refs.columns},
     }, index=f.index)

@@ -60,6 +60,7 @@ from rooftop.analyzer.metrics.traffic import (
     rate_frame,
     rates,
 )
+from rooftop.analyzer.metrics.units import UNIT_WORDS, breakdown_metrics, busiest_unit, unit_of
 from rooftop.analyzer.metrics.work import (
     CLOCK_ALIASES,
     FP_TERMS,
@@ -91,8 +92,11 @@ __all__ = [
     "SOL_COMPUTE",
     "SOL_MEMORY",
     "UNIT_THROUGHPUT",
+    "UNIT_WORDS",
     "VOLTA_TENSOR_FLOPS_PER_INST",
     "Recipe",
+    "breakdown_metrics",
+    "busiest_unit",
     "bytes_by_level",
     "bytes_convention",
     "cc_number",
@@ -116,5 +120,6 @@ __all__ = [
     "tensor_ops",
     "tensor_variant_columns",
     "unit_cycles",
+    "unit_of",
     "unit_throughput",
 ]

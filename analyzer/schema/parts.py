@@ -134,6 +134,8 @@ class _FindingBase(TypedDict):
 
 
 class Finding(_FindingBase, total=False):
+    saving_bound_s: Num  # the physical bound est_saving_s respects (docs/formulas.md#findings); null: none stated
+    saving_basis: str  # nvidia-preserving | nvidia-removing | nvidia-mixed | roofline-gap | none
     family: str
     label: str  # a kernel or a window label, by the finding's source
     limiter: str
