@@ -121,7 +121,7 @@ def load_side(path: str, side: str, device: str | None) -> Side:
     ai = analyze_inputs([path], device)
     if not len(ai.kernels):
         raise InputError(path, "holds no kernel launches",
-                         "rooftop diff compares ncu profiles or saved analyses; DCGM streams have no kernels")
+                         "rooftop diff compares two ncu profiles, two timelines, or two DCGM captures")
     results = _with_nvtx(ai.results, ai.kernels)
     return Side(path=path, source="profile", results=results, inputs=ai.parsed.inputs(),
                 rejected=ai.parsed.rejected(), devices=ai.devices, lint=ai.lint)
@@ -161,6 +161,17 @@ def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: st
 
     if is_trace_pair(baseline, candidate):  # two nsys/Kineto timelines: docs/formulas.md#timeline-diff
         return run_trace_diff(baseline, candidate, fail_on=fail_on, command=command, min_effect=min_effect)
+    from rooftop.analyzer.diff.window_sides import run_windows_diff, window_side
+
+    wsides = [window_side(p) for p in (baseline, candidate)]  # DCGM windows: docs/formulas.md#windows-diff
+    if all(w is not None for w in wsides):
+        return run_windows_diff([w for w in wsides if w is not None], fail_on=fail_on, command=command,
+                                min_effect=min_effect)
+    for w, other in zip(wsides, (candidate, baseline), strict=True):
+        if w is not None:
+            raise InputError(w.path, f"holds DCGM windows, {other} does not",
+                             "compare two DCGM captures (or rooftop analyze/fleet JSON of them), or two kernel "
+                             "profiles")
     sides = [load_side(path, side, device) for path, side in zip((baseline, candidate), SIDES, strict=True)]
     result = compare(sides[0].results, sides[1].results, fail_on=fail_on, gate=gate, min_effect=min_effect)
     inputs = [{**i, "side": s} for s, side in zip(SIDES, sides, strict=True) for i in side.inputs]

@@ -83,24 +83,24 @@ def _row_name(r: Any) -> str:
                       getattr(r, "nvtx", None), getattr(r, "gpu", None))
 
 
-def how_text(tested: int, compared: int, alpha: float) -> str:
-    """How the compared series were judged, for the verdict's reason."""
+def how_text(tested: int, compared: int, alpha: float, what: str = "series") -> str:
+    """How the compared series (or ``what``) were judged, for the verdict's reason."""
     if tested:
-        return (f"{compared} series compared: {tested} with {stats.TEST_NAME} at α={alpha:g}, "
+        return (f"{compared} {what} compared: {tested} with {stats.TEST_NAME} at α={alpha:g}, "
                 f"{compared - tested} by threshold only")
-    return f"{compared} series compared, all by threshold only (too few launches for a test)"
+    return f"{compared} {what} compared, all by threshold only (too few repeats for a test)"
 
 
-def test_text(tested: int, compared: int, alpha: float) -> str:
-    """Which series the statistical test judged; the rest are judged by the threshold alone."""
+def test_text(tested: int, compared: int, alpha: float, what: str = "series") -> str:
+    """Which series (or ``what``) the statistical test judged; the rest are judged by the threshold alone."""
     if not tested:
-        return "none run: every series has too few launches, judged by the threshold alone"
+        return f"none run: every one of the {what} has too few repeats, judged by the threshold alone"
     if tested == compared:
-        return f"{stats.TEST_NAME} at α={alpha:g} on all {compared} series"
-    return f"{stats.TEST_NAME} at α={alpha:g} on {tested} of {compared} series; the rest by the threshold alone"
+        return f"{stats.TEST_NAME} at α={alpha:g} on all {compared} {what}"
+    return f"{stats.TEST_NAME} at α={alpha:g} on {tested} of {compared} {what}; the rest by the threshold alone"
 
 
-def noise_text(series: pd.DataFrame, gate: Gate) -> str:
+def noise_text(series: pd.DataFrame, gate: Gate, what: str = "series") -> str:
     """What the effect size and the test held back: significant series within the effect threshold
     (the run-to-run noise the test cannot see) and series beyond it that the test calls noise."""
     compared = series[series["decided_by"] != ""]
@@ -108,12 +108,12 @@ def noise_text(series: pd.DataFrame, gate: Gate) -> str:
     parts = []
     if len(small):
         top = small.reindex(small["change"].abs().sort_values(ascending=False).index).iloc[0]
-        parts.append(f"{len(small)} series changed significantly but by less than {gate.effect_pct:g} % "
+        parts.append(f"{len(small)} {what} changed significantly but by less than {gate.effect_pct:g} % "
                      f"(largest {_row_name(top)} {pct(top['change'])}): within run-to-run noise, "
                      "decided by the effect size")
     noisy = compared[compared["decided_by"] == "significance"]
     if len(noisy):
-        parts.append(f"{len(noisy)} series beyond {gate.effect_pct:g} % but not significant, decided by the test")
+        parts.append(f"{len(noisy)} {what} beyond {gate.effect_pct:g} % but not significant, decided by the test")
     return "; ".join(parts)
 
 

@@ -62,3 +62,5 @@ class Document(_DocumentBase, total=False):
     timeline_diff: list[dict[str, Json]]  # diff of two timelines: per device, both sides
     timeline_series: list[dict[str, Json]]  # ... the gated series (kernel families, steps)
     timeline_changes: list[dict[str, Json]]  # ... and every compared quantity, largest change first
+    windows_diff: dict[str, Json]  # diff of two DCGM captures / fleet periods: GPU-hours, label shares
+    window_series: list[dict[str, Json]]  # ... and per owner the efficiency, gated
