@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import __version__
+from rooftop._version import __version__
 
 SCHEMA_VERSION = 1
 

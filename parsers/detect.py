@@ -37,15 +37,6 @@ _RESULT_TYPE = re.compile(r'"resultType"\s*:\s*"(vector|matrix|scalar|string)"')
 _DMON_ROWS = re.compile(r"^\s*(GPU|GPU-I|GPU-CI)\s+\d+\s+(N/A|-?\d+(\.\d+)?)(\s+(N/A|-?\d+(\.\d+)?))*\s*$", re.M)
 
 
-def detect_format(src: Source) -> str | None:
-    """The format name of ``src``, or ``None`` when nothing rooftop reads is recognised
-    (the registry's :func:`parsers.formats.detect`)."""
-    from rooftop.parsers.formats import detect
-
-    fmt = detect(src)
-    return None if fmt is None else fmt.name
-
-
 # Sniffers: each tells from the bounded head (and, for JSON, tail) of the input whether it is one
 # format; parsers.formats tries them in its registered order.
 

@@ -119,6 +119,12 @@ def detect(src: Source) -> Format | None:
     return None
 
 
+def detect_format(src: Source) -> str | None:
+    """The format name of ``src``, or ``None`` when nothing rooftop reads is recognised."""
+    fmt = detect(src)
+    return None if fmt is None else fmt.name
+
+
 def known_formats() -> str:
     """The registered formats for an "expected one of" message."""
     return ", ".join(dict.fromkeys(f.label for f in FORMATS.values()))

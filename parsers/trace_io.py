@@ -83,7 +83,7 @@ def register_trace_formats() -> None:
     from rooftop.parsers.formats import Format, register
 
     first = "ncu-rep"
-    register(Format(NSYS_SQLITE, "events", "rooftop.parsers.nsys.sqlite:parse", "nsys SQLite export",
+    register(Format(NSYS_SQLITE, "events", "rooftop.parsers.nsys.columns:parse", "nsys SQLite export",
                     binary=True, reads_file=True), _is(NSYS_SQLITE), before=first)
     register(Format(NSYS_REP, "events", "rooftop.parsers.nsys.rep:parse", "Nsight Systems report (.nsys-rep)",
                     binary=True, reads_file=True), _is(NSYS_REP), before=first)

@@ -19,9 +19,8 @@ from collections.abc import Iterable
 from os import PathLike
 from typing import Any
 
+from rooftop._version import __version__
 from rooftop.errors import InputError
-
-__version__ = "0.1.0"
 
 __all__ = ["InputError", "__version__", "analyze", "load"]
 

@@ -314,7 +314,7 @@ def _inputs(kind: str) -> list[Path]:
 
 def _parsable(path: Path) -> bool:
     """Whether the unmutated file reaches a parser that exists (else the test would only test detect)."""
-    from rooftop.parsers.detect import detect_format
+    from rooftop.parsers.formats import detect_format
     from rooftop.parsers.source import Source
 
     try:

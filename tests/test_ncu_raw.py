@@ -12,7 +12,7 @@ import pytest
 
 from rooftop.errors import InputError
 from rooftop.parsers import parse_path
-from rooftop.parsers.detect import detect_format
+from rooftop.parsers.formats import detect_format
 from rooftop.parsers.model import validate_kernels
 from rooftop.parsers.ncu.raw import parse
 from rooftop.parsers.source import ParseOptions, Source

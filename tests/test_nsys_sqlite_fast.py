@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from rooftop.parsers.model import ParseResult
 from rooftop.parsers.nsys import columns as nsys_columns
-from rooftop.parsers.nsys.sqlite import Db, parse, queries
+from rooftop.parsers.nsys.columns import parse
+from rooftop.parsers.nsys.sqlite import Db, queries
 from rooftop.parsers.nsys.sqlite_ref import parse_reference
 from rooftop.parsers.source import ParseOptions, Source
 from tests.conftest import CORPUS, FIXTURES

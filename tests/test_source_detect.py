@@ -8,7 +8,7 @@ import pytest
 
 from rooftop.errors import InputError
 from rooftop.parsers import parse_path
-from rooftop.parsers.detect import detect_format
+from rooftop.parsers.formats import detect_format
 from rooftop.parsers.source import Source
 
 RAW_HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream"\n'

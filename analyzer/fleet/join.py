@@ -22,15 +22,13 @@ that means. The gap ``1 - gr_active`` is time outside the profiled kernels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.ceilings.devices import load_device_option
-from rooftop.analyzer.pipeline import analyze_inputs
 from rooftop.errors import InputError
 
 ABS_TOL = 0.05
@@ -229,29 +227,6 @@ class JoinRequest:
     @property
     def label(self) -> str:
         return "every window" if self.column is None else f"{self.column} = {self.value}"
-
-
-def join_request(profiles: Sequence[str], filters: Mapping[str, str | None],
-                 device: str | None) -> JoinRequest | None:
-    """``rooftop fleet --kernels``: the profiles analysed now and at most one window filter
-    (``{"job": ..., "pod": ..., ...}``, None where not given); None without profiles.
-    :class:`InputError` for two filters, a filter without profiles, or profiles without launches."""
-    given = {k: v for k, v in filters.items() if v is not None}
-    if len(given) > 1:
-        raise InputError("--" + "/--".join(given), "select the job's windows with one filter",
-                         "give one of --job, --pod, --namespace, --host")
-    if not profiles:
-        if given:
-            raise InputError(f"--{next(iter(given))}", "selects windows for --kernels, which is missing",
-                             "add --kernels PROFILE (an ncu export of the job)")
-        return None
-    ai = analyze_inputs(list(profiles), device)
-    if not len(ai.results):
-        raise InputError(", ".join(profiles), "holds no kernel launches",
-                         "--kernels takes ncu exports (or folders of them) of the job")
-    column, value = next(iter(given.items())) if given else (None, None)
-    return JoinRequest(results=ai.results, column=column, value=value,
-                       ceilings=load_device_option(device), profiles=tuple(profiles))
 
 
 def select_windows(windows: pd.DataFrame, column: str | None, value: str | None) -> pd.DataFrame:

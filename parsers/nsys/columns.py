@@ -1,5 +1,5 @@
-"""The columnar reader of an nsys SQLite export (:func:`read_columns`, used by
-:func:`rooftop.parsers.nsys.sqlite.parse`): each table's query fetched once, straight into NumPy and
+"""The columnar reader of an nsys SQLite export, the ``nsys-sqlite`` format's parser (:func:`parse`;
+the tables and queries are :mod:`rooftop.parsers.nsys.sqlite`'s): each table's query fetched once, straight into NumPy and
 Arrow columns. With ``adbc-driver-sqlite`` (extra ``trace``) SQLite fills Arrow arrays itself;
 without it, or where it cannot type a column, ``sqlite3`` rows are transposed column by column.
 Same result as the plain reference :mod:`rooftop.parsers.nsys.sqlite_ref` (tested). Rules:
@@ -15,15 +15,17 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop.errors import InputError
-from rooftop.parsers.model import EVENT_COLUMNS, Rejected
+from rooftop.parsers.model import EVENT_COLUMNS, ParseResult, Rejected
 from rooftop.parsers.nsys.sqlite import (
     SQL_COLUMNS,
     TEXT_COLUMNS,
     VERSION_SUFFIX,
     Db,
     Query,
+    parse_with,
     rejected_rows,
 )
+from rooftop.parsers.source import ParseOptions, Source
 
 _NULL = -(2**63)  # the missing-value marker of the integer columns while reading
 
@@ -195,3 +197,10 @@ def events_frame(path: str, parts: list[_Part]) -> pd.DataFrame:
             mask = ints[col] == _NULL
             data[col] = pd.arrays.IntegerArray(np.where(mask, 0, ints[col]), mask)
     return pd.DataFrame(data)
+
+
+def parse(src: Source, opts: ParseOptions) -> ParseResult:
+    """Every activity, API, sync and NVTX-range row as an event; rows without start or end are
+    rejected with the table and row. ``docs/formulas.md#timelines``."""
+    del opts
+    return parse_with(src, read_columns)

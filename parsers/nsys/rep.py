@@ -1,5 +1,5 @@
 """Binary Nsight Systems report (``.nsys-rep``, older ``.qdrep``): exported to SQLite with the
-user's own ``nsys`` into a temporary folder, then read by :mod:`rooftop.parsers.nsys.sqlite`.
+user's own ``nsys`` into a temporary folder, then read by :mod:`rooftop.parsers.nsys.columns`.
 The container has no public layout, so without ``nsys`` on PATH this is an input error naming the
 command to run (``docs/formulas.md#timelines``)."""
 
@@ -24,7 +24,7 @@ def export_command(nsys: str, report: str, out: str) -> list[str]:
 
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
-    from rooftop.parsers.nsys import sqlite as nsys_sqlite
+    from rooftop.parsers.nsys import columns
 
     nsys = shutil.which("nsys")
     hint = f"run `nsys export --type sqlite --output report.sqlite {src.path}` and pass the .sqlite file"
@@ -43,7 +43,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
             last = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["no output"]
             raise InputError(src.path, f"`nsys export` exited {proc.returncode}: {last[0]}",
                              "a report from a newer nsys needs an nsys at least that new; " + hint)
-        result = nsys_sqlite.parse(Source(out), opts)
+        result = columns.parse(Source(out), opts)
     events = result.events.assign(input=src.path)
     acc = replace(result.accounting, path=src.path, format=NSYS_REP)
     result.meta["exported_with"] = nsys

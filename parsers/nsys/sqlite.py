@@ -6,9 +6,11 @@ memcpy and memset activity, CUDA runtime/driver calls, CUPTI synchronisation rec
 push/pop and start/end ranges; ``StringIds`` resolves names (in SQL), ``TARGET_INFO_GPU`` GPU names.
 Rules: ``docs/formulas.md#timelines``.
 
-:func:`parse` reads each table with one query of only the columns it has, straight into NumPy and
-Arrow columns (no per-row Python objects beyond what ``sqlite3`` returns);
-:mod:`rooftop.parsers.nsys.sqlite_ref` is the plain reference it is tested against.
+This module probes the export and builds the queries (:func:`queries`, :func:`parse_with`); the
+format's parser is :func:`rooftop.parsers.nsys.columns.parse`, which reads each table with one query
+of only the columns it has, straight into NumPy and Arrow columns (no per-row Python objects beyond
+what ``sqlite3`` returns); :mod:`rooftop.parsers.nsys.sqlite_ref` is the plain reference it is
+tested against.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pandas as pd
 
 from rooftop.errors import InputError
 from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
-from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.source import Source
 from rooftop.parsers.trace_io import NSYS_SQLITE, read_error
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -229,11 +231,3 @@ def rejected_rows(path: str, table: str, bad: np.ndarray) -> list[Rejected]:
     return [Rejected(path, None, f"{table} row {i + 1}: no start or end time")
             for i in np.flatnonzero(bad)[:MAX_REJECTED_LISTED].tolist()]
 
-
-def parse(src: Source, opts: ParseOptions) -> ParseResult:
-    """Every activity, API, sync and NVTX-range row as an event; rows without start or end are
-    rejected with the table and row. ``docs/formulas.md#timelines``."""
-    from rooftop.parsers.nsys.columns import read_columns
-
-    del opts
-    return parse_with(src, read_columns)

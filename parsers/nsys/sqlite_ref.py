@@ -1,5 +1,5 @@
 """The plain reference reader of an nsys SQLite export: every column of every query fetched into a
-pandas DataFrame row by row, then cast. Slow and obviously right; :func:`rooftop.parsers.nsys.sqlite.parse`
+pandas DataFrame row by row, then cast. Slow and obviously right; :func:`rooftop.parsers.nsys.columns.parse`
 (the columnar reader) must give the same :class:`ParseResult` (``tests/test_nsys_sqlite_fast.py``).
 Same tables, SQL and rules: ``docs/formulas.md#timelines``."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from rooftop import __version__
+from rooftop._version import __version__
 from rooftop.cli.boundary import EXIT_REGRESSION, RooftopGroup
 from rooftop.cli.lazy import frozen_imports
 from rooftop.cli.options import (
@@ -163,8 +163,8 @@ def fleet(dataset: str, since: Any, until: Any, by: str, engine: str, scheduler:
           host: str | None) -> None:
     """Nightly analysis over a dataset: window labels, roll-ups per group, ranked fleet findings."""
     with frozen_imports():
-        from rooftop.analyzer.fleet.join import join_request
         from rooftop.analyzer.fleet.pipeline import run_fleet
+        from rooftop.analyzer.fleet.request import join_request
 
     groups = [g.strip() for g in by.split(",") if g.strip()]
     guard_outputs(list(profiles), outputs.files)
