@@ -64,3 +64,4 @@ class Document(_DocumentBase, total=False):
     timeline_changes: list[dict[str, Json]]  # ... and every compared quantity, largest change first
     windows_diff: dict[str, Json]  # diff of two DCGM captures / fleet periods: GPU-hours, label shares
     window_series: list[dict[str, Json]]  # ... and per owner the efficiency, gated
+    trend: dict[str, Json]  # trend: runs, per family run values, noise bands, changes (docs/formulas.md#trend)

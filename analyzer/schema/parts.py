@@ -43,6 +43,7 @@ class Input(_InputBase, total=False):
     side: Side  # diff
     sha256: str  # fleet: from the dataset manifest
     ingested_at: str
+    run: int  # trend: the run's position (0 = oldest)
 
 
 class _RejectedBase(TypedDict):
@@ -188,6 +189,7 @@ class _LintBase(TypedDict):
 
 class Lint(_LintBase, total=False):
     side: LintSide
+    run: int  # trend: the run it is about
 
 
 class _VerdictBase(TypedDict):

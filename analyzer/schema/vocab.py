@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-Kind = Literal["analyze", "fleet", "diff"]
+Kind = Literal["analyze", "fleet", "diff", "trend"]
 KINDS: tuple[str, ...] = get_args(Kind)
 
 # docs/formulas.md#kernel-labels (analyzer/kernels/classify.py)
