@@ -17,24 +17,27 @@ PROM_JSON = "prometheus-json"
 SMI_CSV = "nvidia-smi-csv"
 SMI_DMON = "nvidia-smi-dmon"
 
+# Line-start patterns use [ \t], never \s: with re.M, ``^\s*`` re-scans every following blank line
+# from each line start (quadratic: 16 KB of blank lines took ~60 s to refuse; issue 30 item 13).
 _CSV_HEADER = re.compile(r'^\ufeff?"ID"[,;]"Process ID"', re.M)  # ";": re-saved, decimal-comma locale
 _CONSOLE = re.compile(
-    r"^\s+Section: |^\s{2}\S.*\)x\(\d+, \d+, \d+\), |, Invocations \d+\s*$|, Context \d+, Stream \d+", re.M
+    r"^[ \t]+Section: |^[ \t]{2}\S.*\)x\(\d+, \d+, \d+\), |, Invocations \d+[ \t\r]*$|, Context \d+, Stream \d+", re.M
 )
-_DMON = re.compile(r"^\s*#\s?Entity\b", re.M)
+_DMON = re.compile(r"^[ \t]*#[ \t]?Entity\b", re.M)
 _PROM_LINE = re.compile(r"^[ \t]*[A-Za-z_:][A-Za-z0-9_:]*(\{[^\n]*\})?\s+[-+0-9.eEnaNIf]+(\s+-?\d+)?\s*$", re.M)
 _PROM_META = re.compile(r"^[ \t]*# (HELP|TYPE) [A-Za-z_:][A-Za-z0-9_:]*", re.M)
-_SMI_CSV = re.compile(r"^\s*(timestamp|index|name|pci\.bus_id|uuid)\s*,.*\[\s*(%|MiB|W|MHz)\s*\]|"
-                      r"^\s*(timestamp|index|name),\s*(index|name|pci\.bus_id|utilization\.gpu)", re.M | re.I)
-_SMI_DMON = re.compile(r"^#\s*gpu\s+(pwr|sm|gtemp|mtemp|mem|enc|dec|mclk|pclk)\b", re.M | re.I)
+_SMI_CSV = re.compile(r"^[ \t]*(timestamp|index|name|pci\.bus_id|uuid)[ \t]*,.*\[[ \t]*(%|MiB|W|MHz)[ \t]*\]|"
+                      r"^[ \t]*(timestamp|index|name),[ \t]*(index|name|pci\.bus_id|utilization\.gpu)", re.M | re.I)
+_SMI_DMON = re.compile(r"^#[ \t]*gpu[ \t]+(pwr|sm|gtemp|mtemp|mem|enc|dec|mclk|pclk)\b", re.M | re.I)
 _PROF = re.compile(r"^==(PROF|ERROR|WARNING)==", re.M)
 # Query JSON behind a pasted curl/kubectl line; dmon rows pasted without their header lines.
-_PROM_JSON_NOISY = re.compile(r'^\s*\{\s*"status"\s*:|"resultType"\s*:\s*"(vector|matrix)"', re.M)
-_SMI_CSV_LOGGER = re.compile(r"^\s*timestamp\s*,.*\b(memory\.used|utilization\.gpu|power\.draw|temperature\.gpu)\b",
+_PROM_JSON_NOISY = re.compile(r'^[ \t]*\{\s*"status"\s*:|"resultType"\s*:\s*"(vector|matrix)"', re.M)
+_SMI_CSV_LOGGER = re.compile(r"^[ \t]*timestamp[ \t]*,.*\b(memory\.used|utilization\.gpu|power\.draw|temperature\.gpu)\b",
                              re.M | re.I)
-_SMI_DMON_DT = re.compile(r"^#\s*(Date\s+)?Time\s+gpu\s", re.M | re.I)  # nvidia-smi dmon -o DT / -o T
+_SMI_DMON_DT = re.compile(r"^#[ \t]*(Date[ \t]+)?Time[ \t]+gpu[ \t]", re.M | re.I)  # nvidia-smi dmon -o DT / -o T
 _RESULT_TYPE = re.compile(r'"resultType"\s*:\s*"(vector|matrix|scalar|string)"')
-_DMON_ROWS = re.compile(r"^\s*(GPU|GPU-I|GPU-CI)\s+\d+\s+(N/A|-?\d+(\.\d+)?)(\s+(N/A|-?\d+(\.\d+)?))*\s*$", re.M)
+_DMON_ROWS = re.compile(r"^[ \t]*(GPU|GPU-I|GPU-CI)[ \t]+\d+[ \t]+(N/A|-?\d+(\.\d+)?)([ \t]+(N/A|-?\d+(\.\d+)?))*[ \t\r]*$",
+                        re.M)
 
 
 # Sniffers: each tells from the bounded head (and, for JSON, tail) of the input whether it is one

@@ -139,7 +139,8 @@ def _stream(name: str, parser: str, label: str) -> Format:
 def _builtins() -> None:
     register(Format("ncu-rep", "kernels", "rooftop.parsers.ncu.rep:parse", "Nsight Compute report (.ncu-rep/.ncu-repz)",
                     binary=True, reads_file=True), d.is_ncu_report)
-    register(Format("prometheus-json", "samples", "rooftop.parsers.prometheus.json:parse", "Prometheus query JSON"),
+    register(Format("prometheus-json", "samples", "rooftop.parsers.prometheus.json:parse", "Prometheus query JSON",
+                    streamable=True),
              d.is_prom_json)
     register(Format("ncu-raw-csv", "kernels", "rooftop.parsers.ncu.raw:parse", "ncu raw/details CSV",
                     line_based=True, max_line_bytes=MAX_CSV_LINE_BYTES), d.is_ncu_raw)

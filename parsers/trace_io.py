@@ -33,7 +33,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 _NSYS_REP_MARKS = (b"Tegra Profiler Report", b"QuadD", b"Nsight Systems")
 _STATS_CSV = re.compile(r'^\ufeff?"?Time \(%\)"?,"?Total Time \(ns\)"?,"?(Instances|Count|Num Calls)"?,', re.M)
 _STATS_CONSOLE = re.compile(r"Executing '(cuda_gpu_kern_sum|gpukernsum|cuda_api_sum|osrt_sum)'|"
-                            r"^\s*\*\* CUDA GPU Kernel Summary", re.M)
+                            r"^[ \t]*\*\* CUDA GPU Kernel Summary", re.M)
 _CHROME = re.compile(r'"traceEvents"\s*:|^\s*\[\s*\{[^\n]{0,400}"ph"\s*:', re.S)
 
 

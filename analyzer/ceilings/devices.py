@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -175,26 +177,65 @@ def load_device_option(option: str | None) -> DeviceSpec | None:
     return spec
 
 
-def _load_file(path: Path) -> DeviceSpec:
+MAX_DEVICE_FILE_BYTES = 1 << 20  # a device file is a few hundred bytes
+
+
+def _read_text(path: Path) -> str:
+    """The device file's text: a regular file of at most :data:`MAX_DEVICE_FILE_BYTES` (a FIFO or
+    device such as /dev/zero is refused, never read forever)."""
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         raise InputError(where, f"cannot be read: {exc.strerror or exc}", "check the path") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(where, "is not a regular file (a device, pipe or folder)",
+                             "give a JSON or YAML device file")
+        raw = os.read(fd, MAX_DEVICE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(where, f"cannot be read: {exc.strerror or exc}", "check the path") from exc
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_DEVICE_FILE_BYTES:
+        raise InputError(where, f"is larger than {MAX_DEVICE_FILE_BYTES:,} bytes, far more than one device",
+                         "give a file that holds one device object")
+    try:
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(where, "is not UTF-8 text", "save the device file as UTF-8 JSON or YAML") from exc
+
+
+def _load_yaml(text: str, where: str) -> Any:
+    """YAML without aliases: ``*name`` references can expand a small file into an exponential
+    structure ("billion laughs"); a device file needs none, so any alias is refused before loading."""
+    try:
+        import yaml
+    except ImportError as exc:
+        raise InputError(where, "is YAML but pyyaml is not installed",
+                         "pip install 'rooftop[yaml]', or write the file as JSON") from exc
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise InputError(where, f"uses a YAML alias (*{event.anchor}), which rooftop does not read "
+                                 "in a device file", "write each value out")
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(where, f"is not valid YAML: {str(exc).splitlines()[0]}") from exc
+    except RecursionError as exc:
+        raise InputError(where, "nests too deep to be a device file", "give one device object") from exc
+
+
+def _load_file(path: Path) -> DeviceSpec:
+    where = str(path)
+    text = _read_text(path)
     data: Any
     if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError as exc:
-            raise InputError(where, "is YAML but pyyaml is not installed",
-                             "pip install 'rooftop[yaml]', or write the file as JSON") from exc
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(where, f"is not valid YAML: {str(exc).splitlines()[0]}") from exc
+        data = _load_yaml(text, where)
     else:
+        from rooftop.parsers.json_depth import check_json_depth  # NumPy: only when a file is given
+
+        check_json_depth(text, where)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -5,6 +5,8 @@ Streaming: ``ijson`` (C backend) yields one event dict at a time, numbers as ``i
 ``Decimal``, so ``ts``/``dur`` (µs, up to 16 significant digits) become integer ns exactly by
 ``round_half_even(value * 1000)`` (``docs/formulas.md#timelines``; the corpus METHOD.md §2). Without
 ijson the file is loaded whole with ``json`` and ``parse_float=Decimal`` (same numbers, not bounded).
+A document nesting deeper than :data:`parsers.json_depth.MAX_DEPTH` is refused before ijson sees it
+(its memory grows with the square of the depth).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
+from rooftop.parsers.json_depth import DepthGuard
 from rooftop.parsers.kineto.ops import ARG_KEYS, OpBuilder, canon
 from rooftop.parsers.kineto.whole import MISSING, decode_arg, read_whole
 from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
@@ -102,7 +105,7 @@ def _header(src: Source) -> dict[str, Any]:
         return out
     with open_stream(src) as fh:
         try:
-            for key, value in ijson.kvitems(_until_events(fh), ""):
+            for key, value in ijson.kvitems(_until_events(DepthGuard(fh, src.path)), ""):
                 out[key] = value
         except _READ_ERRORS:
             pass  # the head ends at traceEvents by construction
@@ -138,7 +141,7 @@ class _until_events:
 def _events(src: Source) -> Iterator[dict[str, Any]]:
     with open_stream(src) as fh:
         if HAVE_IJSON:
-            yield from ijson.items(fh, _prefix(src))
+            yield from ijson.items(DepthGuard(fh, src.path), _prefix(src))  # ijson: memory ~ depth²
             return
         doc = json.loads(fh.read(), parse_float=Decimal)  # pragma: no cover
         yield from (doc.get("traceEvents", []) if isinstance(doc, dict) else doc)  # pragma: no cover
@@ -218,7 +221,7 @@ def _late_properties(src: Source) -> dict[str, Any]:
         return {}
     with open_stream(src) as fh:
         try:
-            return {"deviceProperties": list(ijson.items(fh, "deviceProperties.item"))}
+            return {"deviceProperties": list(ijson.items(DepthGuard(fh, src.path), "deviceProperties.item"))}
         except _READ_ERRORS:
             return {}
 

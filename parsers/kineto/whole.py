@@ -98,5 +98,7 @@ def read_whole(src: Source) -> Whole | None:
         doc = decoder.decode(data)
     except errors:
         return None
+    except RecursionError:  # too deep for msgspec: the streamed reader names the file
+        return None
     props = doc.deviceProperties
     return Whole(doc.traceEvents, props if isinstance(props, list) else [])

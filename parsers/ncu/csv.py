@@ -39,6 +39,9 @@ __all__ = [
 ]
 
 HEADER_RE = re.compile(r'^\ufeff?"ID"(?P<sep>[,;])"Process ID"', re.M)
+# The widest real export: ncu --page raw with every metric of a Blackwell GPU is ~8,000 columns
+# (2,600 base metrics x their rollups); a header wider than this is refused before it is split.
+MAX_CSV_COLUMNS = 20_000
 ERROR_RE = re.compile(r"^==ERROR==.*$", re.M)
 
 
@@ -87,8 +90,10 @@ def _split_header(line: str, sep: str) -> list[str]:
     return next(csv.reader([line], delimiter=sep))
 
 
-def locate_blocks(text: str) -> list[CsvBlock]:
+def locate_blocks(text: str, path: str = "") -> list[CsvBlock]:
     """Every CSV block of ``text`` (already decoded, ``\\n`` line ends), noise lines skipped.
+    A header of more than :data:`MAX_CSV_COLUMNS` columns is an :class:`InputError` naming ``path``
+    (its separators are counted before anything is split, so the refusal is quick and small).
 
     A data line is one that starts with a quote, or an unquoted line whose first field is an
     integer and that has at least as many separators as the shortest known row shape (a re-saved
@@ -114,6 +119,10 @@ def locate_blocks(text: str) -> list[CsvBlock]:
                 sep = hm.group("sep")
                 if cur is not None and line == cur.header_text:
                     continue
+                if line.count(sep) >= MAX_CSV_COLUMNS:
+                    raise InputError(path, f"the ncu CSV header has {line.count(sep) + 1:,} columns, more than "
+                                     f"any Nsight Compute export ({MAX_CSV_COLUMNS:,} at most)",
+                                     "export the raw page again with ncu --csv --page raw", line=first_no + i)
                 text_ = line.lstrip("\ufeff")
                 cur = CsvBlock(first_no + i, sep, _split_header(text_, sep), line)
                 blocks.append(cur)
@@ -259,7 +268,7 @@ def read_blocks(path: str, text: str,
     """Every CSV block of an export read with ``read_one(block, text)``, rows without integer IDs
     dropped (as :class:`BadRow`), blocks concatenated; also the first block's separator.
     ``InputError`` when there is no header or no data row at all."""
-    blocks = locate_blocks(text)
+    blocks = locate_blocks(text, path)
     if not blocks:
         raise no_data_error(path, text, 'no ncu CSV header ("ID","Process ID",...) found')
     frames: list[pd.DataFrame] = []

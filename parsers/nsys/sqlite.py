@@ -53,14 +53,31 @@ class Db:
         uri = Path(file).resolve().as_uri() + "?mode=ro&immutable=1"
         self.con = sqlite3.connect(uri, uri=True)
         try:
-            rows = self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')").fetchall()
+            rows = self.con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table','view')").fetchall()
         except sqlite3.DatabaseError as exc:
             self.con.close()
             raise read_error(path, exc, "SQLite file") from exc
         self.tables = {r[0] for r in rows}
+        self.views = {r[0] for r in rows if r[1] == "view"}
         self._cols: dict[str, set[str]] = {}
         self.uri = uri
         self.arrow: Any = None  # an ADBC connection of the columnar reader, when it opened one
+
+    def check(self) -> None:
+        """:class:`InputError` unless the export can be read whole and as written: a table rooftop
+        reads that is a view (nsys writes none; a view can be endless, e.g. a recursive one), or
+        damage SQLite's ``PRAGMA quick_check`` finds (a corrupt page can otherwise read as fewer
+        rows without any error: read short, silently)."""
+        read = sorted(v for v in self.views if v in (NVTX, "StringIds")
+                      or v.startswith(("CUPTI_", "META_DATA_", "TARGET_INFO_", "ENUM_")))
+        if read:
+            raise InputError(self.path, f"{read[0]} is a view, not a table: not an Nsight Systems export as "
+                             "nsys writes it (a view can be endless)", "export the report again with "
+                             "`nsys export --type sqlite`")
+        verdict = self.con.execute("PRAGMA quick_check(1)").fetchone()
+        if not verdict or verdict[0] != "ok":
+            raise InputError(self.path, f"SQLite file is damaged: {str(verdict[0] if verdict else '')[:200]} "
+                             "(PRAGMA quick_check)", "re-copy or re-export the file; it must be complete")
 
     def close(self) -> None:
         self.con.close()
@@ -214,6 +231,7 @@ def parse_with(src: Source, reader: Reader) -> ParseResult:
             raise InputError(src.path, "is a SQLite file without Nsight Systems tables "
                              "(no CUPTI_ACTIVITY_KIND_*, StringIds or META_DATA_EXPORT)",
                              "export the report with `nsys export --type sqlite report.nsys-rep`")
+        db.check()
         meta = read_meta(db)
         events, rejected, by_table = reader(db, queries(db))
     except sqlite3.DatabaseError as exc:
