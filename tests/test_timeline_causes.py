@@ -23,6 +23,7 @@ CORPUS_TRACE = CORPUS / "trace"
 ALEXNET = "facebookresearch__HolisticTraceAnalysis__tests__data__critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
 B200 = "AMD-AGI__TraceLens__tests__traces__b200__eager_trace.json.gz"
 TRITON = "facebookresearch__HolisticTraceAnalysis__tests__data__triton_example__triton_example.json.gz"
+RESNET = "pytorch__kineto__tb_plugin__samples__resnet50_autograd_api_num_workers_0__worker0.pt.trace.json.gz"
 RANK0 = "facebookresearch__HolisticTraceAnalysis__tests__data__negative_queue_length_values_check__rank0.json.gz"
 
 
@@ -183,3 +184,19 @@ def test_every_corpus_trace_over_30_percent_idle_has_a_finding() -> None:
         for e in a.timeline:
             if (e["idle_fraction"] or 0) > 0.3 and e["label"] != "unknown":
                 assert f"{name} GPU {e['device']}" in found, name
+
+
+@pytest.mark.corpus
+def test_corpus_resnet50_num_workers_0_blames_the_dataloader() -> None:
+    """No ProfilerStep: the six DataLoader __next__ calls delimit five iterations (the first 4.49 s,
+    warm-up: CUDA runtime); in a typical one the GPU waits on the main-process DataLoader."""
+    a = _corpus(RESNET)
+    its = [s for s in a.steps if s["kind"] == "iteration"]
+    assert [s["name"] for s in its] == [f"DataLoader iteration {i}" for i in range(1, 6)]
+    assert [round(s["wall_s"], 3) for s in its] == [4.49, 0.161, 0.146, 0.149, 0.194]
+    assert all(next(iter(s["host_idle_by_activity_s"])) == "input pipeline" for s in its[1:])
+    (f, *_) = timeline_findings(a.timeline, a.steps)
+    assert f["rule"] == "timeline-idle-host" and f["severity"] == "high"
+    assert "(input pipeline): enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ in the main process, " \
+           "26 % of each step (median of 5); over the whole span most of it on CUDA runtime" in f["title"]
+    assert "num_workers > 0" in f["recommendation"]
