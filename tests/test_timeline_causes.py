@@ -200,3 +200,25 @@ def test_corpus_resnet50_num_workers_0_blames_the_dataloader() -> None:
     assert "(input pipeline): enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ in the main process, " \
            "26 % of each step (median of 5); over the whole span most of it on CUDA runtime" in f["title"]
     assert "num_workers > 0" in f["recommendation"]
+
+
+def test_graph_replay_gaps_are_not_blamed_on_the_host(tmp_path: Path) -> None:
+    """One cudaGraphLaunch replays 10 kernels of 10 µs 40 µs apart (idle 78 %): those gaps are not host
+    or launch time, so the limiter is unknown and no idle finding is made (TraceLens#728, HTA#290)."""
+    ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 5, "tid": 1, "ts": 0, "dur": 5,
+           "args": {"correlation": 7}}]
+    ev += [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 10 + 50 * i, "dur": 10,
+            "args": {"device": 0, "stream": 7, "correlation": 7}} for i in range(10)]
+    p = tmp_path / "graph.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    a = analyze_timelines([parse_path(p)])
+    (e,) = a.timeline
+    assert (e["label"], e["limiter"], e["graph_replay_share"]) == ("overhead-bound", "unknown", 1.0)
+    assert "CUDA-graph launches" in e["evidence"][0]
+    assert timeline_findings(a.timeline, a.steps) == []
+
+
+@pytest.mark.corpus
+def test_corpus_vllm_graph_execution_replay_share() -> None:
+    (e,) = _corpus("AMD-AGI__TraceLens__tests__traces__inference__vllm_decode_full__graph_execution.json.gz").timeline
+    assert e["graph_replay_share"] == 0.969282052 and e["label"] == "kernel-bound"

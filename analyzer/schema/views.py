@@ -68,6 +68,7 @@ class TimelineEntry(_TimelineBase, total=False):
     host_idle_top: list[HostIdleTop]
     communication: Communication  # NCCL kernels (docs/formulas.md#timeline-communication)
     copies: list[CopyKind]  # per copy/set kind (docs/formulas.md#timeline-copies)
+    graph_replay_share: float | None  # GPU time launched by CUDA-graph launches (docs/formulas.md#timelines)
     section: int | None  # nsys stats console: the run within the file
     gap_histogram: GapHistogram
     busy_strip: BusyStrip | None

@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.timeline.arrays import NA, ints
+from rooftop.analyzer.timeline.calls import ASYNC_COPY, GRAPH_LAUNCH, call_keys, made_by
 from rooftop.analyzer.timeline.causes import HostActivity, host_activity
 from rooftop.analyzer.timeline.comm import communication
-from rooftop.analyzer.timeline.copies import async_copy_calls, copy_table
+from rooftop.analyzer.timeline.copies import copy_table
 from rooftop.analyzer.timeline.labels import Verdict, label_device, summary_verdict
 from rooftop.analyzer.timeline.metrics import (
     GPU_KINDS,
@@ -181,7 +182,8 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
     devices = act["device"].to_numpy(dtype=object)
     blocking = blocking_rows(ev)
     sync = _SyncRows.of(ev, blocking)
-    ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking[0], r.ops), async_calls=async_copy_calls(ev))
+    ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking[0], r.ops), async_calls=call_keys(ev, ASYNC_COPY),
+                   graph_calls=call_keys(ev, GRAPH_LAUNCH))
     is_copy = act["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool, na_value=False)
     copy_rows = act[is_copy]
     is_nccl = (acts.kind == 0) & (acts.name >= 0)
@@ -194,8 +196,12 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         ctx.covers[device] = sync.cover(device)
         ctx.pids[device] = ctx.device_pids(on_dev)
         v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
+        replay = _graph_share(act[on_dev], ctx.graph_calls)
+        v = graph_verdict(v, replay)
         out.devices[(path, device)] = (dt, v)
         entry = _entry(path, device, gpus.get(device), dt.metrics, v)
+        if replay is not None:
+            entry["graph_replay_share"] = replay
         comm = communication(acts.subset(on_dev))  # docs/formulas.md#timeline-communication
         if comm is not None:
             entry["communication"] = comm
@@ -204,6 +210,33 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
             entry["copies"] = copies
         out.timeline.append(entry)
     _steps(ctx, out)
+
+
+GRAPH_MIN = 0.5  # at this share of GPU time replayed from CUDA graphs, idle causes are unknown
+
+
+def _graph_share(act: pd.DataFrame, keys: set[tuple[int, int]]) -> float | None:
+    """The share of a device's GPU time made by a CUDA/HIP graph launch (None: no graph launch)."""
+    if not keys:
+        return None
+    dur = (act["end_ns"] - act["start_ns"]).to_numpy(dtype=np.int64)
+    total = int(dur.sum())
+    replayed = made_by(ints(act["correlation"]), ints(act["pid"]), keys)
+    return round(int(dur[replayed].sum()) / total, 9) if total else None
+
+
+def graph_verdict(v: Verdict, share: float | None) -> Verdict:
+    """An idle/overhead-bound verdict whose GPU time is mostly CUDA-graph replay: the gaps between a
+    replay's kernels are neither host nor launch time, and the trace does not show which kernel of
+    the graph waits on what, so the limiter is ``unknown`` (docs/formulas.md#timelines)."""
+    if share is None or share < GRAPH_MIN:
+        return v
+    note = (f"{100 * share:.1f} % of the GPU time was launched by CUDA-graph launches (cudaGraphLaunch and "
+            "kin): gaps between a replay's kernels are not host or launch time, and no op launched those "
+            "kernels one by one, so idle causes and op attribution are not decided here (docs/formulas.md#timelines)")
+    if v.label not in ("idle", "overhead-bound"):
+        return Verdict(v.label, v.limiter, [*v.evidence, note], v.idle_split, v.split)
+    return Verdict(v.label, "unknown", [note, *v.evidence], v.idle_split, v.split)
 
 
 def _dev_key(d: str) -> tuple[int, str]:
@@ -223,6 +256,7 @@ class _Context:
     covers: dict[str, Union] = field(default_factory=dict)
     pids: dict[str, tuple[int, ...]] = field(default_factory=dict)
     async_calls: set[tuple[int, int]] = field(default_factory=set)
+    graph_calls: set[tuple[int, int]] = field(default_factory=set)
 
     def device_pids(self, on_dev: np.ndarray) -> tuple[int, ...]:
         """The processes that launched a device's work: the activities' own (nsys), else those of

@@ -171,33 +171,39 @@ def _top_names(host: HostActivity, cat: int, part: Union, pids: tuple[int, ...])
     return [(str(host.labels[int(uniq[i])].as_py()), int(total[i])) for i in order if total[i] > 0]
 
 
-HOST_KINDS = ("runtime", "range", OP_KIND)
-HOST_COLUMNS = ["kind", "name", "start_ns", "end_ns", "pid", "tid"]
+
+
+def _names(col: pd.Series, rows: np.ndarray) -> pa.Array:
+    """The names of ``rows`` of a string column as one Arrow array (nulls as "")."""
+    arr = pa.chunked_array([pa.array(col.array)]).combine_chunks().cast(pa.large_string())
+    return arr.take(pa.array(rows, type=pa.int64())).fill_null("")
 
 
 def host_activity(ev: pd.DataFrame, blocking: np.ndarray, ops: pd.DataFrame | None = None) -> HostActivity:
     """The host events of ``ev`` (and the op table ``ops``, as kind ``op``) by category;
     ``blocking``: positions of the rows of ``ev`` that block the host (sync records, blocking
     calls), which are ``sync``, not host activity. Names are handled once per distinct name."""
-    if ops is not None and len(ops):
-        ev = pd.concat([ev[HOST_COLUMNS], ops[HOST_COLUMNS[1:]].assign(kind=OP_KIND)[HOST_COLUMNS]],
-                       ignore_index=True)
     kind_s = ev["kind"]
-    rows = np.flatnonzero(kind_s.isin(HOST_KINDS).to_numpy(dtype=bool, na_value=False))
-    is_block = np.zeros(len(ev), dtype=bool)
-    is_block[blocking] = True
-    kind = kind_s.to_numpy(dtype=object, na_value="")[rows]
-    names = pa.chunked_array([pa.array(ev["name"].array)]).combine_chunks().cast(pa.large_string())
-    enc = pc.dictionary_encode(names.take(pa.array(rows, type=pa.int64())).fill_null(""))
+    is_rt = (kind_s == "runtime").to_numpy(dtype=bool, na_value=False)
+    is_range = (kind_s == "range").to_numpy(dtype=bool, na_value=False)
+    is_rt[blocking] = False
+    rows = np.flatnonzero(is_rt | is_range)
+    parts = [(ev, rows, np.where(is_rt[rows], 0, 1))]  # 0 runtime, 1 range, 2 op
+    if ops is not None and len(ops):
+        parts.append((ops, np.arange(len(ops)), np.full(len(ops), 2)))
+    names = pa.concat_arrays([_names(f["name"], r) for f, r, _ in parts])
+    src = np.concatenate([k for _, _, k in parts])
+    start = np.concatenate([f["start_ns"].to_numpy(dtype=np.int64)[r] for f, r, _ in parts])
+    end = np.concatenate([f["end_ns"].to_numpy(dtype=np.int64)[r] for f, r, _ in parts])
+    pid = np.concatenate([ints(f["pid"])[r] for f, r, _ in parts])
+    enc = pc.dictionary_encode(names)
     code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    cat = host_category(kind, code, enc.dictionary, is_block[rows])
+    kind = np.array(["runtime", "range", OP_KIND], dtype=object)[src]
+    cat = host_category(kind, code, enc.dictionary, np.zeros(len(src), dtype=bool))
     keep = np.flatnonzero(cat >= 0)
-    rows, cat, code = rows[keep], cat[keep], code[keep]
-    start = ev["start_ns"].to_numpy(dtype=np.int64)[rows]
-    end = ev["end_ns"].to_numpy(dtype=np.int64)[rows]
-    pid = ints(ev["pid"])[rows]
+    start, end, pid, cat, code = start[keep], end[keep], pid[keep], cat[keep], code[keep]
     own = start.copy()
-    if len(rows):  # an event's own part: after every earlier event of its category and process
+    if len(keep):  # an event's own part: after every earlier event of its category and process
         order = np.lexsort((-end, start))
         own[order] = np.maximum(start[order], exclusive_group_cummax(end[order], group_codes(pid[order], cat[order])))
     grouped = pc.dictionary_encode(pc.replace_substring_regex(enc.dictionary, pattern=_NVTX_SUFFIX.pattern,

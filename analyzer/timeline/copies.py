@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from rooftop.analyzer.timeline.arrays import NA, ints
+from rooftop.analyzer.timeline.calls import made_by
 from rooftop.analyzer.timeline.metrics import union
 
 _KINETO = re.compile(r"^(Memcpy|Memset)(?: (\w+))?(?: \((.*)\))?$")
@@ -61,8 +60,7 @@ def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]]) -> list[dict
         known = b[b != NA]
         dur = int((end[sel] - start[sel]).sum())
         total = int(known.sum()) if len(known) else None
-        is_async = np.array([(int(c), int(p) if p != NA else NA) in async_corr
-                             for c, p in zip(corr[sel], pid[sel], strict=True)], dtype=bool)
+        is_async = made_by(corr[sel], pid[sel], async_corr)
         out.append({"kind": key, "op": op, "direction": direction or None, "memory": memory or None,
                     "count": int(sel.sum()), "bytes": total, "bytes_missing": int(len(b) - len(known)),
                     "time_s": round(dur / 1e9, 9), "busy_s": round(union(start[sel], end[sel]).busy / 1e9, 9),
@@ -72,15 +70,3 @@ def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]]) -> list[dict
                     "size_max": int(known.max()) if len(known) else None,
                     "pageable": PAGEABLE in memory, "async_calls": int(is_async.sum())})
     return out
-
-
-def async_copy_calls(ev: pd.DataFrame) -> set[tuple[int, int]]:
-    """Keys of the asynchronous copy calls (``*MemcpyAsync``, ``*MemcpyDtoHAsync``...): (correlation,
-    pid), and (correlation, ``NA``) for the copies whose row has no process (Kineto GPU rows)."""
-    rt = np.flatnonzero((ev["kind"] == "runtime").to_numpy(dtype=bool, na_value=False))
-    names = pa.array(ev["name"].array).take(pa.array(rt, type=pa.int64()))
-    hit = rt[np.asarray(pc.match_substring_regex(names, r"Memcpy\w*Async").fill_null(False)
-                        .to_numpy(zero_copy_only=False), dtype=bool)]
-    corr, pid = ints(ev["correlation"])[hit], ints(ev["pid"])[hit]
-    keep = corr != NA
-    return {(int(c), int(p)) for c, p in zip(corr[keep], pid[keep], strict=True)} | {(int(c), NA) for c in corr[keep]}

@@ -19,6 +19,8 @@ import numpy as np
 
 from rooftop.analyzer.findings.severity import severity
 
+GRAPH_MIN = 0.5  # rooftop.analyzer.timeline.GRAPH_MIN (not imported: the package imports this module's users)
+
 RULE = "docs/formulas.md#timeline-findings"
 FLOOR = 0.01  # a cause below 1 % of the span is not listed (rooftop's floor)
 _SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
@@ -268,7 +270,8 @@ def timeline_findings(timeline: Sequence[Mapping[str, Any]], steps: Sequence[Map
         if e.get("device") is None or span <= 0 or e.get("label") == "unknown":
             continue
         causes = e.get("idle_by_cause_s") or {}
-        for cause in ("host", "sync", "launch"):
+        replayed = float(e.get("graph_replay_share") or 0.0) >= GRAPH_MIN  # causes not decided
+        for cause in () if replayed else ("host", "sync", "launch"):
             seconds = float(causes.get(cause, 0.0))
             if seconds < FLOOR * span:
                 continue
