@@ -47,7 +47,9 @@ and sets). Rules on it: ``docs/formulas.md#timelines``.
 Host op table (Kineto ``cpu_op`` events; ``OP_COLUMNS``), one row per op, pandas: input, name, start_ns/
 end_ns (int64 ns, exact), pid, tid, external_id (Int64, Kineto's ``External id``), and the op's arguments
 as recorded with ``record_shapes=True``: input_dims, input_types, input_strides, concrete_inputs (string:
-the value as compact JSON, ``[[8944,1024],[1024,2816]]``; null when the trace has none). Rules on it:
+the value as compact JSON, ``[[8944,1024],[1024,2816]]``; null when the trace has none), and collective
+(``record_param_comms``: ``{"Collective name": "allreduce", "In msg nelems": 2049000, …}`` as compact JSON
+of the keys ``Collective name``, ``In msg nelems``, ``Out msg nelems``, ``Group size``, ``dtype``). Rules on it:
 ``docs/formulas.md#ops``.
 
 Every parser returns a :class:`ParseResult`; its :class:`InputAccounting` satisfies
@@ -130,6 +132,7 @@ OP_COLUMNS: dict[str, str] = {
     "input_types": "string",
     "input_strides": "string",
     "concrete_inputs": "string",
+    "collective": "string",
 }
 
 SAMPLE_SCHEMA = pa.schema(

@@ -44,7 +44,7 @@ def test_lookup_names_as_exports_spell_them(exported: str, expected: str) -> Non
     assert spec is not None and spec.name == expected
 
 
-@pytest.mark.parametrize("name", ["NVIDIA H100 NVL", "NVIDIA GeForce RTX 4090 D", "NVIDIA A40", "", "AMD MI300X"])
+@pytest.mark.parametrize("name", ["NVIDIA H100 NVL", "NVIDIA GeForce RTX 4090 D", "NVIDIA A40", "", "AMD MI250X"])
 def test_unknown_names_give_none(name: str) -> None:
     assert lookup(name) is None
 
@@ -156,3 +156,13 @@ def test_render_table_lists_every_device_and_source() -> None:
     assert "Sources:" in text and "docs/formulas.md#device-table" in text and "§" not in text
     data = json.loads(render_table(as_json=True))
     assert len(data) == len(builtin()) and {"name", "source", "ceilings", "sources", "sm_count", "cc"} <= set(data[0])
+
+
+@pytest.mark.parametrize(("exported", "expected"), [("AMD Instinct MI300X", "AMD Instinct MI300X"),
+                                                    ("AMD Instinct MI325X", "AMD Instinct MI325X"),
+                                                    ("AMD Instinct MI355X", "AMD Instinct MI355X"),
+                                                    ("NVIDIA GB200", "NVIDIA GB200"), ("NVIDIA B200", "NVIDIA B200")])
+def test_the_gpus_traces_run_on_are_in_the_table_with_dense_peaks(exported: str, expected: str) -> None:
+    spec = lookup(exported)
+    assert spec is not None and spec.name == expected and spec.llc_bytes
+    assert all("sparsity" not in spec.sources[k] or "twice" in spec.sources[k] for k in spec.peaks)

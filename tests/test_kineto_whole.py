@@ -87,7 +87,8 @@ _value = st.one_of(_scalar, st.lists(st.integers(1, 4), min_size=3, max_size=3),
                    st.fixed_dictionaries({"a": _scalar}))
 _args = st.one_of(st.none(), st.sampled_from(["text", 3]), st.dictionaries(
     st.sampled_from(["device", "stream", "correlation", "grid", "block", "bytes", "External id", "Input Dims",
-                     "Input type", "Input Strides", "Concrete Inputs"]), _value))
+                     "Input type", "Input Strides", "Concrete Inputs", "Collective name", "In msg nelems",
+                     "Group size", "dtype"]), _value))
 _cats = st.sampled_from(["kernel", "Kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
                          "cuda_sync", "user_annotation", "gpu_user_annotation", "cpu_op", "cpu_op", "ac2g", None, 5])
 _event = st.one_of(st.dictionaries(st.sampled_from(["ph", "cat", "name", "ts", "dur", "pid", "tid", "args"]),
@@ -146,3 +147,13 @@ def test_op_arguments_come_through_both_readers(tmp_path: Path, monkeypatch: pyt
         assert first["input_dims"] == "[[8,16],[16,4]]" and first["input_types"] == '["float","float"]'
         assert first["concrete_inputs"] == '["",""]' and first["input_strides"] == "[[16,1],[4,1]]"
         assert r.ops.iloc[1][["input_dims", "external_id"]].isna().all()
+
+
+def test_a_collectives_sizes_come_through_both_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 1, "dur": 2,'
+                 ' "pid": 1, "tid": 2, "args": {"Collective name": "allreduce", "In msg nelems": 2049000,'
+                 ' "Out msg nelems": 2049000, "Group size": 2, "dtype": "Float", "Process Group Name": "0"}}]}')
+    for r in _both(p, monkeypatch):
+        assert r.ops.loc[0, "collective"] == ('{"Collective name":"allreduce","In msg nelems":2049000,'
+                                              '"Out msg nelems":2049000,"Group size":2,"dtype":"Float"}')

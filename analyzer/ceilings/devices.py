@@ -53,6 +53,7 @@ class DeviceSpec:
     aliases: tuple[str, ...] = ()  # normalized export spellings that name exactly this device
     base: str | None = None  # user file: the built-in device it starts from
     user_keys: tuple[str, ...] = ()  # user file with a base: the ceilings the file itself gives
+    llc_bytes: float | None = None  # last-level cache in front of DRAM (L2; AMD: Infinity Cache), bytes
 
     def as_contract(self) -> dict[str, Any]:
         """The contract's ``devices[]`` entry (ceilings in SI units)."""
@@ -60,7 +61,7 @@ class DeviceSpec:
             "name": self.name,
             "source": self.source,
             "ceilings": {**self.peaks, **self.bandwidth},
-            "sources": dict(self.sources),
+            "sources": {k: v for k, v in self.sources.items() if k != "llc_bytes"},  # the ops verdicts use it
             "sm_count": self.sm_count,
             "cc": self.cc,
         }
@@ -103,6 +104,10 @@ def _spec_from_dict(d: dict[str, Any], source: str, where: str) -> DeviceSpec:
     if sm is not None and (isinstance(sm, bool) or not isinstance(sm, int) or sm <= 0):
         raise InputError(where, f"sm_count must be a positive integer, got {sm!r}")
     cc = d.get("cc")
+    llc = d.get("llc_bytes")
+    if llc is not None and (isinstance(llc, bool) or not isinstance(llc, (int, float)) or not llc > 0):
+        raise InputError(where, f"llc_bytes must be a positive number of bytes, got {llc!r}",
+                         "the last-level cache size, e.g. 52428800 for 50 MB")
     clock = d.get("clock_mhz") or {}
     if not isinstance(clock, dict):
         raise InputError(where, "'clock_mhz' must be a mapping like {\"sm\": 1980}")
@@ -119,6 +124,7 @@ def _spec_from_dict(d: dict[str, Any], source: str, where: str) -> DeviceSpec:
         aliases=tuple(normalize_name(str(a)) for a in d.get("aliases") or ()),
         base=str(d["base"]) if d.get("base") and source == "user" else None,
         user_keys=tuple(sorted(d.get("user_keys") or ())) if source == "user" else (),
+        llc_bytes=float(llc) if llc is not None else None,
     )
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 from rooftop.parsers.model import OP_COLUMNS
 
 HOST_COLUMNS = ("name", "source", "start_ns", "end_ns", "pid", "tid", "external_id", "input_dims",
-                "input_types", "input_strides", "concrete_inputs")
+                "input_types", "input_strides", "concrete_inputs", "collective")
 _EMIT_NVTX = re.compile(r"^(?P<name>[^,]+?), (?:seq|op_id|sizes|input_op_ids) = ")
 _SIZES = re.compile(r"\bsizes = (\[.*?\]\])(?:, [a-z_]+ = |$)")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
@@ -57,7 +57,7 @@ def host_table(events: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in (*HOST_COLUMNS, "parent")})
     hosts = pd.concat(parts, ignore_index=True).reindex(columns=list(HOST_COLUMNS))
-    for col in ("input_types", "input_strides", "concrete_inputs", "input_dims", "name", "source"):
+    for col in ("input_types", "input_strides", "concrete_inputs", "input_dims", "name", "source", "collective"):
         hosts[col] = hosts[col].astype("string")
     for col in ("pid", "tid", "external_id"):
         hosts[col] = hosts[col].astype("Int64")
@@ -66,6 +66,19 @@ def host_table(events: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     order = np.lexsort((-end, start, tid, pid))
     hosts = hosts.iloc[order].reset_index(drop=True)
     hosts["parent"] = parents(pid[order], tid[order], start[order], end[order])
+    return _inherit_collective(hosts)
+
+
+def _inherit_collective(hosts: pd.DataFrame) -> pd.DataFrame:
+    """A collective's range (``nccl:all_reduce``) sits inside the ``record_param_comms`` op that carries
+    its sizes: the range takes them from its parent."""
+    coll = hosts["collective"]
+    parent = hosts["parent"].to_numpy(np.int64)
+    take = coll.isna().to_numpy() & (parent >= 0)
+    if take.any():
+        from_parent = coll.to_numpy(dtype=object, na_value=None)[np.maximum(parent, 0)]
+        values = np.where(take, from_parent, coll.to_numpy(dtype=object, na_value=None))
+        hosts["collective"] = pd.array(values, dtype="string")
     return hosts
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+from rooftop.analyzer.schema.ops import OpEntry, OpsCoverage
 from rooftop.analyzer.schema.parts import (
     Device,
     Finding,
@@ -57,7 +58,6 @@ class Document(_DocumentBase, total=False):
     roofline: RooflineView
     # timeline helper
     timeline: list[TimelineEntry]
-    collectives: list[dict[str, Json]]  # NCCL collectives across ranks (docs/formulas.md#timeline-communication)
     steps: list[Step]
     waterfall: list[dict[str, Json]]
     timeline_diff: list[dict[str, Json]]  # diff of two timelines: per device, both sides
@@ -65,4 +65,7 @@ class Document(_DocumentBase, total=False):
     timeline_changes: list[dict[str, Json]]  # ... and every compared quantity, largest change first
     windows_diff: dict[str, Json]  # diff of two DCGM captures / fleet periods: GPU-hours, label shares
     window_series: list[dict[str, Json]]  # ... and per owner the efficiency, gated
+    # ops helper: every PyTorch op signature on the roofline from a trace (docs/formulas.md#ops)
+    ops: list[OpEntry]
+    ops_coverage: list[OpsCoverage]
     trend: dict[str, Json]  # trend: runs, per family run values, noise bands, changes (docs/formulas.md#trend)

@@ -1,6 +1,7 @@
 """Kineto ``cpu_op`` rows (the host op table, ``parsers.model.OP_COLUMNS``): each op's name, span,
 thread, ``External id`` and its recorded arguments (``Input Dims``, ``Input type``, ``Input Strides``,
-``Concrete Inputs``) as compact JSON text. Both readers (the streamed ``ijson`` one and the whole-document
+``Concrete Inputs``, and a collective's ``Collective name``, message sizes, group size and dtype) as compact
+JSON text. Both readers (the streamed ``ijson`` one and the whole-document
 ``msgspec`` one) hand the argument values here; :func:`canon` gives equal text for equal values, so the
 two readers give the same table (``tests/test_kineto_whole.py``). ``docs/formulas.md#ops``."""
 
@@ -18,7 +19,8 @@ from rooftop.parsers.model import OP_COLUMNS
 from rooftop.parsers.trace_io import NULL
 
 ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
-ARG_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs")
+ARG_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs", "collective")
+COMM_KEYS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype")
 
 
 def _default(v: Any) -> Any:
@@ -34,7 +36,13 @@ def canon(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_default)
 
 
-Signature = tuple[str, str | None, str | None, str | None, str | None]  # name and the four argument texts
+Signature = tuple[str, str | None, str | None, str | None, str | None, str | None]  # name, argument texts
+
+
+def collective(values: tuple[Any, ...]) -> str | None:
+    """The compact JSON object of a ``record_param_comms`` op's collective keys (those present)."""
+    found = {k: v for k, v in zip(COMM_KEYS, values, strict=True) if v is not None}
+    return canon(found) if "Collective name" in found else None
 
 
 class OpBuilder:

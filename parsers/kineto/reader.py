@@ -19,7 +19,7 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 from rooftop.parsers.json_depth import DepthGuard
-from rooftop.parsers.kineto.ops import ARG_KEYS, OpBuilder, canon
+from rooftop.parsers.kineto.ops import ARG_KEYS, COMM_KEYS, OpBuilder, canon, collective
 from rooftop.parsers.kineto.whole import MISSING, decode_arg, read_whole
 from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
 from rooftop.parsers.source import ParseOptions, Source
@@ -286,7 +286,7 @@ def _add_dict_op(ob: OpBuilder, cat: Any, name: Any, e: dict[str, Any]) -> str |
     if not isinstance(a, dict):
         a = {}
     sig = (name if type(name) is str else str(name), canon(a.get(ARG_KEYS[0])), canon(a.get(ARG_KEYS[1])),
-           canon(a.get(ARG_KEYS[2])), canon(a.get(ARG_KEYS[3])))
+           canon(a.get(ARG_KEYS[2])), canon(a.get(ARG_KEYS[3])), collective(tuple(a.get(k) for k in COMM_KEYS)))
     code = ob.code(sig)
     ob.add(ob.new_code(sig, sig) if code is None else code, *span, _int(e.get("pid")), _int(e.get("tid")),
            _int(a.get("External id")))
@@ -308,11 +308,13 @@ def _add_struct_op(ob: OpBuilder, cat: Any, name: Any, e: Any) -> str | None:
         d, t, s, c = a.input_dims, a.input_types, a.input_strides, a.concrete_inputs
         key = (name, d if d is None else bytes(d), t if t is None else bytes(t), s if s is None else bytes(s),
                c if c is None else bytes(c))
+        if a.coll_name is not None:
+            key += (collective((a.coll_name, a.coll_in, a.coll_out, a.coll_group, a.coll_dtype)),)
         ext = a.external_id
     code = ob.code(key)
     if code is None:
-        texts = [None if k is None else canon(decode_arg(k)) for k in key[1:]] or [None] * 4
-        code = ob.new_code(key, (name, texts[0], texts[1], texts[2], texts[3]))
+        texts = [None if k is None else canon(decode_arg(k)) for k in key[1:5]] or [None] * 4
+        code = ob.new_code(key, (name, texts[0], texts[1], texts[2], texts[3], key[5] if len(key) > 5 else None))
     ob.add(code, *span, _int(e.pid), _int(e.tid), _int(ext))
     return None
 

@@ -17,7 +17,9 @@ from rooftop.parsers.trace_io import open_stream
 WHOLE_MAX_BYTES = 128 << 20
 # cpu_op arguments read (struct attribute, Kineto key); parsers/kineto/ops.py turns them into text
 OP_ARGS = (("input_dims", "Input Dims"), ("input_types", "Input type"), ("input_strides", "Input Strides"),
-           ("concrete_inputs", "Concrete Inputs"))  # decompressed bytes read into memory at once; beyond: streamed
+           ("concrete_inputs", "Concrete Inputs"))
+COMM_ARGS = (("coll_name", "Collective name"), ("coll_in", "In msg nelems"), ("coll_out", "Out msg nelems"),
+             ("coll_group", "Group size"), ("coll_dtype", "dtype"))  # record_param_comms  # decompressed bytes read into memory at once; beyond: streamed
 
 
 class Missing:
@@ -46,10 +48,11 @@ def _build_decoder() -> tuple[Any, tuple[type[Exception], ...]] | None:
         return None
     raw: Any = msgspec.Raw  # op arguments: kept as JSON bytes, decoded once per distinct value
     op_args = [(attr, raw, msgspec.field(default=None, name=key)) for attr, key in OP_ARGS]
+    comm_args = [(attr, Any, msgspec.field(default=None, name=key)) for attr, key in COMM_ARGS]
     args: Any = msgspec.defstruct("Args", [("device", Any, MISSING), ("stream", Any, MISSING), ("correlation", Any, None),
                                            ("grid", Any, None), ("block", Any, None), ("bytes", Any, None),
                                            ("external_id", Any, msgspec.field(default=None, name="External id")),
-                                           *op_args])
+                                           *op_args, *comm_args])
     args_or_null: Any = args | None
     event: Any = msgspec.defstruct("Event", [("ph", Any, None), ("cat", Any, None), ("name", Any, None),
                                         ("ts", Any, None), ("dur", Any, MISSING), ("pid", Any, None),

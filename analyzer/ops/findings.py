@@ -1,0 +1,84 @@
+"""Op findings (``docs/formulas.md#op-findings``): each op signature's time above its roofline bound,
+ranked with the kernel and timeline findings. The saving is at most the op's time less the roofline's
+lower bound on it (FLOPs at the compute roof, compulsory bytes at the memory roof): never more than
+physics allows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rooftop.analyzer.findings.severity import severity
+from rooftop.analyzer.ops.verdicts import ROOF_NAMES
+
+_DTYPES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64",
+           "c10::Float8_e4m3fn": "fp8e4m3", "c10::Float8_e5m2": "fp8e5m2", "long int": "int64", "int": "int32",
+           "bool": "bool", "unsigned char": "uint8", "signed char": "int8"}
+ADVICE = {
+    ("memory-bound", "dram"): "cut its HBM bytes: fuse it with its producer or consumer (torch.compile), keep "
+                              "tensors in a narrower dtype, or batch GEMVs into one GEMM",
+    ("memory-bound", "l2"): "its data fits in L2: fuse it with the ops around it so its bytes stay on chip",
+    ("memory-bound", "unknown"): "cut its bytes: fuse it with its producer or consumer (torch.compile)",
+    ("compute-bound", "tensor"): "it runs at the tensor roof: only less work (FP8, smaller shapes) makes it faster",
+    ("compute-bound", "fp32"): "it runs on the FP32 pipe: move it to tensor cores (TF32, BF16)",
+    ("compute-bound", "fp64"): "it runs on the FP64 pipe: use the FP64 tensor cores or lower precision",
+    ("overhead-bound", "launch"): "many short kernels: capture them in a CUDA graph or fuse them (torch.compile)",
+    ("overhead-bound", "small-grid"): "fewer blocks than SMs: batch these calls or use a split-K / stream-K kernel",
+}
+UNKNOWN_ADVICE = ("the trace cannot decide its bound: profile it with ncu (rooftop analyze TRACE PROFILE joins "
+                  "the two op by op)")
+
+
+def dtype(op: dict[str, Any]) -> str:
+    """The first tensor dtype of an op, short (``bf16``)."""
+    for t in op.get("input_types") or []:
+        if t in _DTYPES:
+            return _DTYPES[t]
+    return ""
+
+
+def describe(op: dict[str, Any]) -> str:
+    """``aten::mm M×N×K 1×25136×2880 bf16 (GEMV)``."""
+    p = op.get("params") or {}
+    gemv = op["category"] == "gemm" and (p.get("M") == 1 or p.get("N") == 1)
+    parts = [op["name"], op.get("shape") or "", dtype(op), "(GEMV)" if gemv else ""]
+    return " ".join(x for x in parts if x)
+
+
+def verdict_text(op: dict[str, Any]) -> str:
+    label, limiter, pct = op["label"], op["limiter"], op.get("pct_of_roof")
+    roof = op.get("roof") or {}
+    if label == "memory-bound":
+        return f"memory-bound at {100 * pct:.0f} % of {ROOF_NAMES.get(limiter, 'memory')} (compulsory bytes)" \
+            if pct is not None else "memory-bound"
+    if label == "compute-bound":
+        return f"compute-bound at {100 * pct:.0f} % of the {ROOF_NAMES.get(roof.get('compute') or '', '')} roof" \
+            if pct is not None else "compute-bound"
+    if label == "overhead-bound":
+        return f"overhead-bound ({'small grid' if limiter == 'small-grid' else limiter})"
+    return "unknown"
+
+
+def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    """The ``top`` op signatures by time above their roofline bound, as findings."""
+    out = []
+    for op in ops:
+        t, t_min = op["kernel_time_s"], op.get("min_time_s")
+        if t_min is None or not t or op.get("time_share") is None:
+            continue
+        saving = max(0.0, t - t_min)
+        if saving <= 0:
+            continue
+        share = op["time_share"]
+        score = saving / (t / share) if share else 0.0
+        advice = ADVICE.get((op["label"], op["limiter"]), UNKNOWN_ADVICE)
+        where = f"{str(op['input']).rsplit('/', 1)[-1]} GPU {op['device']}"
+        out.append({
+            "rank": 0, "rule": f"op-{op['label']}", "severity": severity(score, True, op["label"] == "unknown"),
+            "title": f"{describe(op)}: {verdict_text(op)}, {op['calls']} calls, {1e3 * t:.3g} ms ({where})",
+            "kernels": [], "time_share": share, "est_saving_s": round(saving, 9),
+            "recommendation": advice, "label": op["label"], "limiter": op["limiter"], "source": "ops",
+            "evidence": [*op["evidence"], f"at its roofline bound it would take {1e3 * t_min:.3g} ms: up to "
+                                          f"{1e3 * saving:.3g} ms to gain"],
+        })
+    out.sort(key=lambda f: (-f["est_saving_s"], f["title"]))
+    return out[:top]

@@ -1,0 +1,124 @@
+"""A verdict per op signature (``docs/formulas.md#op-verdicts``): achieved FLOP/s and bytes/s, the roof
+it runs against, % of that roof, label and limiter. A label is given only when the whole bytes interval
+puts the op on one side of the ridge; an op whose working set fits in the last-level cache is placed
+against the L2, never called HBM-bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rooftop.analyzer.ceilings.devices import DeviceSpec
+from rooftop.analyzer.ops.signatures import Signature
+
+LAUNCH_S = 5e-6  # docs/formulas.md#kernel-labels: kernels shorter than this sit at the launch cost
+SIDE = 0.60  # NVIDIA's SOL threshold for naming a side (docs/formulas.md#kernel-labels)
+TENSOR_KEYS = ("tensor", "bf16", "fp8", "tf32", "int8", "fp64_tensor")
+_FALLBACK = {"bf16": "tensor", "fp64_tensor": "fp64"}
+ROOF_NAMES = {"tensor": "FP16 tensor", "bf16": "BF16 tensor", "fp8": "FP8 tensor", "tf32": "TF32 tensor",
+              "int8": "INT8 tensor", "fp64_tensor": "FP64 tensor", "fp32": "FP32", "fp64": "FP64", "fp16": "FP16",
+              "dram": "DRAM", "l2": "L2"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    limiter: str
+    roof: dict[str, Any]
+    pct_of_roof: float | None
+    min_time_s: float | None  # the roofline's lower bound on the op's time (compulsory bytes)
+    evidence: list[str]
+
+
+def _peak(spec: DeviceSpec, key: str) -> tuple[str, float | None]:
+    if key in spec.peaks:
+        return key, spec.peaks[key]
+    alt = _FALLBACK.get(key)
+    return (alt, spec.peaks[alt]) if alt and alt in spec.peaks else (key, None)
+
+
+def compute_key(sig: Signature) -> str:
+    """The roof class: the formula's, with FP32 GEMMs that ran TF32 kernels moved to the TF32 roof."""
+    key = sig.modelled.work.compute if sig.modelled.work else "none"
+    if key == "fp32" and any("tf32" in k.lower() for k in sig.kernel_names):
+        return "tf32"
+    return key
+
+
+def _unknown(why: str, roof: dict[str, Any] | None = None, evidence: list[str] | None = None) -> Verdict:
+    return Verdict("unknown", "unknown", roof or {}, None, None, [why, *(evidence or [])])
+
+
+def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
+    """The label and limiter of one op signature on its device."""
+    m = sig.modelled
+    t = sig.time_ns / 1e9
+    if m.work is None:
+        return _unknown(f"unmodelled: {m.reason}")
+    w = m.work
+    flops, lo, hi = w.flops * sig.calls, w.bytes_min * sig.calls, w.bytes_max * sig.calls
+    if t <= 0:
+        return _unknown("no GPU time recorded for its kernels")
+    if spec is None:
+        return _unknown("the trace's GPU is not in the device table: no roof (pass --device NAME)")
+    if sig.host_copy:
+        return _unknown("a copy between host and device: its roof is the host link (PCIe / NVLink-C2C), "
+                        "not in the device table", evidence=[f"{lo / t / 1e9:.1f} GB/s achieved"])
+    if m.category == "communication":
+        return _unknown("a collective: its roof is the interconnect (NVLink / network), not in the device table",
+                        evidence=[f"bus bandwidth {lo / t / 1e9:.1f}–{hi / t / 1e9:.1f} GB/s (nccl-tests busbw)"
+                                  if hi > lo else f"bus bandwidth {lo / t / 1e9:.1f} GB/s (nccl-tests busbw)"])
+    llc = spec.llc_bytes
+    fits = llc is not None and w.bytes_min <= llc
+    level = "l2" if fits else "dram"
+    bw = spec.bandwidth.get(level)
+    key = compute_key(sig)
+    ckey, peak = _peak(spec, key) if key != "none" else ("none", None)
+    roof: dict[str, Any] = {"compute": ckey if key != "none" else None, "peak_flops": peak, "level": level,
+                            "bandwidth": bw, "llc_bytes": spec.llc_bytes, "device": spec.name}
+    if bw is None:
+        return _unknown(f"no {ROOF_NAMES[level]} bandwidth for {spec.name} in the device table", roof)
+    if flops > 0 and peak is None:
+        return _unknown(f"no {key} peak for {spec.name} in the device table", roof)
+    achieved = flops / t
+    bps_lo, bps_hi = lo / t, hi / t
+    c_pct = achieved / peak if peak else 0.0
+    m_lo, m_hi = bps_lo / bw, bps_hi / bw
+    t_min = max(flops / peak if peak else 0.0, lo / bw)
+    ev = [f"{achieved / 1e12:.3g} TFLOP/s ({100 * c_pct:.1f} % of the {ROOF_NAMES.get(ckey, ckey)} roof)"
+          if flops else "no floating-point work (bytes only)",
+          f"{bps_lo / 1e9:.4g}–{bps_hi / 1e9:.4g} GB/s from the bytes interval "
+          f"({100 * m_lo:.1f}–{100 * m_hi:.1f} % of {ROOF_NAMES[level]} {bw / 1e12:.3g} TB/s)",
+          f"working set {w.bytes_min / 2**20:.3g} MiB per call "
+          + ("(L2 capacity not in the device table)" if llc is None else
+             f"fits in the {llc / 2**20:.0f} MiB L2: placed against the L2, not HBM" if fits else
+             f"exceeds the {llc / 2**20:.0f} MiB L2")]
+    # overhead: the compute side is exact; the memory side is known from below (compulsory bytes)
+    if sig.activities and t / sig.activities < LAUNCH_S and c_pct < SIDE and m_lo < SIDE:
+        ev.insert(0, f"its GPU activities average {1e6 * t / sig.activities:.2g} µs (< 5 µs) with neither side "
+                     f"at 60 % of its roof (memory by its compulsory bytes): launch overhead dominates")
+        return Verdict("overhead-bound", "launch", roof, None, t_min, ev)
+    if (sig.max_blocks is not None and spec.sm_count and sig.max_blocks < spec.sm_count and c_pct < SIDE
+            and m_lo < SIDE):
+        ev.insert(0, f"its largest kernel grid has {sig.max_blocks} blocks for {spec.sm_count} SMs, with neither "
+                     f"side at 60 % of its roof (memory by its compulsory bytes): SMs sit idle (NCU's Small Grid)")
+        return Verdict("overhead-bound", "small-grid", roof, None, t_min, ev)
+    if flops == 0:
+        i_lo = i_hi = 0.0
+    else:
+        i_lo, i_hi = flops / hi, flops / lo
+    ridge = peak / bw if peak else 0.0
+    ev.insert(0, f"intensity {i_lo:.3g}–{i_hi:.3g} FLOP/B against the ridge {ridge:.3g} FLOP/B "
+                 f"({ROOF_NAMES.get(ckey, ckey)} / {ROOF_NAMES[level]})" if flops else
+                 "bytes only: memory side of every ridge")
+    if i_hi < ridge or flops == 0:
+        if spec.llc_bytes is None:
+            return Verdict("memory-bound", "unknown", roof, m_lo, t_min,
+                           [*ev, "whether it is HBM- or L2-bound needs the L2 capacity (not in the device table)"])
+        return Verdict("memory-bound", level, roof, m_lo, t_min, ev)
+    if i_lo >= ridge:
+        limiter = "tensor" if ckey in TENSOR_KEYS else ckey if ckey in ("fp32", "fp64", "fp16") else "unknown"
+        return Verdict("compute-bound", limiter, roof, c_pct, t_min, ev)
+    ev.append("the bytes interval straddles the ridge: the trace cannot tell compute- from memory-bound; "
+              "an ncu profile's dram__bytes would (rooftop analyze TRACE PROFILE)")
+    return Verdict("unknown", "unknown", roof, None, t_min, ev)

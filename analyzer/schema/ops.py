@@ -1,0 +1,84 @@
+"""The document's ``ops`` entries and ``ops_coverage`` (docs/formulas.md#ops, docs/contract.md): every
+PyTorch op signature on the roofline from a profiler trace, and per input and device how much GPU time
+was attributed to ops and modelled."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from rooftop.analyzer.schema.parts import Json, Num
+from rooftop.analyzer.schema.vocab import KernelLabel, KernelLimiter
+
+OpCategory = Literal["gemm", "conv", "attention", "softmax", "norm", "reduce", "elementwise", "embedding", "copy",
+                     "communication", "other"]
+
+
+class OpRoof(TypedDict, total=False):
+    compute: str | None  # the device peak key (bf16, tensor, fp8, tf32, fp32, ...); None for bytes-only ops
+    peak_flops: Num | None
+    level: Literal["dram", "l2"]
+    bandwidth: Num | None
+    llc_bytes: Num | None
+    device: str
+
+
+class OpEntry(TypedDict):
+    input: str
+    device: str
+    gpu_name: str | None
+    name: str
+    category: OpCategory
+    shape: str | None
+    input_dims: Json
+    input_types: Json
+    concrete_inputs: Json
+    calls: int
+    kernels: int
+    activities: int
+    kernel_time_s: Num
+    time_share: Num | None
+    flops: Num | None  # null when unmodelled
+    bytes_min: Num | None
+    bytes_max: Num | None
+    intensity: list[Num] | None  # [FLOPs / bytes_max, FLOPs / bytes_min]
+    achieved_flops_per_s: Num | None
+    achieved_bytes_per_s: list[Num] | None  # [bytes_min, bytes_max] / kernel_time_s
+    label: KernelLabel
+    limiter: KernelLimiter
+    pct_of_roof: Num | None
+    roof: OpRoof
+    min_time_s: Num | None
+    evidence: list[str]
+    formula: str | None  # the docs/formulas.md section of its formula
+    unmodelled: str | None  # why it has no FLOPs / bytes
+    params: dict[str, Json]
+    top_kernels: list[str]
+
+
+class Unattributed(TypedDict):
+    reason: Literal["launch not in trace", "graph replay", "no enclosing op"]
+    time_s: Num
+
+
+class UnmodelledOp(TypedDict):
+    name: str
+    reason: str
+    time_s: Num
+
+
+class OpsCoverage(TypedDict):
+    input: str
+    device: str
+    gpu_name: str | None
+    roof_device: str | None
+    gpu_time_s: Num
+    launched_s: Num
+    attributed_s: Num
+    modelled_s: Num
+    attributed: Num | None  # attributed / launched GPU time
+    attributed_of_all: Num | None  # attributed / all GPU time
+    modelled: Num | None  # modelled / attributed
+    unattributed: list[Unattributed]
+    unmodelled: list[UnmodelledOp]
+    unmodelled_left_out: int
+    signatures: int
