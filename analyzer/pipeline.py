@@ -152,9 +152,10 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     parsed, results = ai.parsed, ai.results
     wa = analyze_windows(parsed.samples, window_s=window_s, device=device)
     ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)
+    from rooftop.analyzer.timeline.findings import straggler_findings
     from rooftop.analyzer.timeline.findings import timeline_findings as trace_findings
 
-    own = trace_findings(ta.timeline, ta.steps)  # docs/formulas.md#timeline-findings
+    own = trace_findings(ta.timeline, ta.steps) + straggler_findings(ta.collectives, ta.timeline)
     joined = bool(ta.devices and len(results))
     findings = rank_findings(results, wa, top=top, others=() if joined else own)
     devices = ai.devices + [d for d in wa.devices if d not in ai.devices]
@@ -165,6 +166,8 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     extra: dict[str, Any] = dict(kernel_view(results, ai.ceilings, records, device))
     if ta.timeline:
         extra.update(timeline=ta.timeline, steps=ta.steps)
+    if ta.collectives:  # docs/formulas.md#timeline-communication
+        extra["collectives"] = ta.collectives
     if joined:  # a trace and an ncu profile: docs/formulas.md#timeline-join
         from rooftop.analyzer.timeline.join import findings as timeline_findings
         from rooftop.analyzer.timeline.join import join, rank_together

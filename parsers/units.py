@@ -54,6 +54,8 @@ def si_factor(unit: str | None) -> float | None:
 def _part_factor(part: str) -> float | None:
     """One ``/``-separated part: Nsight's spellings, time words, IEC bytes; ``None`` for an ambiguous
     byte abbreviation (docs/formulas.md#fleet-ingest, "Time scales")."""
+    if part in ("1", "%", "#", ""):  # dimensionless parts: "1/cycle", "%/byte" (ncu's spellings)
+        return 1.0
     if part in _TIME:
         return _TIME[part]
     if part in _BINARY:
@@ -68,6 +70,14 @@ def _part_factor(part: str) -> float | None:
         return _PREFIX[prefix]
     # An unprefixed unit ("byte", "warp", "inst") or a plain word: no scaling.
     return 1.0
+
+
+def unit_refusal(unit: str) -> str:
+    """Why a value in ``unit`` (one :func:`si_factor` cannot scale) is not read: the words for a
+    rejection line."""
+    if any(_AMBIGUOUS_BYTES.match(p.strip()) for p in unit.split("/")):
+        return f"unit {unit!r} is ambiguous (1000 or 1024 bytes?)"
+    return f"unit {unit!r} is not one rooftop can scale"
 
 
 def base_unit(unit: str | None) -> str:

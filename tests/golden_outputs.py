@@ -14,6 +14,7 @@ only their SHA-256 digests are (``tests/golden/corpus.sha256``).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -60,6 +61,18 @@ CORPUS_SAMPLE = [
 CORPUS_DIFFS = [("trace/GindaChen__nsys-ai__tests__fixtures__mfu_2gpu_before.sqlite",
                  "trace/GindaChen__nsys-ai__tests__fixtures__mfu_2gpu_after.sqlite")]
 FIXTURE_SUFFIXES = (".csv", ".txt", ".prom", ".json")
+# Inputs without timestamps are placed in time from the file's mtime (docs/formulas.md#inputs),
+# which differs per checkout: their cases pass an explicit start instead.
+START = ("--start", "2026-11-20T00:00:00Z")
+TIMELESS = {
+    "fixtures/dcgm/dmon_v2_phases.txt", "fixtures/dcgm/dmon_v3_phases.txt",
+    "fixtures/dcgm/dmon_v4_phases.txt", "fixtures/dcgm/prom_scrapes_phases.prom",
+    "dcgm/docs.nvidia.com__datacenter__dcgm__latest__user-guide__feature-overview.html.dmon_A100_grTensorDram.txt",
+    "dcgm/unattributed__zhihu-MIG-article-mirror__dmon_mig_5fields.txt",
+    "dcgm/NVIDIA__dcgm-exporter__issues__68.metrics_excerpt.prom",
+    "dcgm/cncf__k8s-ai-conformance__v1.35__ericsson-ccd__accelerator_metrics.md.metrics.prom",
+    "dcgm/liguodongiot__llm-action__docs__llm-base__nvidia-smi-dmon.md.nvsmi_dmon.txt",
+}
 EXTS = ("json", "md", "html")
 
 
@@ -80,8 +93,8 @@ def _slug(rel: str) -> str:
 def fixture_cases() -> list[Case]:
     files = sorted(p for p in (ROOT / "fixtures").rglob("*")
                    if p.is_file() and p.suffix in FIXTURE_SUFFIXES)
-    cases = [Case(_slug(str(p.relative_to(ROOT))), ("analyze", str(p.relative_to(ROOT))), False)
-             for p in files]
+    rels = [str(p.relative_to(ROOT)) for p in files]
+    cases = [Case(_slug(r), ("analyze", r, *(START if r in TIMELESS else ())), False) for r in rels]
     cases.append(Case("analyze-demo-device", ("analyze", "fixtures/ncu/demo.raw.csv", "--device",
                                               "NVIDIA A100-SXM4-80GB"), False))
     cases.append(Case("diff-fixtures", ("diff", "fixtures/diff/baseline.raw.csv",
@@ -90,15 +103,15 @@ def fixture_cases() -> list[Case]:
     proms = [f"fixtures/dcgm/{n}" for n in ("prom_era_classic.prom", "prom_scrapes_phases.prom",
                                            "prom_tsdb_mig.prom")]
     cases.append(Case("fleet-fixtures", ("fleet", ds), False,
-                      setup=(("ingest", *proms, "--to", ds, "--finished"),)))
+                      setup=(("ingest", *proms, "--to", ds, "--finished", *START),)))
     return cases
 
 
 def corpus_cases() -> list[Case]:
     if not (SHARED / "corpus").is_dir():
         return []
-    cases = [Case(_slug(rel), ("analyze", f"{CORPUS_REL}/{rel}"), True) for rel in CORPUS_SAMPLE
-             if (SHARED / "corpus" / rel).exists()]
+    cases = [Case(_slug(rel), ("analyze", f"{CORPUS_REL}/{rel}", *(START if rel in TIMELESS else ())),
+                  True) for rel in CORPUS_SAMPLE if (SHARED / "corpus" / rel).exists()]
     cases += [Case("diff__" + _slug(a), ("diff", f"{CORPUS_REL}/{a}", f"{CORPUS_REL}/{b}"), True)
               for a, b in CORPUS_DIFFS if (SHARED / "corpus" / a).exists()]
     return cases
@@ -132,6 +145,13 @@ def run_all(cases: list[Case]) -> dict[str, bytes]:
     """Run the cases two at a time; every output by file name. Outputs are written under
     ``out/golden/o`` (the same spelling in every command line) and read back."""
     work = ROOT / "out" / "golden"
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the fixture and corpus tests may run on two workers
+        return _run_all_locked(cases, work)
+
+
+def _run_all_locked(cases: list[Case], work: Path) -> dict[str, bytes]:
     out = work / "o"
     for p in (out, work / "dataset"):
         shutil.rmtree(p, ignore_errors=True)
@@ -169,13 +189,14 @@ def regen() -> None:
           f"{len(corpus)} corpus digests to {CORPUS_DIGESTS.relative_to(ROOT)}")
 
 
-def differences(corpus: bool) -> Iterator[str]:
-    """Every output that differs from its golden (fixtures; and the corpus sample when asked)."""
-    got = run_all(fixture_cases())
-    want = {p.name: p.read_bytes() for p in OUTPUTS.iterdir()} if OUTPUTS.is_dir() else {}
-    for name in sorted(set(got) | set(want)):
-        if got.get(name) != want.get(name):
-            yield f"fixtures: {name}"
+def differences(fixtures: bool = True, corpus: bool = False) -> Iterator[str]:
+    """Every output that differs from its golden (the fixtures, the corpus sample, or both)."""
+    if fixtures:
+        got = run_all(fixture_cases())
+        want = {p.name: p.read_bytes() for p in OUTPUTS.iterdir()} if OUTPUTS.is_dir() else {}
+        for name in sorted(set(got) | set(want)):
+            if got.get(name) != want.get(name):
+                yield f"fixtures: {name}"
     if corpus:
         got_c = {n: _digest(d) for n, d in run_all(corpus_cases()).items()}
         want_c = _read_digests()

@@ -15,12 +15,12 @@ from tests.conftest import corpus_dir
 
 
 def test_fixture_outputs_identical_to_goldens() -> None:
-    changed = list(golden_outputs.differences(corpus=False))
+    changed = list(golden_outputs.differences(fixtures=True))
     assert not changed, "outputs differ from the goldens (make golden if intended):\n" + "\n".join(changed)
 
 
 @pytest.mark.corpus
 def test_corpus_sample_outputs_identical_to_goldens() -> None:
     corpus_dir("ncu")
-    changed = [d for d in golden_outputs.differences(corpus=True) if d.startswith("corpus:")]
+    changed = list(golden_outputs.differences(fixtures=False, corpus=True))
     assert not changed, "outputs differ from the goldens (make golden if intended):\n" + "\n".join(changed)

@@ -23,6 +23,7 @@ CORPUS_TRACE = CORPUS / "trace"
 ALEXNET = "facebookresearch__HolisticTraceAnalysis__tests__data__critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
 B200 = "AMD-AGI__TraceLens__tests__traces__b200__eager_trace.json.gz"
 TRITON = "facebookresearch__HolisticTraceAnalysis__tests__data__triton_example__triton_example.json.gz"
+RESNET = "pytorch__kineto__tb_plugin__samples__resnet50_autograd_api_num_workers_0__worker0.pt.trace.json.gz"
 RANK0 = "facebookresearch__HolisticTraceAnalysis__tests__data__negative_queue_length_values_check__rank0.json.gz"
 
 
@@ -183,3 +184,41 @@ def test_every_corpus_trace_over_30_percent_idle_has_a_finding() -> None:
         for e in a.timeline:
             if (e["idle_fraction"] or 0) > 0.3 and e["label"] != "unknown":
                 assert f"{name} GPU {e['device']}" in found, name
+
+
+@pytest.mark.corpus
+def test_corpus_resnet50_num_workers_0_blames_the_dataloader() -> None:
+    """No ProfilerStep: the six DataLoader __next__ calls delimit five iterations (the first 4.49 s,
+    warm-up: CUDA runtime); in a typical one the GPU waits on the main-process DataLoader."""
+    a = _corpus(RESNET)
+    its = [s for s in a.steps if s["kind"] == "iteration"]
+    assert [s["name"] for s in its] == [f"DataLoader iteration {i}" for i in range(1, 6)]
+    assert [round(s["wall_s"], 3) for s in its] == [4.49, 0.161, 0.146, 0.149, 0.194]
+    assert all(next(iter(s["host_idle_by_activity_s"])) == "input pipeline" for s in its[1:])
+    (f, *_) = timeline_findings(a.timeline, a.steps)
+    assert f["rule"] == "timeline-idle-host" and f["severity"] == "high"
+    assert "(input pipeline): enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ in the main process, " \
+           "26 % of each step (median of 5); over the whole span most of it on CUDA runtime" in f["title"]
+    assert "num_workers > 0" in f["recommendation"]
+
+
+def test_graph_replay_gaps_are_not_blamed_on_the_host(tmp_path: Path) -> None:
+    """One cudaGraphLaunch replays 10 kernels of 10 µs 40 µs apart (idle 78 %): those gaps are not host
+    or launch time, so the limiter is unknown and no idle finding is made (TraceLens#728, HTA#290)."""
+    ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 5, "tid": 1, "ts": 0, "dur": 5,
+           "args": {"correlation": 7}}]
+    ev += [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 10 + 50 * i, "dur": 10,
+            "args": {"device": 0, "stream": 7, "correlation": 7}} for i in range(10)]
+    p = tmp_path / "graph.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    a = analyze_timelines([parse_path(p)])
+    (e,) = a.timeline
+    assert (e["label"], e["limiter"], e["graph_replay_share"]) == ("overhead-bound", "unknown", 1.0)
+    assert "CUDA-graph launches" in e["evidence"][0]
+    assert timeline_findings(a.timeline, a.steps) == []
+
+
+@pytest.mark.corpus
+def test_corpus_vllm_graph_execution_replay_share() -> None:
+    (e,) = _corpus("AMD-AGI__TraceLens__tests__traces__inference__vllm_decode_full__graph_execution.json.gz").timeline
+    assert e["graph_replay_share"] == 0.969282052 and e["label"] == "kernel-bound"

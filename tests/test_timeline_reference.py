@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,8 +123,8 @@ def test_idle_split_equals_the_ns_walk(busy: list[tuple[int, int]], sync: list[t
     own = start.copy()  # each event's part after every earlier event of its category
     for k, i in enumerate(order):
         own[i] = max([start[i], *(end[j] for j in order[:k] if cat[j] == cat[i])])
-    act = causes.HostActivity(start, end, cat, np.zeros(n, dtype=np.int64), own,
-                              np.array([f"op{i}" for i in range(n)], dtype=object))
+    act = causes.HostActivity(start, end, cat, np.zeros(n, dtype=np.int64), own, np.arange(n, dtype=np.int64),
+                              pa.array([f"op{i}" for i in range(n)]))
     old = causes.GAP_SHORT_NS
     try:
         causes.GAP_SHORT_NS = short

@@ -65,6 +65,10 @@ def _rules_by_family(est_best: list[tuple[float | None, str | None, str | None]]
     return {f: g for f, g in rule_df.groupby("family", sort=False)}, rule_df
 
 
+# the representative launch's NCU facts the advice reads (docs/formulas.md#findings)
+_REP_FACTS = ("pipe_name", "pipe_pct", "sol_compute_pct", "sol_memory_pct")
+
+
 def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.DataFrame,
              results: pd.DataFrame, k_ev: Any, total: float, claims: list[RuleClaim]) -> dict[str, Any]:
     """The contract finding of one family row (docs/contract.md), with its ``_score``."""
@@ -74,7 +78,9 @@ def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.Da
     limiter = str(row["limiter"] or "unknown")
     time_s = float(row["time_s"]) if pd.notna(row["time_s"]) else 0.0
     share = time_s / total if total > 0 else 0.0
-    rec = advise(label, limiter, recommendation(label, limiter), fam_row,
+    rep = results.iloc[int(row["representative"])]
+    facts = {k: rep.get(k) for k in _REP_FACTS if k in results.columns}
+    rec = advise(label, limiter, recommendation(label, limiter), {**facts, **dict(fam_row)},
                  float(row["roof_pct"]) if pd.notna(row["roof_pct"]) else math.nan)
     et = estimate_text(row, label, frules, results, claims)
     rule = f"ncu.{et.main_rule}" if et.main_rule else rule_id(label, limiter)

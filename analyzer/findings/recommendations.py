@@ -32,6 +32,31 @@ RECOMMENDATIONS: dict[tuple[str, str], str] = {
     ("compute-bound", "fp16"): (
         "FP16 CUDA-core math dominates: use tensor cores (HMMA via cuBLAS/CUTLASS) instead of "
         "scalar half arithmetic, with dimensions aligned to multiples of 8."),
+    ("compute-bound", "alu"): (
+        "The ALU pipe (integer and logic instructions: index arithmetic, comparisons, bit operations, random "
+        "number generation) binds: cut integer work per element (hoist loop-invariant index arithmetic, 32-bit "
+        "instead of 64-bit indices, fewer bit-by-bit loops, process several elements per thread). Tensor cores "
+        "and narrower float types do not run this work."),
+    ("compute-bound", "fma"): (
+        "The FMA pipe binds: it runs FP32 adds, multiplies and FMAs and integer multiply-adds (IMAD: index and "
+        "address arithmetic). For FP32 matrix math, tensor cores (TF32/BF16 via cuBLAS/CUTLASS) are the faster "
+        "pipe; for integer address arithmetic, hoist loop-invariant index computation, use 32-bit indices and "
+        "strength-reduce multiplications."),
+    ("compute-bound", "lsu"): (
+        "The LSU pipe (load/store instruction issue) binds: issue fewer, wider memory instructions (128-bit "
+        "vectorized loads such as float4), load each value once into registers or shared memory and reuse it, "
+        "and drop redundant loads."),
+    ("compute-bound", "xu"): (
+        "The XU pipe (transcendentals such as sin, exp, rsqrt; conversions; integer division) binds: use the "
+        "fast intrinsics (__expf, __sinf, __frsqrt_rn) where accuracy allows, hoist or tabulate repeated "
+        "transcendentals, and avoid int/float conversions and integer division or modulo in inner loops."),
+    ("compute-bound", "issue"): (
+        "Instruction issue binds (the schedulers issue nearly every cycle): cut instructions per element: "
+        "vectorized memory accesses, unrolled loops without per-iteration overhead, loop-invariant work "
+        "hoisted, more work per instruction."),
+    ("compute-bound", "shared-pipe"): (
+        "The shared pipe (FP64 and tensor instructions on this GPU) binds: check whether FP64 is needed and "
+        "whether the tensor work can use a narrower type."),
     ("overhead-bound", "launch"): (
         "Too short to amortize launch overhead: capture the launch sequence in a CUDA graph, fuse "
         "small kernels, and do more work per launch (fewer, larger launches)."),
@@ -47,10 +72,16 @@ RECOMMENDATIONS: dict[tuple[str, str], str] = {
         "registers/shared memory per block), add instruction-level parallelism (independent work "
         "per thread, unrolling), and check warp stall reasons in `ncu --section WarpStateStats`."),
 }
+for _t in ("tensor-hmma", "tensor-imma", "tensor-dmma"):
+    RECOMMENDATIONS[("compute-bound", _t)] = RECOMMENDATIONS[("compute-bound", "tensor")]
+COMPUTE_UNKNOWN_PIPE = (
+    "Compute (SM) binds, but the export does not say which pipe: collect --section ComputeWorkloadAnalysis "
+    "(or --set full, whose SpeedOfLight breakdown names the busiest pipe) before choosing a fix; integer, "
+    "load/store and transcendental work need different fixes than floating-point math.")
 LABEL_DEFAULTS = {
     "memory-bound": RECOMMENDATIONS[("memory-bound", "dram")],
-    "compute-bound": ("Compute binds: use tensor cores and the narrowest accurate dtype, align "
-                      "dimensions to multiples of 8/16, or reduce the work algorithmically."),
+    "compute-bound": ("Compute binds on the {pipe}: see NCU's Compute Workload Analysis for the instructions it "
+                      "runs, cut them per element, or reduce the work algorithmically."),
     "overhead-bound": ("Launch/occupancy overhead dominates: CUDA graphs, kernel fusion, larger "
                        "grids/batches and fewer launches."),
 }
@@ -67,6 +98,10 @@ def recommendation(label: str, limiter: str) -> str:
         return LATENCY
     if label == "unknown" or label not in LABEL_DEFAULTS:
         return UNKNOWN
+    if label == "compute-bound":
+        if limiter in ("unknown", ""):
+            return COMPUTE_UNKNOWN_PIPE
+        return LABEL_DEFAULTS[label].format(pipe=f"{limiter} pipe")
     return LABEL_DEFAULTS[label]
 
 

@@ -25,6 +25,7 @@ _DECIDES = {  # what a missing input needs (docs/formulas.md#findings)
     "L2 bytes": "the L2 bytes (--section SpeedOfLight_HierarchicalSingleRooflineChart, or lts__t_bytes)",
     "DRAM bytes": "dram__bytes (--section SpeedOfLight_RooflineChart)",
     "FLOP counters": "the FLOP counters (--section SpeedOfLight_RooflineChart)",
+    "tensor FLOPs": "sm__ops_path_tensor_* (--section SpeedOfLight_HierarchicalTensorRooflineChart)",
     "duration": "gpu__time_duration",
 }
 

@@ -52,6 +52,13 @@ def motivation(label: str, limiter: str, row: Mapping[str, Any], roof_pct: float
         ach = _num(row, "achieved_flops_s")
         if math.isfinite(ach):
             return f"Why: the {_PIPE[limiter]} pipe binds{pct}, at {_g(ach / 1e12)} TFLOP/s achieved."
+    if label == "compute-bound":
+        ppct, name = _num(row, "pipe_pct"), row.get("pipe_name")
+        if math.isfinite(ppct) and isinstance(name, str) and name:
+            return f"Why: the {name} is the busiest pipe, at {ppct:.0f} % of its peak (NCU)."
+        sm = _num(row, "sol_compute_pct")
+        if limiter == "unknown" and math.isfinite(sm):
+            return f"Why: NCU's Compute (SM) throughput is {sm:.0f} % of peak."
     if label == "overhead-bound" and limiter == "launch":
         t, n = _num(row, "time_s"), _num(row, "launches")
         if math.isfinite(t) and n > 0:
@@ -69,6 +76,6 @@ def advise(label: str, limiter: str, general: str, row: Mapping[str, Any], roof_
         return f"{why} {STREAMING_ADVICE}"
     if near and label == "memory-bound":
         return f"{why} {NEAR_MEMORY_ROOF.format(level=_LEVEL[limiter])}"
-    if near and label == "compute-bound":
+    if near and label == "compute-bound" and (limiter in _PIPE or limiter.startswith("tensor")):
         return f"{why} {NEAR_COMPUTE_ROOF}"
     return f"{why} {general}"

@@ -35,7 +35,12 @@ from rooftop.analyzer.kernels.classify import classify
 from rooftop.analyzer.kernels.evidence import explain
 from rooftop.analyzer.kernels.facts import facts_for
 from rooftop.analyzer.kernels.lint import lint_kernels
-from rooftop.analyzer.kernels.ncu_results import ncu_plain_text, ncu_rule_items, stored_sol_verdicts
+from rooftop.analyzer.kernels.ncu_results import (
+    ncu_plain_text,
+    ncu_rule_items,
+    rule_pipes,
+    stored_sol_verdicts,
+)
 from rooftop.analyzer.kernels.ncu_rules import failed_profile_lint, failed_profiles, launch_signals
 
 __all__ = ["KernelAnalysis", "analyze_kernels", "facts_for", "ncu_plain_text"]
@@ -60,6 +65,11 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     if len(stored):
         key = pd.MultiIndex.from_arrays([f["input"].astype("string"), f["index"].astype("Int64")])
         f["ncu_stored_verdict"] = stored.reindex(key).to_numpy()
+    pipes = rule_pipes(rules)
+    if len(pipes):
+        key = pd.MultiIndex.from_arrays([f["input"].astype("string"), f["index"].astype("Int64")])
+        f["rule_pipe_word"] = pipes["rule_pipe_word"].reindex(key).to_numpy()
+        f["rule_pipe_pct"] = pipes["rule_pipe_pct"].reindex(key).to_numpy()
     sig = launch_signals(f[["input", "index"]].assign(launch__waves_per_multiprocessor=f["waves"]), rules)
     f["ncu_tail"], f["ncu_small_grid"] = sig["ncu_tail"].to_numpy(), sig["ncu_small_grid"].to_numpy()
     failed = failed_profiles(f, rules, meta, f["duration_s"])
@@ -94,6 +104,7 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         **{col: f[col] for col in extras},
         **{f"sol_{lvl}_pct": f[f"unit_{lvl}"] for lvl in M.LEVELS},
         "sol_verdict": c["sol_verdict"], "label_basis": c["basis"],
+        "pipe_name": c["pipe_name"], "pipe_pct": c["pipe_pct"],
         **{col: refs[col] for col in refs.columns},
     }, index=f.index)
     full = [*CEILING_COLUMNS, *(f"src_{col}" for col in CEILING_COLUMNS), *(f"detail_{col}" for col in CEILING_COLUMNS),

@@ -61,9 +61,11 @@ def _argmax(frame: pd.DataFrame) -> pd.Series:
 
 
 def sol_verdict(sol_c: pd.Series, sol_m: pd.Series, waves: pd.Series) -> pd.Series:
-    """NVIDIA's SOLBottleneck rule result title (docs/research/formulas.md §3.1), ``None`` without both SOL %."""
+    """NVIDIA's SOLBottleneck rule result title (docs/research/formulas.md §3.1), ``None`` without both SOL %,
+    except that one side >= 80 % is "High Throughput" on its own (SOLBottleneck tests each side against
+    its no_bound_threshold before it compares them)."""
     has = sol_c.notna() & sol_m.notna()
-    high = has & ((sol_c >= HIGH) | (sol_m >= HIGH))
+    high = (sol_c >= HIGH) | (sol_m >= HIGH)
     low = has & ~high & (sol_c < LATENCY) & (sol_m < LATENCY)
     mid = has & ~high & ~low
     diff = sol_c - sol_m
@@ -104,13 +106,42 @@ def side_utils(f: pd.DataFrame) -> pd.DataFrame:
     cmp_ = out[[f"cmp_{c}" for c in FLOP_CLASSES]]
     out["memory"] = mem.max(axis=1).where(mem.notna().any(axis=1))
     comp = np.fmax(100.0 * _col(f, "compute_util"), cmp_.max(axis=1).where(cmp_.notna().any(axis=1)))
-    out["compute"] = np.fmax(comp, _col(f, "pipe_alu"))
+    # every pipe NCU measured is the compute side too (the SpeedOfLight breakdown's busiest pipe)
+    out["compute"] = np.fmax(np.fmax(comp, _col(f, "pipe_alu")), _col(f, "pipe_pct"))
     level = _argmax(mem.set_axis(list(LEVELS), axis=1))
     cls = _argmax(cmp_.set_axis(list(FLOP_CLASSES), axis=1))
     alu_wins = _col(f, "pipe_alu") > cmp_.max(axis=1).fillna(-1.0)
     out["level"] = level
     out["class"] = cls.mask(alu_wins, None)
     return out
+
+
+def compute_limiter(f: pd.DataFrame, u: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """The compute limiter (docs/formulas.md#kernel-labels): the busiest pipe of NCU's SpeedOfLight
+    breakdown (``pipe_word``), else the pipe NCU's HighPipeUtilization rule names (``rule_pipe_word``),
+    else the FLOP class with the highest utilisation, else the ALU pipe where it is busier than every
+    class. The FMA pipe is ``fp32`` where the FP32 FLOPs fill at least half of its busy share (FADD and
+    FMUL take a slot for one FLOP, FFMA for two), else ``fma`` (integer IMAD, conversions); the shared
+    pipe is named by its FP64 or tensor class where that class did the work."""
+    none = pd.Series(None, index=f.index, dtype=object)
+    word = f["pipe_word"].astype("object") if "pipe_word" in f.columns else none
+    name = f["pipe_name"].astype("object") if "pipe_name" in f.columns else none
+    pct = _col(f, "pipe_pct")
+    if "rule_pipe_word" in f.columns:
+        rw = f["rule_pipe_word"].astype("object")
+        take = word.isna() & rw.notna()
+        word = word.where(~take, rw)
+        name = name.where(~take, rw.map(lambda w: f"{w} pipe (NCU's HighPipeUtilization rule)" if isinstance(w, str)
+                                        else None))
+        pct = pct.where(~take, _col(f, "rule_pipe_pct"))
+    cls = u["class"].astype("object")
+    fp32_share = 100.0 * _col(f, "util_fp32") / pct.where(pct > 0)
+    word = word.mask((word == "fma") & (fp32_share >= 50.0), "fp32")
+    word = word.mask((word == "shared-pipe") & cls.isin(["fp64", "tensor"]), cls)
+    alu = _col(f, "pipe_alu") > u[[f"cmp_{c}" for c in FLOP_CLASSES]].max(axis=1).fillna(-1.0)
+    alu_word = pd.Series(None, index=f.index, dtype=object).mask(alu.to_numpy(dtype=bool), "alu")
+    fallback = cls.where(cls.notna(), alu_word)
+    return word.where(word.notna(), fallback), name.where(word.notna(), None), pct.where(word.notna())
 
 
 def classify(f: pd.DataFrame) -> pd.DataFrame:
@@ -156,11 +187,13 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
         (undecided & ((both_known & mem_wins) | (~both_known & (sol_m >= sol_c))))
     sol_cmp = hi_c_only | (verdict == "High Compute Throughput") | (undecided & ~sol_mem)
     sol_over = verdict.isin(["Small Grid", "Latency Issue"])
-    # 2. no SOL: the same thresholds on rooftop's own utilisations (a side is named only at >= 60 %)
+    # 2. no SOL: the same thresholds on rooftop's own utilisations (a side is named only at >= 60 %, and
+    # against an unmeasured other side only at >= 80 %, SOLBottleneck's high-throughput line)
     ns = ~has_sol
-    top = np.fmax(mem, cmp_)
-    named = ns & (top >= LATENCY)
-    ns_mem = named & (mem >= LATENCY) & (mem_wins | cmp_.isna())
+    mem_ok = (mem >= LATENCY) & (mem_wins | (cmp_.isna() & (mem >= HIGH)))
+    cmp_ok = (cmp_ >= LATENCY) & ((cmp_ > mem) | (mem.isna() & (cmp_ >= HIGH)))
+    named = ns & (mem_ok | cmp_ok)
+    ns_mem = named & mem_ok
     ns_cmp = named & ~ns_mem
     low = ns & ~named & both_known & levels_known  # both measured sides < 60 %: latency family
     ns_over = ns & ~named & (launch | (grid < sms) | ncu_small | low)
@@ -172,15 +205,17 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
     label = np.select([memb, cmpb, over], ["memory-bound", "compute-bound", "overhead-bound"], default="unknown")
     small_lim = (grid < sms) | ncu_small | (verdict == "Small Grid")
     over_lim = np.select([launch, small_lim, tail], ["launch", "small-grid", "tail"], default="latency")
+    pipe, pipe_name, pipe_pct = compute_limiter(f, u)
     limiter = np.select(
-        [over, memb & u["level"].notna(), cmpb & u["class"].notna()],
-        [over_lim, u["level"].fillna("unknown"), u["class"].fillna("unknown")], default="unknown")
+        [over, memb & u["level"].notna(), cmpb & pipe.notna()],
+        [over_lim, u["level"].fillna("unknown"), pipe.fillna("unknown")], default="unknown")
     basis = np.select([has_sol, ns & named, ns & low, ns & ns_over & launch, ns & ns_over, thin],
                       ["ncu-sol", "roofline-sol", "roofline-sol", "launch", "small-grid", "thin"], default="none")
     return pd.DataFrame({"label": label, "limiter": limiter, "sol_verdict": verdict, "basis": basis,
                          "memory_side_pct": mem, "compute_side_pct": cmp_, "memory_levels_known": levels_known,
                          "launch_short": launch, "small_grid": small, "tail_effect": tail,
-                         "tail_speedup_pct": tail_speedup(waves)}, index=idx)
+                         "tail_speedup_pct": tail_speedup(waves), "pipe_name": pipe_name, "pipe_pct": pipe_pct},
+                        index=idx)
 
 
 def _flag(f: pd.DataFrame, name: str) -> pd.Series:

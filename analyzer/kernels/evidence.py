@@ -200,6 +200,16 @@ def _decision(e: _Evidence) -> None:
              _num(f["sol_memory_pct"], "%.1f"), "% -> SOLBottleneck \"", _obj(c["sol_verdict"]),
              "\" (>= 80 % high throughput, both < 60 % latency or small grid, 60-80 % the side ahead by >= 10 "
              "points; docs/formulas.md#kernel-labels)", legacy))
+    one_c = f["sol_compute_pct"].notna() & f["sol_memory_pct"].isna()
+    one_m = f["sol_memory_pct"].notna() & f["sol_compute_pct"].isna()
+    add((c["sol_verdict"] == "High Throughput") & one_c,
+        _cat("NCU Speed Of Light: compute (SM) ", _num(f["sol_compute_pct"], "%.1f"), "% (the memory % is not in the "
+             "export) -> \"High Throughput\": one side >= 80 % decides on its own (SOLBottleneck; "
+             "docs/formulas.md#kernel-labels)"))
+    add((c["sol_verdict"] == "High Throughput") & one_m,
+        _cat("NCU Speed Of Light: memory ", _num(f["sol_memory_pct"], "%.1f"), "% (the compute (SM) % is not in the "
+             "export) -> \"High Throughput\": one side >= 80 % decides on its own (SOLBottleneck; "
+             "docs/formulas.md#kernel-labels)"))
     if "ncu_stored_verdict" in f.columns:
         add(f["ncu_stored_verdict"].notna(), _cat("NCU's own stored verdict: \"", _obj(f["ncu_stored_verdict"]),
                                                   "\" (NCU decides; docs/formulas.md#kernel-labels)"))
@@ -212,7 +222,12 @@ def _decision(e: _Evidence) -> None:
         _cat("No SpeedOfLight % in the export: NCU's SOLBottleneck thresholds applied to rooftop's roofline "
              "utilisations: ", sides, " -> ", _obj(label), " (", _obj(lim), "); a side is named only at >= 60 %, "
              "both below 60 % with L1, L2 and DRAM measured is latency (docs/formulas.md#kernel-labels)"))
-    add(basis == "thin",
+    top = np.fmax(_floats(c["memory_side_pct"]), _floats(c["compute_side_pct"]))
+    one_side = (basis == "thin").to_numpy() & (top >= 60.0) & ~(mem_known & cmp_known)
+    add(one_side,
+        _cat("No SpeedOfLight % in the export; ", sides, ": a side below 80 % is named only against the other "
+             "side, which is not measured, so the bound is unknown (docs/formulas.md#kernel-labels)"))
+    add((basis == "thin").to_numpy() & ~one_side,
         _cat("No SpeedOfLight % in the export and no side reaches 60 % (", sides, "), but the utilisation of ",
              _obj(_missing_levels(f).where(lambda x: x != "", "the compute side")),
              " is unknown and could bind: bound unknown; collect --section SpeedOfLight, or the missing bytes "
@@ -280,6 +295,18 @@ def _work(e: _Evidence) -> None:
                            _si(f["compute_peak"], "FLOP/s"), " (", src_word, ")"),
                       "; compute roof unknown")
     add(tot.notna() & f["duration_s"].notna(), _cat(head, roof_txt))
+    if "tensor_source" in f.columns:
+        shaped = f["tensor_source"].astype("string").str.contains("kernel name", na=False).to_numpy()
+        add(shaped, _cat("Tensor FLOPs = ", _obj(f["tensor_source"]), ": no sm__ops_path_tensor_* in the export"))
+    if "tensor_uncounted" in f.columns:
+        unc = f["tensor_uncounted"].astype("object").eq(True).to_numpy()
+        counted = f["fp_flops_counted"] if "fp_flops_counted" in f.columns else pd.Series(np.nan, index=f.index)
+        add(unc, _cat("Tensor pipe at work but its FLOPs are not counted (no sm__ops_path_tensor_* in the export, "
+                      "and no instruction shape in the kernel name to scale sm__inst_executed_pipe_tensor by)",
+                      _where(np.isfinite(_floats(counted)), _cat("; the ", _si(counted, "FLOP"), " of FP32/FP16 "
+                                                                 "instructions counted are not its work"), ""),
+                      ": compute side unknown, so the kernel is not placed on the roofline and gets no roofline "
+                      "saving or intensity advice (docs/formulas.md#work-bytes)"))
 
     if "rate_only" in f.columns:
         ro = f["rate_only"].fillna(False).astype(bool)
@@ -330,6 +357,12 @@ def _binding(e: _Evidence) -> None:
              "docs/formulas.md#kernel-labels)"))
 
 
+def _flag(f: pd.DataFrame, col: str) -> pd.Series:
+    if col not in f.columns:
+        return pd.Series(False, index=f.index)
+    return f[col].astype("object").eq(True)
+
+
 def _provenance(e: _Evidence) -> None:
     """Provenance (device assumed, byte convention, duration source) and what the export lacks."""
     f, n, add, label, basis = e.f, e.n, e.add, e.label, e.basis
@@ -352,7 +385,8 @@ def _provenance(e: _Evidence) -> None:
     gaps = _joined([(_mask(miss), what) for what, miss in (
         [(f"{LEVEL_NAMES[lvl]} bytes", f[f"bytes_{lvl}"].isna() & ~(ro & f[f"rate_{lvl}"].notna()))
          for lvl in M.LEVELS]
-        + [("FLOP counters", f["flops"].isna() & ~(ro & f["achieved_flops_s"].notna())),
+        + [("FLOP counters", f["flops"].isna() & ~(ro & f["achieved_flops_s"].notna()) & ~_flag(f, "tensor_uncounted")),
+           ("tensor FLOPs", _flag(f, "tensor_uncounted")),
            ("SpeedOfLight %", f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),
            ("duration", f["duration_s"].isna())])], n)
     add(pc.not_equal(gaps, "").to_numpy(zero_copy_only=False), _cat("Not in the export, so not evaluated: ", gaps))

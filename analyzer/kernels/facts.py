@@ -37,7 +37,11 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     # absent is not zero (docs/formulas.md#kernel-labels): zero counted FLOPs beside a class whose
     # counters are missing is unknown work, not 0 FLOP
     unknown_work = flops[["fp64", "fp32", "fp16"]].isna().any(axis=1) & ~(flops.fillna(0.0) > 0).any(axis=1)
-    flops = flops.mask(unknown_work)
+    # tensor work the export does not count: the FLOPs counted (an FP32 epilogue) are not the kernel's
+    # work, so its compute side is unknown and it is not placed (docs/formulas.md#work-bytes)
+    tensor_unc = _tensor_uncounted(df, dur, cc, t_flops)
+    counted_fp = flops[["fp64", "fp32", "fp16"]].sum(axis=1, min_count=1)
+    flops = flops.mask(unknown_work | tensor_unc)
     bytes_, b_src, b_conv = M.bytes_by_level(df, dur, cc)
     rate_only, flops_in, bytes_in, dur_in, b_conv = _rate_inputs(df, cc, dur, flops, bytes_, b_conv)
     ceil = resolve_ceilings(df, dur=dur, cc=cc, launch=launch, tensor_ops=t_ops, bytes_conv=b_conv, option=option,
@@ -84,13 +88,23 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     cols["rate_only"] = rate_only
     for lvl in M.LEVELS:
         cols[f"rate_{lvl}"] = (bytes_in[lvl] / dur_in).where(rate_only)
-    more = _units_and_lint_inputs(df, dur, cc, flops["tensor"], sol_src, b_src["dram"])
+    more = _units_and_lint_inputs(df, dur, cc, sol_src, b_src["dram"])
+    more["tensor_uncounted"] = tensor_unc
+    more["fp_flops_counted"] = counted_fp.where(tensor_unc)
     f = pd.concat([pd.DataFrame(cols, index=idx), roof, pd.DataFrame(more, index=idx)], axis=1)
     f.attrs["device_lint"] = ceil.lint
     return f, ceil.devices
 
 
-def _units_and_lint_inputs(df: pd.DataFrame, dur: pd.Series, cc: pd.Series, tensor_flops: pd.Series,
+def _tensor_uncounted(df: pd.DataFrame, dur: pd.Series, cc: pd.Series, tensor_flops: pd.Series) -> pd.Series:
+    """Tensor pipe at work with no tensor FLOPs counted: instructions beyond the FP16 ones sharing the pipe,
+    or (no instruction count) the tensor pipe % above 0 (docs/formulas.md#profiling-conditions)."""
+    unscaled = M.tensor_inst_unscaled(df, dur, cc)
+    pipe_active = (M.pipe_utilization(df)["tensor"] > 0) & unscaled.isna()
+    return tensor_flops.isna() & (pipe_active | (unscaled > 0))
+
+
+def _units_and_lint_inputs(df: pd.DataFrame, dur: pd.Series, cc: pd.Series,
                            sol_src: pd.Series, dram_src: pd.Series) -> dict[str, pd.Series]:
     """The SOL breakdown per memory unit and pipe, and what the lint reads: FP16 counters at zero,
     tensor work not counted, legacy metrics, SM clock / max clock (docs/formulas.md#profiling-conditions)."""
@@ -102,8 +116,6 @@ def _units_and_lint_inputs(df: pd.DataFrame, dur: pd.Series, cc: pd.Series, tens
     hcounts = [M.counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)[0] for op in ("hadd", "hmul", "hfma")]
     hsum = hcounts[0].fillna(0) + hcounts[1].fillna(0) + hcounts[2].fillna(0)
     more["fp16_counters_zero"] = pd.concat(hcounts, axis=1).notna().any(axis=1) & (hsum == 0)
-    unscaled = M.tensor_inst_unscaled(df, dur, cc)
-    more["tensor_uncounted"] = tensor_flops.isna() & ((pipes["tensor"] > 0) | (unscaled > 0))
     more["legacy_metrics"] = (sol_src == "legacy") | dram_src.astype("string").str.contains("legacy", na=False)
     max_clock_khz = M.column(df, "device__attribute_clock_rate")
     sm_hz, _ = M.clock_hz(df, "sm")

@@ -149,7 +149,10 @@ def _lint_tensor(f: pd.DataFrame) -> _Items:
                      "roofline shows none (docs/formulas.md#profiling-conditions).", fp16_zero))
     unc = f["tensor_uncounted"].fillna(False).astype(bool)
     out.append(_item("tensor-uncounted", f"Tensor pipe active but no sm__ops_path_tensor_* ops for {_count(unc, n)}: tensor FLOPs "
-                     "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, docs/formulas.md#profiling-conditions).", unc))
+                     "are not counted (sm__inst_executed_pipe_tensor x 512 holds on V100 only, and the kernel name gives "
+                     "no instruction shape), so these kernels are not placed on the roofline; collect "
+                     "--section SpeedOfLight_HierarchicalTensorRooflineChart (docs/formulas.md#profiling-conditions).",
+                     unc))
     if "tensor_peak_missing" in f.columns:
         tpm = f["tensor_peak_missing"].notna()
         out.append(_item("tensor-peak-unknown", f"No peak for tensor variant(s) with work on {_count(tpm, n)}: no tensor roof; "

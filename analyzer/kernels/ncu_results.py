@@ -40,6 +40,33 @@ def stored_sol_verdicts(rules: pd.DataFrame) -> pd.Series:
     return out[~out.index.duplicated()]
 
 
+# NCU's HighPipeUtilization message: "<pipe> is the highest-utilized pipeline (P%) based on active
+# cycles" (ComputeWorkloadAnalysis rule, Nsight Compute 2023+); pipe names -> rooftop's limiter words
+_PIPE_MSG = re.compile(r"([A-Za-z0-9]+(?: \((?:FP|INT|DP|FP16)\))?) is the highest-utilized pipeline \((\d+(?:\.\d+)?)%\)")
+PIPE_WORDS = {"ALU": "alu", "FMA": "fma", "FP64": "fp64", "FP16": "fp16", "FMA (FP16)": "fp16", "Shared": "shared-pipe",
+              "Tensor": "tensor", "Tensor (FP)": "tensor-hmma", "Tensor (INT)": "tensor-imma",
+              "Tensor (DP)": "tensor-dmma", "TMA": "tma", "LSU": "lsu", "XU": "xu", "Uniform": "uniform", "ADU": "adu",
+              "CBU": "cbu", "TEX": "tex"}
+
+
+def rule_pipes(rules: pd.DataFrame) -> pd.DataFrame:
+    """The pipe NCU's HighPipeUtilization rule names per (input, index): ``rule_pipe_word`` and
+    ``rule_pipe_pct`` (docs/formulas.md#kernel-labels); empty without such a message."""
+    if rules is None or not len(rules) or "description" not in rules.columns:
+        return pd.DataFrame(columns=["rule_pipe_word", "rule_pipe_pct"])
+    text = (rules["title"].astype("string").fillna("") + " " if "title" in rules.columns else "") + \
+        rules["description"].astype("string").fillna("")
+    found = text.str.extract(_PIPE_MSG)
+    hit = found[0].notna() & found[0].isin(list(PIPE_WORDS))
+    if not hit.any():
+        return pd.DataFrame(columns=["rule_pipe_word", "rule_pipe_pct"])
+    r = rules[hit]
+    key = pd.MultiIndex.from_arrays([r["input"].astype("string"), r["index"].astype("Int64")])
+    out = pd.DataFrame({"rule_pipe_word": found.loc[hit, 0].map(PIPE_WORDS).to_numpy(),
+                        "rule_pipe_pct": pd.to_numeric(found.loc[hit, 1], errors="coerce").to_numpy()}, index=key)
+    return out[~out.index.duplicated()]
+
+
 _NCU_LINKS = ((re.compile(r"@url:([^:@]+):[^@]*@"), r"\1"),          # @url:Text:https://…@ -> Text
               (re.compile(r"@section:[^:@]*:([^@]*)@"), r"\1"),     # @section:Id:Name@ -> Name
               (re.compile(r"@[a-z]+:([^@]*)@"), r"\1"))             # @metric:name@ and others

@@ -7,6 +7,8 @@ unit metrics (the SpeedOfLight section's "SOL Breakdown" chart; Nsight Compute P
 ``.avg/.max/.min/.sum.pct_of_peak_sustained_elapsed`` roll-ups, which is how they are told from other
 percentages here. Every unit metric is named by the limiter word it stands for (the pipe or level).
 
+* ``pipe_word`` / ``pipe_name`` / ``pipe_pct``: the busiest compute-side unit of the breakdown (a pipe,
+  instruction issue), what names the compute limiter.
 * ``busiest_pct``: the highest % of peak over elapsed time of any unit NCU measured (the breakdown, the
   two SOL sides, L2 and DRAM): with the same work, that unit needs at least that share of the time.
 * ``top_unit``: the metric of the busiest unit, ``top_unit_word`` its limiter word (``lsu``, ``alu``,
@@ -93,24 +95,43 @@ def unit_of(metric: str) -> tuple[str, str, str, str | None] | None:
 
 def breakdown_metrics(columns: list[str]) -> list[str]:
     """The SOL-breakdown unit metrics of an export: ``<m>.avg.pct_of_peak_sustained_elapsed`` that also
-    has its ``.max`` roll-up (the breakdown table's instance statistics), minus the aggregates (names
-    holding ``throughput``, which are maxima of other units) and names no unit in the table matches."""
+    has its ``.max`` roll-up (the breakdown table's instance statistics), and every pipe utilisation
+    (``sm__pipe_*``, ``sm__inst_executed_pipe_*``), minus the aggregates (names holding ``throughput``,
+    which are maxima of other units) and names no unit in the table matches."""
     cols = set(columns)
     out = []
     for c in columns:
         if not c.endswith(_ELAPSED):
             continue
         base = c[: -len(_ELAPSED)]
-        if base + _MAX in cols and "throughput" not in base and unit_of(base) is not None:
+        pipe = base.startswith(("sm__pipe_", "sm__inst_executed_pipe_"))  # a pipe's % is its own, breakdown or not
+        if (base + _MAX in cols or pipe) and "throughput" not in base and unit_of(base) is not None:
             out.append(base)
     return out
 
 
+def _argmax(df: pd.DataFrame, names: list[tuple[str, str, str, str, str | None]], side: str | None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise highest value among ``names`` (of one ``side``, pipes only, when given) and its position
+    (-1 where none); an aggregate equal to a breakdown unit before it keeps the unit's name."""
+    n = len(df)
+    best = np.full(n, np.nan)
+    pick = np.full(n, -1)
+    for j, (col, word, _name, s, _lvl) in enumerate(names):
+        if side is not None and (s != side or word == "sm"):
+            continue
+        v = column(df, col).to_numpy(dtype="float64")
+        better = np.isfinite(v) & (np.isnan(best) | (v > best + 1e-9 * np.maximum(1.0, np.abs(v))))
+        best = np.where(better, v, best)
+        pick = np.where(better, j, pick)
+    return best, pick
+
+
 def busiest_unit(df: pd.DataFrame) -> pd.DataFrame:
     """Per kernel: ``busiest_pct`` and the ``top_unit`` (metric), ``top_unit_word``, ``top_unit_name``,
-    ``top_unit_side``, ``top_unit_level`` that reach it (module docstring). Breakdown units are preferred
-    over an aggregate of the same value (they name the pipe or level); NaN/None without any."""
-    n = len(df)
+    ``top_unit_side``, ``top_unit_level`` that reach it (module docstring), and the busiest pipe of the
+    compute side (``pipe_pct``, ``pipe_word``, ``pipe_name``). Breakdown units are preferred over an
+    aggregate of the same value (they name the pipe or level); NaN/None without any."""
     names: list[tuple[str, str, str, str, str | None]] = []
     for base in breakdown_metrics(list(df.columns)):
         u = unit_of(base)
@@ -120,18 +141,18 @@ def busiest_unit(df: pd.DataFrame) -> pd.DataFrame:
         col = base if base.endswith("_pct") else base + _ELAPSED
         if col in df.columns:
             names.append((col, word, name, side, lvl))
-    best = np.full(n, np.nan)
-    pick = np.full(n, -1)
-    for j, (col, *_rest) in enumerate(names):
-        v = column(df, col).to_numpy(dtype="float64")
-        # strictly greater by a hair: an aggregate equal to its breakdown unit keeps the unit's name
-        better = np.isfinite(v) & (np.isnan(best) | (v > best + 1e-9 * np.maximum(1.0, np.abs(v))))
-        best = np.where(better, v, best)
-        pick = np.where(better, j, pick)
+    best, pick = _argmax(df, names, None)
     out = pd.DataFrame({"busiest_pct": best}, index=df.index)
     for k, key in enumerate(("top_unit", "top_unit_word", "top_unit_name", "top_unit_side", "top_unit_level")):
         table = np.array([None] + [row[k] for row in names], dtype=object)
         out[key] = table[pick + 1]
+    # the busiest compute-side unit that names a pipe (the SM aggregate does not): the compute limiter
+    cbest, cpick = _argmax(df, names, "compute")
+    words = np.array([None] + [row[1] for row in names], dtype=object)
+    cnames = np.array([None] + [row[2] for row in names], dtype=object)
+    out["pipe_pct"] = cbest
+    out["pipe_word"] = words[cpick + 1]
+    out["pipe_name"] = cnames[cpick + 1]
     # "Memory Throughput" alone (a console log): the level whose own % reaches it names the unit, the
     # L1 one measured over active cycles as NCU prints it (docs/formulas.md#findings)
     mem = (out["top_unit_word"] == "memory").to_numpy()

@@ -4,9 +4,11 @@ SASS thread-instruction counts, tensor from ``sm__ops_path_tensor_*``; docs/rese
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.metrics.columns import column, first_of, nan_series, none_series
@@ -151,9 +153,60 @@ def tensor_ops(df: pd.DataFrame, dur: pd.Series) -> pd.DataFrame:
     return out
 
 
+# Tensor instruction shapes (mma.sync m·n·k) as cuBLAS and CUTLASS kernel names spell them
+# (``ampere_fp16_s16816gemm``, ``cutlass_75_tensorop_i8816gemm``, ``volta_h884gemm``): shape ->
+# (M, N, K, pipe), and the architectures (CC major.minor prefixes) that execute it as one warp
+# instruction of that shape (PTX ISA, "Matrix shape" tables of mma.sync; docs/formulas.md#work-bytes).
+# FLOPs per warp instruction = 2·M·N·K (one multiply-add = 2 FLOP); e.g. HMMA m16n8k16 = 4096.
+TENSOR_SHAPES: dict[str, tuple[int, int, int, str, tuple[str, ...]]] = {
+    "884": (8, 8, 4, "hmma", ("7.0", "7.2")),
+    "1688": (16, 8, 8, "hmma", ("7.5", "8.", "9.", "10.", "12.")),
+    "1684": (16, 8, 4, "hmma", ("8.", "9.", "10.", "12.")),  # TF32
+    "16816": (16, 8, 16, "hmma", ("8.", "9.", "10.", "12.")),
+    "8816": (8, 8, 16, "imma", ("7.2", "7.5", "8.", "9.", "10.", "12.")),
+    "8832": (8, 8, 32, "imma", ("7.5", "8.")),  # INT4
+    "16832": (16, 8, 32, "imma", ("8.", "9.", "10.", "12.")),
+}
+_SHAPE_RE = re.compile(r"(?<![0-9])([hsid])?(" + "|".join(sorted(TENSOR_SHAPES, key=len, reverse=True)) +
+                       r")(?=gemm|conv|fprop|dgrad|wgrad)", re.IGNORECASE)
+
+
+def tensor_shape(name: str | None, cc: float) -> tuple[str, float, str] | None:
+    """(shape, FLOPs per warp instruction, pipe) from a cuBLAS/CUTLASS kernel name, where the name's
+    shape runs as one warp instruction on this CC (:data:`TENSOR_SHAPES`); ``None`` otherwise. A ``d``
+    prefix (``d884gemm``: FP64 DMMA) is the DMMA pipe, m8n8k4 = 512 FLOP, on CC 8.0 and 9.0."""
+    if not name or not math.isfinite(cc):
+        return None
+    m = _SHAPE_RE.search(name)
+    if not m:
+        return None
+    kind, shape = (m.group(1) or "").lower(), m.group(2)
+    mm, nn, kk, pipe, archs = TENSOR_SHAPES[shape]
+    if kind == "d":
+        return ("m8n8k4", 512.0, "dmma") if shape == "884" and f"{cc:.1f}" in ("8.0", "9.0") else None
+    if not f"{cc:.1f}".startswith(archs):
+        return None
+    return f"m{mm}n{nn}k{kk}", float(2 * mm * nn * kk), pipe
+
+
+def fp16_thread_inst(df: pd.DataFrame, dur: pd.Series) -> pd.Series:
+    """FP16 (half2) thread instructions, HADD + HMUL + HFMA: on GA100 their warp instructions issue on
+    the pipe ``sm__inst_executed_pipe_tensor`` counts (corpus leleucas BERT CSV: tensor instructions =
+    HFMA / 32 in the full-warp kernels). A warp instruction has 1 to 32 active threads, so they stand for
+    between this / 32 and this many warp instructions. NaN where no FP16 counter was collected."""
+    parts = [counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)[0] for op in ("hadd", "hmul", "hfma")]
+    frame = pd.concat(parts, axis=1)
+    return frame.sum(axis=1, min_count=1).where(frame.notna().any(axis=1))
+
+
 def tensor_flops(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> tuple[pd.Series, pd.Series, pd.DataFrame]:
-    """Tensor FLOPs: Σ aggregate ``sm__ops_path_tensor_*`` variants (docs/research/formulas.md §1.6), else on
-    Volta (CC 7.0) ``sm__inst_executed_pipe_tensor`` x 512 (§2.3). Returns (flops, source, ops by variant)."""
+    """Tensor FLOPs (docs/formulas.md#work-bytes), the first that applies: Σ aggregate
+    ``sm__ops_path_tensor_*`` variants (docs/research/formulas.md §1.6); on Volta (CC 7.0)
+    ``sm__inst_executed_pipe_tensor`` x 512 (§2.3); else the tensor instructions of the kernel name's
+    shape (:func:`tensor_shape`) x its FLOPs per warp instruction: the per-type pipe
+    (``sm__inst_executed_pipe_tensor_op_hmma``/``_imma``/``_dmma``) where exported, else the aggregate
+    pipe less the fewest FP16 warp instructions that can share it (:func:`fp16_thread_inst` / 32). Returns (flops,
+    source, ops by variant)."""
     ops = tensor_ops(df, dur)
     src = none_series(df)
     if ops.shape[1]:
@@ -167,10 +220,33 @@ def tensor_flops(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> tuple[pd.Se
     take = total.isna() & v.notna()
     total = total.mask(take, v)
     src = src.mask(take, "sm__inst_executed_pipe_tensor x 512 (V100)")
+    todo = total.isna()
+    if todo.any() and "name" in df.columns:
+        by_pipe = {p: counter(df, f"inst_executed_pipe_tensor_op_{p}", dur)[0] for p in ("hmma", "imma", "dmma")}
+        agg = (inst - fp16_thread_inst(df, dur).fillna(0.0) / 32.0).clip(lower=0.0)
+        names = df["name"].astype("object").tolist()
+        ccs = cc.to_numpy(dtype="float64")
+        for i in np.flatnonzero(todo.to_numpy()).tolist():
+            got = tensor_shape(names[i] if isinstance(names[i], str) else None, float(ccs[i]))
+            if got is None:
+                continue
+            shape, per, pipe = got
+            n_pipe = by_pipe[pipe].iat[i]
+            n = n_pipe if math.isfinite(n_pipe) else agg.iat[i]
+            if not math.isfinite(n):
+                continue
+            total.iat[i] = n * per
+            which = f"sm__inst_executed_pipe_tensor_op_{pipe}" if math.isfinite(n_pipe) else \
+                "(sm__inst_executed_pipe_tensor - FP16 warp instructions)"
+            src.iat[i] = f"{which} x {per:g} ({shape} from the kernel name, docs/formulas.md#work-bytes)"
     return total, src, ops
 
 
 def tensor_inst_unscaled(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> pd.Series:
-    """``sm__inst_executed_pipe_tensor`` on a non-Volta GPU: no single FLOP factor exists (§2.3)."""
+    """``sm__inst_executed_pipe_tensor`` on a non-Volta GPU beyond what the FP16 instructions sharing its
+    pipe can account for (at most one warp instruction per FP16 thread instruction,
+    :func:`fp16_thread_inst`): tensor instructions with no single FLOP factor (§2.3). NaN where the
+    count was not collected."""
     inst, _ = counter(df, "inst_executed_pipe_tensor", dur)
-    return inst.where(~((cc >= 7.0) & (cc < 7.2)))
+    extra = (inst - fp16_thread_inst(df, dur).fillna(0.0)).clip(lower=0.0).where(inst.notna())
+    return extra.where(~((cc >= 7.0) & (cc < 7.2)))

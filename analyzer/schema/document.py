@@ -58,6 +58,7 @@ class Document(_DocumentBase, total=False):
     roofline: RooflineView
     # timeline helper
     timeline: list[TimelineEntry]
+    collectives: list[dict[str, Json]]  # NCCL collectives across ranks (docs/formulas.md#timeline-communication)
     steps: list[Step]
     waterfall: list[dict[str, Json]]
     timeline_diff: list[dict[str, Json]]  # diff of two timelines: per device, both sides

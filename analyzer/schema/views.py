@@ -66,9 +66,38 @@ class TimelineEntry(_TimelineBase, total=False):
     idle_by_cause_s: dict[str, float]
     host_idle_by_activity_s: dict[str, float]  # the host cause by what the host ran (category -> s)
     host_idle_top: list[HostIdleTop]
+    communication: Communication  # NCCL kernels (docs/formulas.md#timeline-communication)
+    copies: list[CopyKind]  # per copy/set kind (docs/formulas.md#timeline-copies)
+    graph_replay_share: float | None  # GPU time launched by CUDA-graph launches (docs/formulas.md#timelines)
     section: int | None  # nsys stats console: the run within the file
     gap_histogram: GapHistogram
     busy_strip: BusyStrip | None
+
+
+class CopyKind(TypedDict):
+    kind: str
+    op: Literal["memcpy", "memset"]
+    direction: str | None
+    memory: str | None
+    count: int
+    bytes: int | None
+    bytes_missing: int
+    time_s: Num
+    busy_s: Num
+    gb_s: float | None
+    size_min: int | None
+    size_median: float | None
+    size_max: int | None
+    pageable: bool
+    async_calls: int
+
+
+class Communication(TypedDict):
+    kernels: int
+    busy_s: Num
+    overlapped_s: Num
+    exposed_s: Num
+    overlap_share: float | None
 
 
 class HostIdleTop(TypedDict):
@@ -93,7 +122,7 @@ class Step(TimelineEntry):
     """A ProfilerStep#N or top-level NVTX/record_function range on one device."""
 
     name: str
-    kind: Literal["profiler-step", "range"]
+    kind: Literal["profiler-step", "iteration", "range"]
     wall_s: Num
 
 

@@ -12,7 +12,11 @@ KINDS: tuple[str, ...] = get_args(Kind)
 KernelLabel = Literal["compute-bound", "memory-bound", "overhead-bound", "unknown"]
 KERNEL_LABELS: tuple[str, ...] = get_args(KernelLabel)
 KernelLimiter = Literal["tensor", "fp64", "fp32", "fp16", "dram", "l2", "l1",
-                        "launch", "small-grid", "tail", "latency", "unknown"]
+                        "launch", "small-grid", "tail", "latency", "unknown",
+                        # the pipe NCU's SpeedOfLight breakdown or HighPipeUtilization rule names
+                        # (analyzer/metrics/units.py UNIT_WORDS)
+                        "alu", "fma", "lsu", "xu", "issue", "tensor-hmma", "tensor-imma", "tensor-dmma",
+                        "shared-pipe", "uniform", "cbu", "adu", "tex", "tma", "tmem", "idc"]
 KERNEL_LIMITERS: tuple[str, ...] = get_args(KernelLimiter)
 
 # docs/formulas.md#windows (analyzer/windows): ``unknown`` = no activity field in the window.

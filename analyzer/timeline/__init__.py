@@ -14,7 +14,10 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.timeline.arrays import NA, ints
+from rooftop.analyzer.timeline.calls import ASYNC_COPY, GRAPH_LAUNCH, call_keys, made_by
 from rooftop.analyzer.timeline.causes import HostActivity, host_activity
+from rooftop.analyzer.timeline.comm import communication
+from rooftop.analyzer.timeline.copies import copy_table
 from rooftop.analyzer.timeline.labels import Verdict, label_device, summary_verdict
 from rooftop.analyzer.timeline.metrics import (
     GPU_KINDS,
@@ -24,11 +27,14 @@ from rooftop.analyzer.timeline.metrics import (
     device_metrics,
     union,
 )
+from rooftop.analyzer.timeline.ranks import collectives
 from rooftop.analyzer.timeline.steps import (
     INTERLEAVE_LABELS,
+    ITERATION,
     beyond_span,
     interleaved,
     launch_times,
+    loader_iterations,
     step_members,
     top_level_ranges,
     window_timeline,
@@ -60,6 +66,8 @@ class TimelineAnalysis:
     lint: list[dict[str, Any]] = field(default_factory=list)
     # (input, device) -> the device's numbers and verdict, for the ncu join and diff
     devices: dict[tuple[str, str], tuple[DeviceTimeline, Verdict]] = field(default_factory=dict)
+    collectives: list[dict[str, Any]] = field(default_factory=list)  # across ranks (ranks.py)
+    nccl: list[tuple[ParseResult, pd.DataFrame]] = field(default_factory=list)  # each input's NCCL kernels
 
 
 def is_timeline(result: ParseResult) -> bool:
@@ -96,8 +104,8 @@ class _SyncRows:
     is_api: np.ndarray
 
     @classmethod
-    def of(cls, ev: pd.DataFrame) -> _SyncRows:
-        rows, api = blocking_rows(ev)
+    def of(cls, ev: pd.DataFrame, blocking: tuple[np.ndarray, np.ndarray] | None = None) -> _SyncRows:
+        rows, api = blocking if blocking is not None else blocking_rows(ev)
         return cls(ev["start_ns"].to_numpy(dtype=np.int64)[rows], ev["end_ns"].to_numpy(dtype=np.int64)[rows],
                    ev["device"].iloc[rows].to_numpy(dtype=object, na_value=None), api[rows])
 
@@ -172,17 +180,63 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         return
     acts = Acts.from_frame(act)
     devices = act["device"].to_numpy(dtype=object)
-    sync = _SyncRows.of(ev)
-    ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking_rows(ev)[0]))
+    blocking = blocking_rows(ev)
+    sync = _SyncRows.of(ev, blocking)
+    ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking[0], r.ops), async_calls=call_keys(ev, ASYNC_COPY),
+                   graph_calls=call_keys(ev, GRAPH_LAUNCH))
+    is_copy = act["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool, na_value=False)
+    copy_rows = act[is_copy]
+    is_nccl = (acts.kind == 0) & (acts.name >= 0)
+    is_nccl[is_nccl] = acts.nccl[acts.name[is_nccl]]
+    if is_nccl.any():
+        out.nccl.append((r, act[is_nccl]))
     for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
         on_dev = devices == device
         dt = device_metrics(acts.subset(on_dev))
         ctx.covers[device] = sync.cover(device)
         ctx.pids[device] = ctx.device_pids(on_dev)
         v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
+        replay = _graph_share(act[on_dev], ctx.graph_calls)
+        v = graph_verdict(v, replay)
         out.devices[(path, device)] = (dt, v)
-        out.timeline.append(_entry(path, device, gpus.get(device), dt.metrics, v))
+        entry = _entry(path, device, gpus.get(device), dt.metrics, v)
+        if replay is not None:
+            entry["graph_replay_share"] = replay
+        comm = communication(acts.subset(on_dev))  # docs/formulas.md#timeline-communication
+        if comm is not None:
+            entry["communication"] = comm
+        copies = copy_table(copy_rows[on_dev[is_copy]], ctx.async_calls)  # docs/formulas.md#timeline-copies
+        if copies:
+            entry["copies"] = copies
+        out.timeline.append(entry)
     _steps(ctx, out)
+
+
+GRAPH_MIN = 0.5  # at this share of GPU time replayed from CUDA graphs, idle causes are unknown
+
+
+def _graph_share(act: pd.DataFrame, keys: set[tuple[int, int]]) -> float | None:
+    """The share of a device's GPU time made by a CUDA/HIP graph launch (None: no graph launch)."""
+    if not keys:
+        return None
+    dur = (act["end_ns"] - act["start_ns"]).to_numpy(dtype=np.int64)
+    total = int(dur.sum())
+    replayed = made_by(ints(act["correlation"]), ints(act["pid"]), keys)
+    return round(int(dur[replayed].sum()) / total, 9) if total else None
+
+
+def graph_verdict(v: Verdict, share: float | None) -> Verdict:
+    """An idle/overhead-bound verdict whose GPU time is mostly CUDA-graph replay: the gaps between a
+    replay's kernels are neither host nor launch time, and the trace does not show which kernel of
+    the graph waits on what, so the limiter is ``unknown`` (docs/formulas.md#timelines)."""
+    if share is None or share < GRAPH_MIN:
+        return v
+    note = (f"{100 * share:.1f} % of the GPU time was launched by CUDA-graph launches (cudaGraphLaunch and "
+            "kin): gaps between a replay's kernels are not host or launch time, and no op launched those "
+            "kernels one by one, so idle causes and op attribution are not decided here (docs/formulas.md#timelines)")
+    if v.label not in ("idle", "overhead-bound"):
+        return Verdict(v.label, v.limiter, [*v.evidence, note], v.idle_split, v.split)
+    return Verdict(v.label, "unknown", [note, *v.evidence], v.idle_split, v.split)
 
 
 def _dev_key(d: str) -> tuple[int, str]:
@@ -201,6 +255,8 @@ class _Context:
     host: HostActivity
     covers: dict[str, Union] = field(default_factory=dict)
     pids: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    async_calls: set[tuple[int, int]] = field(default_factory=set)
+    graph_calls: set[tuple[int, int]] = field(default_factory=set)
 
     def device_pids(self, on_dev: np.ndarray) -> tuple[int, ...]:
         """The processes that launched a device's work: the activities' own (nsys), else those of
@@ -222,6 +278,10 @@ def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
     kind = ev["kind"]
     ranges, left_out = top_level_ranges(ev.loc[(kind == "range").to_numpy(dtype=bool, na_value=False),
                                                ["name", "start_ns", "end_ns", "pid", "tid"]])
+    if not ranges["name"].astype(str).str.startswith("ProfilerStep#").any():
+        its = loader_iterations(ctx.host)  # no ProfilerStep: the DataLoader's __next__ calls delimit steps
+        if len(its):
+            ranges = pd.concat([ranges, its], ignore_index=True).sort_values(["start_ns", "end_ns"], kind="stable")
     if not len(ranges):
         return
     rt = ev.loc[(kind == "runtime").to_numpy(dtype=bool, na_value=False), ["start_ns", "correlation", "pid"]]
@@ -234,23 +294,25 @@ def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
         mask = step_members(rng, launch, member_pid)
         if not mask.any():
             continue
-        is_step = str(rng.name).startswith("ProfilerStep#")
+        is_iter = str(rng.name).startswith(ITERATION)
+        is_step = is_iter or str(rng.name).startswith("ProfilerStep#")
         lo, hi = int(rng.start_ns), int(rng.end_ns)
         codes = np.unique(dev_code[mask])
         for device, code in sorted(((dev_names[c], c) for c in codes if c >= 0), key=lambda dc: _dev_key(dc[0])):
             on_dev = dev_code == code
             if is_step:  # the device over the step's wall time (docs/formulas.md#timelines)
                 dt = window_timeline(acts.subset(np.flatnonzero(on_dev)), lo, hi)
-                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
+                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], names=False)
             else:  # a range: its own work, which may queue behind other ranges' work
                 own = acts.subset(np.flatnonzero(mask & on_dev))
                 dt = device_metrics(own, strip=False)
-                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
+                v = label_device(dt, ctx.covers[device])  # host time not split by activity for ranges
                 if v.label in INTERLEAVE_LABELS:
                     v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
                 v = beyond_span(v, own, hi - lo)
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
-            out.steps.append({"name": rng.name, "kind": "profiler-step" if is_step else "range",
+            out.steps.append({"name": rng.name, "kind": "iteration" if is_iter else
+                              "profiler-step" if is_step else "range",
                               "wall_s": round((hi - lo) / 1e9, 9), **step})
     if left_out:
         out.lint.append({"code": "trace-steps-truncated", "kernels": [],
@@ -263,4 +325,5 @@ def analyze_timelines(results: list[ParseResult]) -> TimelineAnalysis:
     for r in results:
         if is_timeline(r):
             analyze_input(r, out)
+    out.collectives = collectives(out.nccl)
     return out

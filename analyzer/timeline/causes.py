@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rooftop.analyzer.timeline.arrays import exclusive_group_cummax, group_codes, ints
 from rooftop.analyzer.timeline.intervals import clip, inside, intersect, subtract
@@ -42,24 +45,31 @@ def op_name(name: str) -> str:
     return _NVTX_SUFFIX.sub("", name)
 
 
-def host_category(kind: np.ndarray, names: pd.Series, sync: np.ndarray) -> np.ndarray:
+def _name_flags(uniq: pa.Array) -> dict[str, np.ndarray]:
+    """Per distinct name: ``aten``, ``step`` (ProfilerStep), ``loader``, ``optim`` (Arrow compute)."""
+    def flag(fn: Any, pattern: str) -> np.ndarray:
+        out: np.ndarray = np.asarray(fn(uniq, pattern).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        return out
+
+    return {"aten": flag(pc.starts_with, "aten::"), "step": flag(pc.starts_with, "ProfilerStep#"),
+            "loader": flag(pc.match_substring_regex, _DATALOADER.pattern),
+            "optim": flag(pc.match_substring_regex, _OPTIMIZER.pattern)}
+
+
+def host_category(kind: np.ndarray, code: np.ndarray, uniq: pa.Array, sync: np.ndarray) -> np.ndarray:
     """The :data:`HOST_CATEGORIES` index of each host event (-1: not a host activity: a sync call,
-    which is ``sync``; a ProfilerStep, which holds everything)."""
-    n = len(kind)
-    out = np.full(n, -1, dtype=np.int64)
-    text = names.fillna("").astype(str)
+    which is ``sync``; a ProfilerStep, which holds everything); ``code``: each event's name as a
+    position in ``uniq``, the distinct names."""
+    out = np.full(len(kind), -1, dtype=np.int64)
+    flags = {k: v[code] for k, v in _name_flags(uniq).items()}
     is_rt = (kind == "runtime") & ~sync
     is_range = kind == "range"
     is_op = kind == OP_KIND
-    aten = text.str.startswith("aten::").to_numpy(dtype=bool)
-    step = text.str.startswith("ProfilerStep#").to_numpy(dtype=bool)
-    loader = text.str.match(_DATALOADER).to_numpy(dtype=bool)
-    optim = text.str.match(_OPTIMIZER).to_numpy(dtype=bool)
     hosty = is_range | is_op
-    out[is_range & ~step] = 4
-    out[is_op | (is_range & aten)] = 3
-    out[hosty & optim] = 2
-    out[hosty & loader] = 1
+    out[is_range & ~flags["step"]] = 4
+    out[is_op | (is_range & flags["aten"])] = 3
+    out[hosty & flags["optim"]] = 2
+    out[hosty & flags["loader"]] = 1
     out[is_rt] = 0
     return out
 
@@ -73,15 +83,25 @@ class HostActivity:
     cat: np.ndarray
     pid: np.ndarray  # int64, NA = int64 min
     own: np.ndarray  # int64: where the event's own part starts (after every earlier event of its category)
-    names: np.ndarray  # object: the grouped name (:func:`op_name`)
+    code: np.ndarray  # int64: the event's grouped name (:func:`op_name`), a position in ``labels``
+    labels: pa.Array  # the grouped names (Arrow strings)
     _covers: dict[tuple[int, ...], list[Union]] = field(default_factory=dict)
+    _keep: dict[tuple[int, ...], list[np.ndarray]] = field(default_factory=dict)
+
+    def rows(self, pids: tuple[int, ...], cat: int) -> np.ndarray:
+        """Positions of the events of category ``cat`` and processes ``pids`` (all when empty)
+        with an own part, in start order of their own part."""
+        if pids not in self._keep:
+            keep = np.isin(self.pid, pids) if pids else np.ones(len(self.pid), dtype=bool)
+            keep &= self.own < self.end
+            self._keep[pids] = [np.flatnonzero(keep & (self.cat == c)) for c in range(len(HOST_CATEGORIES))]
+        return self._keep[pids][cat]
 
     def covers(self, pids: tuple[int, ...]) -> list[Union]:
         """One union per category, of the events of processes ``pids`` (all when empty)."""
         if pids not in self._covers:
-            keep = np.isin(self.pid, pids) if pids else np.ones(len(self.pid), dtype=bool)
-            self._covers[pids] = [union(self.start[keep & (self.cat == c)], self.end[keep & (self.cat == c)])
-                                  for c in range(len(HOST_CATEGORIES))]
+            self._covers[pids] = [union(self.own[i], self.end[i])
+                                  for i in (self.rows(pids, c) for c in range(len(HOST_CATEGORIES)))]
         return self._covers[pids]
 
 
@@ -107,9 +127,9 @@ def _window(u: Union, lo: int, hi: int) -> Union:
 
 
 def split_idle(gap_s: np.ndarray, gap_e: np.ndarray, sync: Union, host: HostActivity | None = None,
-               pids: tuple[int, ...] = ()) -> IdleSplit:
+               pids: tuple[int, ...] = (), names: bool = True) -> IdleSplit:
     """The causes of the idle intervals ``[gap_s, gap_e)`` (sorted, disjoint), rules in the module
-    docstring; ``host`` None: the ``host`` part is not split."""
+    docstring; ``host`` None: the ``host`` part is not split; ``names``: list the longest events."""
     g = gap_e - gap_s
     if not len(g):
         return IdleSplit()
@@ -127,7 +147,8 @@ def split_idle(gap_s: np.ndarray, gap_e: np.ndarray, sync: Union, host: HostActi
         if ns:
             name = HOST_CATEGORIES[c]
             out.host_by[name] = ns
-            out.top[name] = _top_names(host, c, part, pids)
+            if names:
+                out.top[name] = _top_names(host, c, part, pids)
             remaining = subtract(remaining, part)
     if remaining.busy:
         out.host_by[UNTRACED] = remaining.busy
@@ -137,48 +158,58 @@ def split_idle(gap_s: np.ndarray, gap_e: np.ndarray, sync: Union, host: HostActi
 def _top_names(host: HostActivity, cat: int, part: Union, pids: tuple[int, ...]) -> list[tuple[str, int]]:
     """The outermost events of category ``cat`` grouped by name, by their ns inside ``part``."""
     lo, hi = int(part.starts[0]), int(part.ends[-1])
-    sel = (host.cat == cat) & (host.own < host.end) & (host.own < hi) & (host.end > lo)
-    if pids:
-        sel &= np.isin(host.pid, pids)
-    idx = np.flatnonzero(sel)
+    idx = host.rows(pids, cat)
+    idx = idx[(host.own[idx] < hi) & (host.end[idx] > lo)]
     if not len(idx):
         return []
     ns = inside(part, host.own[idx], host.end[idx])
-    per = pd.Series(ns, index=host.names[idx]).groupby(level=0, sort=False).sum()
-    per = per[per > 0].sort_values(ascending=False, kind="stable").head(TOP_NAMES)
-    return [(str(k), int(v)) for k, v in per.items()]
+    code = host.code[idx]
+    uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    total = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(total, inv.reshape(-1), ns)
+    order = np.lexsort((first, -total))[:TOP_NAMES]  # longest first, ties by first appearance
+    return [(str(host.labels[int(uniq[i])].as_py()), int(total[i])) for i in order if total[i] > 0]
 
 
-HOST_KINDS = ("runtime", "range", OP_KIND)
-HOST_COLUMNS = ["kind", "name", "start_ns", "end_ns", "pid", "tid"]
+
+
+def _names(col: pd.Series, rows: np.ndarray) -> pa.Array:
+    """The names of ``rows`` of a string column as one Arrow array (nulls as "")."""
+    arr = pa.chunked_array([pa.array(col.array)]).combine_chunks().cast(pa.large_string())
+    return arr.take(pa.array(rows, type=pa.int64())).fill_null("")
 
 
 def host_activity(ev: pd.DataFrame, blocking: np.ndarray, ops: pd.DataFrame | None = None) -> HostActivity:
     """The host events of ``ev`` (and the op table ``ops``, as kind ``op``) by category;
     ``blocking``: positions of the rows of ``ev`` that block the host (sync records, blocking
-    calls), which are ``sync``, not host activity."""
-    if ops is not None and len(ops):
-        ev = pd.concat([ev[HOST_COLUMNS], ops[HOST_COLUMNS[1:]].assign(kind=OP_KIND)[HOST_COLUMNS]],
-                       ignore_index=True)
+    calls), which are ``sync``, not host activity. Names are handled once per distinct name."""
     kind_s = ev["kind"]
-    rows = np.flatnonzero(kind_s.isin(HOST_KINDS).to_numpy(dtype=bool, na_value=False))
-    is_block = np.zeros(len(ev), dtype=bool)
-    is_block[blocking] = True
-    kind = kind_s.iloc[rows].to_numpy(dtype=object, na_value="")
-    names = ev["name"].iloc[rows]
-    cat = host_category(kind, names, is_block[rows])
+    is_rt = (kind_s == "runtime").to_numpy(dtype=bool, na_value=False)
+    is_range = (kind_s == "range").to_numpy(dtype=bool, na_value=False)
+    is_rt[blocking] = False
+    rows = np.flatnonzero(is_rt | is_range)
+    parts = [(ev, rows, np.where(is_rt[rows], 0, 1))]  # 0 runtime, 1 range, 2 op
+    if ops is not None and len(ops):
+        parts.append((ops, np.arange(len(ops)), np.full(len(ops), 2)))
+    names = pa.concat_arrays([_names(f["name"], r) for f, r, _ in parts])
+    src = np.concatenate([k for _, _, k in parts])
+    start = np.concatenate([f["start_ns"].to_numpy(dtype=np.int64)[r] for f, r, _ in parts])
+    end = np.concatenate([f["end_ns"].to_numpy(dtype=np.int64)[r] for f, r, _ in parts])
+    pid = np.concatenate([ints(f["pid"])[r] for f, r, _ in parts])
+    enc = pc.dictionary_encode(names)
+    code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    kind = np.array(["runtime", "range", OP_KIND], dtype=object)[src]
+    cat = host_category(kind, code, enc.dictionary, np.zeros(len(src), dtype=bool))
     keep = np.flatnonzero(cat >= 0)
-    rows, cat, names = rows[keep], cat[keep], names.iloc[keep]
-    start = ev["start_ns"].to_numpy(dtype=np.int64)[rows]
-    end = ev["end_ns"].to_numpy(dtype=np.int64)[rows]
-    pid = ints(ev["pid"].iloc[rows])
+    start, end, pid, cat, code = start[keep], end[keep], pid[keep], cat[keep], code[keep]
     own = start.copy()
-    if len(rows):  # an event's own part: after every earlier event of its category and process
+    if len(keep):  # an event's own part: after every earlier event of its category and process
         order = np.lexsort((-end, start))
         own[order] = np.maximum(start[order], exclusive_group_cummax(end[order], group_codes(pid[order], cat[order])))
-    codes, uniq = pd.factorize(names.fillna("").astype(str))
-    grouped = np.array([op_name(u) for u in uniq], dtype=object)
-    return HostActivity(start, end, cat, pid, own, grouped[codes] if len(codes) else np.zeros(0, dtype=object))
+    grouped = pc.dictionary_encode(pc.replace_substring_regex(enc.dictionary, pattern=_NVTX_SUFFIX.pattern,
+                                                              replacement=""))
+    regroup = np.asarray(grouped.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return HostActivity(start, end, cat, pid, own, regroup[code] if len(code) else code, grouped.dictionary)
 
 
 __all__ = ["HOST_CATEGORIES", "UNTRACED", "HostActivity", "IdleSplit", "host_activity", "host_category", "op_name",

@@ -19,12 +19,15 @@ import numpy as np
 
 from rooftop.analyzer.findings.severity import severity
 
+GRAPH_MIN = 0.5  # rooftop.analyzer.timeline.GRAPH_MIN (not imported: the package imports this module's users)
+
 RULE = "docs/formulas.md#timeline-findings"
 FLOOR = 0.01  # a cause below 1 % of the span is not listed (rooftop's floor)
 _SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
 _ALLOC = re.compile(r"^(cuda|hip|cu)(Malloc|Free|HostAlloc|FreeHost|MallocHost|MemAlloc|MemFree)", re.I)
 _COPY = re.compile(r"^(cuda|hip|cu)Memcpy", re.I)
 _LAUNCH = re.compile(r"Launch", re.I)
+PAGEABLE_WORD = "Pageable"
 
 
 def _ms(s: float) -> str:
@@ -102,22 +105,41 @@ def _finding(e: Mapping[str, Any], rule: str, seconds: float, title: str, rec: s
             "group": _where(e)}
 
 
+def _typical(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[float]]:
+    """With two or more steps: the host activity with the largest median share of a step's wall time
+    (what a typical step waits on, not a warm-up step), and its shares."""
+    best: tuple[str | None, list[float]] = (None, [])
+    for cat in e.get("host_idle_by_activity_s") or {}:
+        shares = step_shares(steps, e, cat)
+        if len(shares) >= 2 and (best[0] is None or float(np.median(shares)) > float(np.median(best[1]))):
+            best = (cat, shares)
+    return best
+
+
 def _host(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], seconds: float) -> dict[str, Any]:
     cat, names = _top(e)
+    overall = cat
+    typical, shares = _typical(e, steps)
+    if typical is not None:
+        cat = typical
+        names = [t for t in e.get("host_idle_top") or [] if t["category"] == cat]
     span = float(e["span_s"])
     what = f"host ({cat})" if cat else "host"
     if names:
         what += f": {names[0]['name']}"
         if cat == "input pipeline" and _SINGLE_PROCESS in str(names[0]["name"]):
             what += " in the main process"
-    shares = step_shares(steps, e, cat) if cat else []
     per_step = (f", {100 * float(np.median(shares)):.0f} % of each step (median of {len(shares)})"
                 if shares else "")
+    also = f"; over the whole span most of it on {overall}" if overall not in (cat, None) else ""
     title = (f"{_where(e)}: GPU idle {_ms(seconds)} ({100 * seconds / span:.1f} % of the span) waiting on "
-             f"the {what}{per_step}")
+             f"the {what}{per_step}{also}")
     ev = [f"idle {_ms(float(e['idle_s']))} of a {_ms(span)} span ({100 * float(e['idle_fraction']):.1f} %); "
           f"{_ms(seconds)} of it in gaps >= 10 µs while the host was not blocked in a sync call ({RULE})"]
     ev += [s for s in e["evidence"] if s.startswith("host time in gaps")]
+    if overall != cat:
+        ev.append(f"over the whole span {overall} holds the most host time; per step {cat} does (median share "
+                  f"of each step's wall time over {len(shares)} steps)")
     return _finding(e, "timeline-idle-host", seconds, title, _host_advice(cat, names), ev, "host")
 
 
@@ -150,6 +172,95 @@ def _launch(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], seconds: f
     return _finding(e, "timeline-idle-launch", seconds, title, rec, ev, "launch")
 
 
+def _communication(e: Mapping[str, Any]) -> dict[str, Any] | None:
+    c = e.get("communication")
+    span = float(e["span_s"])
+    if not c or float(c["exposed_s"]) < FLOOR * span:
+        return None
+    exposed = float(c["exposed_s"])
+    title = (f"{_where(e)}: {_ms(exposed)} of communication ({100 * exposed / span:.1f} % of the span) ran with "
+             f"no computation beside it ({100 * float(c['overlap_share'] or 0):.1f} % of {c['kernels']} NCCL "
+             "kernels' time overlapped)")
+    ev = [f"NCCL kernels busy {_ms(float(c['busy_s']))}, overlapped by computation kernels "
+          f"{_ms(float(c['overlapped_s']))}, exposed {_ms(exposed)} (docs/formulas.md#timeline-communication)"]
+    rec = ("Communication runs alone: overlap it with computation (DDP bucketing / gradient_as_bucket_view, "
+           "FSDP prefetch, issuing collectives on a side stream before the compute that does not need "
+           "them), or send fewer bytes (larger buckets, lower-precision gradients).")
+    f = _finding(e, "timeline-exposed-communication", exposed, title, rec, ev, "communication")
+    f["label"] = e["label"]
+    return f
+
+
+def _gb(n: float) -> str:
+    return (f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
+            if n >= 1e3 else f"{n:.0f} B")
+
+
+def _copy_line(c: Mapping[str, Any]) -> str:
+    rate = f" = {c['gb_s']:.1f} GB/s" if c.get("gb_s") is not None else ""
+    size = f" (sizes {_gb(c['size_min'])} to {_gb(c['size_max'])})" if c.get("size_min") is not None else ""
+    moved = f", {_gb(float(c['bytes']))} in {_ms(float(c['time_s']))}{rate}" if c.get("bytes") is not None else \
+        f", {_ms(float(c['time_s']))}"
+    return f"{c['kind']}: {c['count']} x{moved}{size}"
+
+
+def _pageable(e: Mapping[str, Any]) -> dict[str, Any] | None:
+    """nsys analyze's cuda_memcpy_async rule: asynchronous copies with a pageable side."""
+    rows = [c for c in e.get("copies") or [] if c["pageable"] and c["async_calls"]]
+    if not rows:
+        return None
+    n = sum(int(c["async_calls"]) for c in rows)
+    t = sum(float(c["time_s"]) for c in rows)
+    title = (f"{_where(e)}: {n} asynchronous copies from or to pageable memory ({_ms(t)} of copy time): the "
+             "host is blocked while each is staged")
+    ev = [_copy_line(c) for c in rows] + [
+        "nsys analyze cuda_memcpy_async: an async copy with a pageable operand is staged through a pinned "
+        "buffer and returns only when the staging is done (docs/formulas.md#timeline-copies)"]
+    rec = ("Pin the host buffers (DataLoader(pin_memory=True), tensor.pin_memory(), cudaHostAlloc) so the "
+           "copies are truly asynchronous (non_blocking=True) and overlap with GPU work.")
+    span = float(e["span_s"])
+    share = t / span if span > 0 else 0.0
+    return {"rank": 0, "rule": "timeline-pageable-copies", "severity": severity(share, False), "title": title,
+            "kernels": [], "time_share": round(share, 9), "est_saving_s": None, "recommendation": rec,
+            "label": e["label"], "limiter": "transfer", "evidence": ev, "source": "timeline", "group": _where(e)}
+
+
+def _transfer(e: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A transfer-bound device: the copy kind that holds most copy time, and what follows from it."""
+    rows = [c for c in e.get("copies") or [] if c["op"] == "memcpy"]
+    if e["label"] != "transfer-bound" or not rows:
+        return None
+    top = max(rows, key=lambda c: float(c["time_s"]))
+    span = float(e["span_s"])
+    busy = float(e["gpu_busy_s"] or 0.0)
+    copy_only = busy - float(e["kernel_busy_s"] or 0.0)
+    title = (f"{_where(e)}: transfer-bound, copies alone fill {100 * copy_only / busy:.1f} % of GPU busy time; "
+             f"{_copy_line(top)}")
+    same = [o for o in timeline if o["input"] == e["input"] and o is not e and any(
+        c["kind"] == top["kind"] and c["bytes"] == top["bytes"] for c in o.get("copies") or [])]
+    ev = [_copy_line(c) for c in sorted(rows, key=lambda c: -float(c["time_s"]))[:4]]
+    if same:
+        ev.append(f"{len(same) + 1} devices of this input copy the same {_gb(float(top['bytes'] or 0))} "
+                  f"({top['kind']}): {', '.join('GPU ' + str(o['device']) for o in [e, *same])}")
+    if top["memory"] and PAGEABLE_WORD in top["memory"]:
+        rec = ("The copies come from pageable memory: pin the host buffers (pin_memory=True, cudaHostAlloc) "
+               "for full link bandwidth and asynchronous copies.")
+    elif top["direction"] in ("HtoD", "DtoH"):
+        rec = ("The copies already use pinned memory, so the host link limits them: move fewer bytes. Keep the "
+               "data resident on the GPU across steps and runs, leave one-time loading (weights, datasets) out of "
+               "the measured window, and " + ("load it once and share it between the GPUs over NVLink/P2P or "
+                                               "shard it (every GPU copies the same bytes from the host)" if same
+                                               else "send narrower types or compressed data") + ".")
+    else:
+        rec = "Device-side copies dominate: avoid the copies (views instead of .contiguous()/clones, in-place ops)."
+    ev.append(f"no link peak is known to rooftop, so no saving is estimated ({RULE})")
+    share = copy_only / span if span > 0 else 0.0
+    return {"rank": 0, "rule": "timeline-transfer", "severity": severity(share, False), "title": title,
+            "kernels": [], "time_share": round(share, 9), "est_saving_s": None, "recommendation": rec,
+            "label": "transfer-bound", "limiter": "transfer", "evidence": ev, "source": "timeline",
+            "group": _where(e)}
+
+
 def timeline_findings(timeline: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]]
                       ) -> list[dict[str, Any]]:
     """Findings of every device entry with a span (rules in the module docstring), unranked."""
@@ -159,10 +270,40 @@ def timeline_findings(timeline: Sequence[Mapping[str, Any]], steps: Sequence[Map
         if e.get("device") is None or span <= 0 or e.get("label") == "unknown":
             continue
         causes = e.get("idle_by_cause_s") or {}
-        for cause in ("host", "sync", "launch"):
+        replayed = float(e.get("graph_replay_share") or 0.0) >= GRAPH_MIN  # causes not decided
+        for cause in () if replayed else ("host", "sync", "launch"):
             seconds = float(causes.get(cause, 0.0))
             if seconds < FLOOR * span:
                 continue
             out.append(_host(e, steps, seconds) if cause == "host" else _sync(e, seconds) if cause == "sync"
                        else _launch(e, steps, seconds))
+        for f in (_communication(e), _transfer(e, timeline), _pageable(e)):
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def straggler_findings(colls: Sequence[Mapping[str, Any]], timeline: Sequence[Mapping[str, Any]]
+                       ) -> list[dict[str, Any]]:
+    """A collective whose straggler made the other participants wait >= :data:`FLOOR` of the
+    longest device span: the wait as the recoverable bound (docs/formulas.md#timeline-communication)."""
+    span = max((float(e.get("span_s") or 0.0) for e in timeline), default=0.0)
+    out = []
+    for c in colls:
+        wait = float(c["straggler_wait_s"])
+        if span <= 0 or wait < FLOOR * span:
+            continue
+        share = wait / span
+        title = (f"{c['straggler']} joins {c['name'][:60]} last in {c['straggler_last']} of {c['collectives']} "
+                 f"collectives: the other participants wait {_ms(wait)} for it (median skew "
+                 f"{_ms(float(c['skew_median_s']))})")
+        ev = [f"{len(c['participants'])} participants ({', '.join(c['participants'][:8])}); per collective the "
+              "shortest kernel joined last, skew = longest - shortest kernel "
+              f"(docs/formulas.md#timeline-communication); total skew {_ms(float(c['skew_sum_s']))}"]
+        rec = (f"{c['straggler']} is late to the collective: look at what it runs before (its host gaps and "
+               "input pipeline, an uneven share of the work or data, a slower GPU or link) and even it out.")
+        out.append({"rank": 0, "rule": "timeline-straggler", "severity": severity(share, True), "title": title,
+                    "kernels": [], "time_share": round(share, 9), "est_saving_s": round(wait, 9),
+                    "recommendation": rec, "label": "overhead-bound", "limiter": "communication",
+                    "evidence": ev, "source": "timeline", "group": str(c["straggler"])})
     return out

@@ -65,7 +65,7 @@ def host_text(split: IdleSplit) -> str | None:
 
 
 def label_device(dt: DeviceTimeline, sync: Union, host: HostActivity | None = None,
-                 pids: tuple[int, ...] = ()) -> Verdict:
+                 pids: tuple[int, ...] = (), names: bool = True) -> Verdict:
     """The label, limiter and evidence for one device or step (rules in the module docstring)."""
     m = dt.metrics
     span = dt.span
@@ -82,7 +82,7 @@ def label_device(dt: DeviceTimeline, sync: Union, host: HostActivity | None = No
     idle = span - dt.busy.busy
     frac = idle / span
     gs, ge = dt.idle_intervals()
-    split = split_idle(gs, ge, sync, host, pids)
+    split = split_idle(gs, ge, sync, host, pids, names)
     causes = split.causes()
     g = m["gaps"]
     ev = [f"GPU busy {m['gpu_busy_s']:.6f} s of a {m['span_s']:.6f} s {'wall time' if dt.window else 'span'}: "

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.timeline.arrays import NA, exclusive_group_cummax, group_codes, ints
+from rooftop.analyzer.timeline.causes import HostActivity
 from rooftop.analyzer.timeline.labels import Verdict
 from rooftop.analyzer.timeline.metrics import (
     Acts,
@@ -168,3 +169,26 @@ def window_timeline(acts: Acts, lo: int, hi: int) -> DeviceTimeline:
                       idle_fraction=round((wall - busy) / wall, 9) if wall else None,
                       gaps=gap_stats(gaps), gap_histogram=gap_histogram(gaps))
     return dt
+
+
+ITERATION = "DataLoader iteration "
+LOADER_CATEGORY = 1  # causes.HOST_CATEGORIES.index("input pipeline")
+
+
+def loader_iterations(host: HostActivity) -> pd.DataFrame:
+    """Without ProfilerSteps, a training loop's iterations: from one ``enumerate(DataLoader)#...__next__``
+    call to the next on the thread-less process that makes most of them (the last call opens an
+    iteration the trace does not close: not listed); named ``DataLoader iteration N``
+    (docs/formulas.md#timelines)."""
+    sel = np.flatnonzero((host.cat == LOADER_CATEGORY) & (host.own < host.end) & (host.own == host.start))
+    cols = ["name", "start_ns", "end_ns", "pid", "tid"]
+    if len(sel) < 2:
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
+    pids, counts = np.unique(host.pid[sel], return_counts=True)
+    sel = sel[host.pid[sel] == pids[np.argmax(counts)]]
+    starts = np.unique(host.start[sel])
+    n = len(starts) - 1
+    pid = host.pid[sel[0]]
+    return pd.DataFrame({"name": [f"{ITERATION}{i + 1}" for i in range(n)], "start_ns": starts[:-1],
+                         "end_ns": starts[1:], "pid": pd.array([None if pid == NA else int(pid)] * n, dtype="Int64"),
+                         "tid": pd.array([None] * n, dtype="Int64")})

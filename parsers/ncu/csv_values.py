@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rooftop.parsers.ncu.labels import is_count_metric
 from rooftop.parsers.numbers import MISSING_TOKENS, looks_decimal_comma, parse_series
 
 _GROUPED_DOTS = r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$"
@@ -186,15 +187,16 @@ def to_int(x: pd.Series) -> pd.Series:
 
 
 def sanitize_values(values: np.ndarray, names: np.ndarray | list[str]) -> np.ndarray:
-    """Mask of numbers no export can mean: infinities, and negative durations (``gpu__time_duration*``).
+    """Mask of numbers no export can mean: infinities, and negative counts (durations, bytes,
+    sectors, requests, instructions, cycles: docs/formulas.md#inputs).
 
     ``values`` is ``[rows, cols]`` with ``names`` per column, or 1-D with one name per value.
     """
     bad: np.ndarray = np.isinf(values)
-    is_dur = np.asarray([str(n).startswith("gpu__time_duration") for n in names], dtype=bool)
-    if is_dur.any():
+    is_count = np.asarray([is_count_metric(str(n)) for n in names], dtype=bool)
+    if is_count.any():
         with np.errstate(invalid="ignore"):
-            bad |= (values < 0) & (is_dur if values.ndim == 1 else is_dur[np.newaxis, :])
+            bad |= (values < 0) & (is_count if values.ndim == 1 else is_count[np.newaxis, :])
     return bad
 
 

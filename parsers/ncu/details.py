@@ -219,9 +219,10 @@ def _metrics(
     unknown = sorted({u for u, f in zip(uuniq, factors, strict=True) if f is None})
     if unknown:
         meta["unknown_units"] = unknown
-    fac = np.asarray([1.0 if f is None else f for f in factors])[ucodes]
-    vals = nums.to_numpy(dtype="float64", na_value=np.nan) * fac
-    bad = badm.to_numpy(dtype=bool).copy()
+    fac = np.asarray([np.nan if f is None else f for f in factors])[ucodes]  # no unit guessed
+    raw_vals = nums.to_numpy(dtype="float64", na_value=np.nan)
+    vals = raw_vals * fac
+    bad = badm.to_numpy(dtype=bool).copy() | (np.isnan(fac) & ~np.isnan(raw_vals))
     insane = sanitize_values(vals, kuniq[kcodes] if len(kuniq) else [])  # inf, negative durations
     if insane.any():
         vals[insane] = np.nan
@@ -239,9 +240,11 @@ def _metrics(
     lb = long[long["bad"]]
     if len(lb):
         raw = m["Metric Value"].to_numpy(dtype=object)
+        unit_of = units.to_numpy(dtype=object)
         for lau, grp in lb.groupby("launch", sort=True):
             o = int(grp["order"].iloc[0])
-            badcells[int(lau)] = (int(lines[o]), str(kuniq[int(grp["key"].iloc[0])]), str(raw[o]), len(grp) - 1)
+            shown = str(raw[o]) if si_factor(unit_of[o]) is not None else f"{raw[o]} {unit_of[o]}"
+            badcells[int(lau)] = (int(lines[o]), str(kuniq[int(grp["key"].iloc[0])]), shown, len(grp) - 1)
 
     long = long.assign(nan=long["val"].isna()).sort_values(["launch", "key", "nan", "prio", "order"])
     nonnan = long[~long["nan"]]

@@ -9,6 +9,8 @@ kept as ``"<section>: <label>"`` columns. Sources: ncu's ``sections/*.section`` 
 
 from __future__ import annotations
 
+import re
+
 _ANY = None
 _RC = "GPU Speed Of Light Roofline Chart"
 
@@ -132,3 +134,13 @@ def metric_for_label(section: str | None, label: str) -> str:
         return hit
     key = label.strip()
     return f"{section}: {key}" if section else key
+
+
+# Counters no export can make negative: bytes, sectors, requests, executed instructions, cycles,
+# durations (ncu metric naming: ``dram__bytes_read.sum``, ``lts__t_sectors``, ``smsp__inst_executed``).
+_COUNTS = re.compile(r"bytes|sectors|requests|wavefronts|inst_executed|cycles_(?:elapsed|active)|__time_duration")
+
+
+def is_count_metric(name: str) -> bool:
+    """Whether the metric ``name`` counts something (so a negative value is no value)."""
+    return _COUNTS.search(str(name).split(".")[0]) is not None

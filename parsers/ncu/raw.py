@@ -56,7 +56,7 @@ from rooftop.parsers.ncu.csv_values import (
 )
 from rooftop.parsers.ncu.hints import scan_text as scan_hints
 from rooftop.parsers.source import ParseOptions, Source
-from rooftop.parsers.units import si_factor
+from rooftop.parsers.units import si_factor, unit_refusal
 
 FORMAT = "ncu-raw-csv"
 
@@ -91,7 +91,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     has_value = metrics[measured].notna().any(axis=1) if measured else pd.Series(False, index=df.index)
     accepted = set(zip(df["ID"].str.strip(), df["Process ID"].str.strip(), strict=True)) if bad else set()
     rejected = _bad_rows(src.path, bad + repeats)
-    rejected += _bad_cells(src.path, df, line_nos, pd.DataFrame(cols.badm, columns=cols.kept))
+    rejected += _bad_cells(src.path, df, line_nos, pd.DataFrame(cols.badm, columns=cols.kept), cols.unknown_units)
     acc = InputAccounting(
         path=src.path,
         format=FORMAT,
@@ -176,7 +176,8 @@ def _metric_columns(df: pd.DataFrame, metric_cols: list[str], units: dict[str, s
     kept = [c for c, k in zip(metric_cols, keep, strict=True) if k]
     nums, badm = nums[:, keep], badm[:, keep]
     unknown_units = {c: units[c] for c in kept if si_factor(units.get(c, "")) is None}
-    factors = np.array([si_factor(units.get(c, "")) or 1.0 for c in kept])
+    factors = np.array([si_factor(units.get(c, "")) or np.nan for c in kept])  # no unit guessed
+    badm = badm | (np.isnan(factors)[np.newaxis, :] & ~np.isnan(nums))
     nums = nums * factors
     insane = sanitize_values(nums, kept)  # inf, 1e309, negative durations: null and listed
     if insane.any():
@@ -202,15 +203,17 @@ def _bad_rows(path: str, bad: list[BadRow]) -> list[Rejected]:
     return [Rejected(path, b.line, f"row not read: {b.reason}") for b in sorted(bad, key=lambda b: b.line)]
 
 
-def _bad_cells(path: str, df: pd.DataFrame, line_nos: np.ndarray, mask: pd.DataFrame) -> list[Rejected]:
-    """One :class:`Rejected` per launch with unreadable cells (first column named, others counted)."""
+def _bad_cells(path: str, df: pd.DataFrame, line_nos: np.ndarray, mask: pd.DataFrame,
+               unknown_units: dict[str, str]) -> list[Rejected]:
+    """One :class:`Rejected` per launch with unreadable cells (first column named, others counted;
+    a column whose unit cannot be scaled says so)."""
     rows = np.flatnonzero(mask.any(axis=1).to_numpy())
     out = []
     for r in rows:
         cols = mask.columns[mask.iloc[r].to_numpy()]
         first = cols[0]
         more = f" (and {len(cols) - 1} more columns)" if len(cols) > 1 else ""
+        why = unit_refusal(unknown_units[first]) if first in unknown_units else "not a usable number"
         out.append(Rejected(path, int(line_nos[r]),
-                            f"value {df.at[r, first]!r} in column {first} is not a usable number; "
-                            f"set to null{more}, launch kept"))
+                            f"value {df.at[r, first]!r} in column {first}: {why}; set to null{more}, launch kept"))
     return out

@@ -310,9 +310,9 @@ def _build_row(msg: dict[str, Any], unknown_units: set[str]) -> dict[str, Any]:
     for name, (value, raw_unit) in (msg.get("metrics") or {}).items():
         unit = _default_unit(name, raw_unit)
         factor = si_factor(unit)
-        if factor is None:
+        if factor is None:  # never guessed: the metric is null, meta["unknown_units"] says why
             unknown_units.add(str(unit))
-            factor = 1.0
+            factor = math.nan
         v = float(value)
         metrics[name] = v * factor if math.isfinite(v) else math.nan
     strings: dict[str, str] = msg.get("strings") or {}

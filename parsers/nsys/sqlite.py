@@ -140,6 +140,16 @@ def _shape(db: Db, table: str, prefix: str) -> dict[str, tuple[str, str, str]]:
     return {f"{prefix}_dim": (f"a.{cols[0]}", f"a.{cols[1]}", f"a.{cols[2]}")}
 
 
+def _mem_kinds(db: Db, table: str, cols: tuple[str, ...]) -> tuple[str, str]:
+    """SQL for `` (Pinned -> Device)`` / `` (Device)`` from the memory-kind columns (labels of
+    ``ENUM_CUDA_MEM_KIND``, as Kineto writes them), ``''`` when the export has none; and its joins."""
+    if "ENUM_CUDA_MEM_KIND" not in db.tables or not set(cols) <= db.cols(table):
+        return "''", ""
+    joins = "".join(f" LEFT JOIN ENUM_CUDA_MEM_KIND m{i} ON m{i}.id = a.{c}" for i, c in enumerate(cols))
+    text = " || ' -> ' || ".join(f"m{i}.label" for i in range(len(cols)))
+    return f"COALESCE(' (' || {text} || ')', '')", joins
+
+
 def _activity(db: Db, table: str, kind: str) -> Query:
     e = {"start_ns": "a.start", "end_ns": "a.end", "device": _col(db, table, "deviceId"),
          "stream": _col(db, table, "streamId"), "correlation": _col(db, table, "correlationId")}
@@ -150,10 +160,14 @@ def _activity(db: Db, table: str, kind: str) -> Query:
     elif kind == "memcpy":
         enum = "ENUM_CUDA_MEMCPY_OPER" in db.tables and "copyKind" in db.cols(table)
         joins = "LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = a.copyKind" if enum else ""
-        e["name"] = "COALESCE('[CUDA memcpy ' || e.label || ']', '[CUDA memcpy]')" if enum else "'[CUDA memcpy]'"
+        kinds, more = _mem_kinds(db, table, ("srcKind", "dstKind"))
+        joins += more
+        e["name"] = (f"COALESCE('[CUDA memcpy ' || e.label || {kinds} || ']', '[CUDA memcpy]')" if enum
+                     else "'[CUDA memcpy]'")
         e["bytes"] = _col(db, table, "bytes")
     else:
-        e["name"] = "'[CUDA memset]'"
+        kinds, joins = _mem_kinds(db, table, ("memKind",))
+        e["name"] = f"'[CUDA memset' || {kinds} || ']'"
         e["bytes"] = _col(db, table, "bytes")
     return Query(kind, table, f"FROM {table} a {joins}", e, _col(db, table, "globalPid"), shapes=shapes)
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 from rooftop.errors import InputError
 from rooftop.parsers.dcgm import fields as F
 from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult, Rejected
-from rooftop.parsers.nvsmi.samples import Part, Ticker, parse_cells, segments
+from rooftop.parsers.nvsmi.samples import Part, Ticker, parse_unit_cells, query_unit, segments
 from rooftop.parsers.prometheus.text import default_start_ms
 from rooftop.parsers.source import ParseOptions, Source
 
@@ -35,6 +35,7 @@ class _CsvReader:
     def __init__(self, src: Source) -> None:
         self.src = src
         self.header: list[str] | None = None
+        self.units: dict[str, str | None] = {}  # the [unit] of each header column
         self.headers = 0
 
     def segments(self, size: int) -> Iterator[tuple[list[list[str]], list[int], list[Rejected]]]:
@@ -43,16 +44,19 @@ class _CsvReader:
         lines: list[int] = []
         rejected: list[Rejected] = []
         for n, raw in src.lines():
-            line = raw.strip()
+            line = raw.strip().lstrip("\ufeff").strip()  # a byte-order mark mid-file (files joined)
             if not line:
                 continue
             tokens = [t.strip() for t in line.split(",")]
             if all(_HEADER_TOKEN.match(t) for t in tokens) and len(tokens) > 1:
                 new = [re.sub(r"\s*\[[^\]]*\]$", "", t).lower() for t in tokens]
-                if self.header is not None and new != self.header:
+                units = {c: (m.group(1).strip() if (m := re.search(r"\[([^\]]*)\]$", t)) else None)
+                         for c, t in zip(new, tokens, strict=True)}
+                if self.header is not None and (new != self.header or units != self.units):
                     raise InputError(src.path, f"line {n}: the CSV header changes mid-file",
                                      "split the file per nvidia-smi query")
                 self.header = new
+                self.units = units
                 self.headers += 1
                 continue
             if self.header is None:
@@ -136,7 +140,7 @@ def csv_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: i
             acc.rejected += len(rej) * len(mapped)
             nrows += len(rows)
             yield _csv_part(src, opts, reader.header, mapped, rows, lines, ent_col, ticker, interval_ms,
-                            acc, rejected, state)
+                            acc, rejected, state, reader.units)
 
     def stamp() -> int:
         return default_start_ms(src, opts, total if total is not None else ticker.count, opts.interval_or_default())
@@ -159,7 +163,7 @@ def csv_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: i
 
 def _csv_part(src: Source, opts: ParseOptions, header: list[str], mapped: list[str], rows: list[list[str]],
               lines: list[int], ent_col: str | None, ticker: Ticker, interval_ms: int, acc: InputAccounting,
-              rejected: list[Rejected], state: dict[str, object]) -> Part | None:
+              rejected: list[Rejected], state: dict[str, object], units: dict[str, str | None]) -> Part | None:
     if not rows:
         return None
     df = pd.DataFrame(rows, columns=header, dtype="object")
@@ -187,11 +191,15 @@ def _csv_part(src: Source, opts: ParseOptions, header: list[str], mapped: list[s
     for k, c in enumerate(mapped):
         fid, factor = F.SMI_QUERY[c]
         fids[k] = fid
-        nums, missing, bad = parse_cells(df[c])
+        expected = query_unit(c)
+        nums, missing, bad, bad_unit = parse_unit_cells(df[c], expected, units.get(c))
         missing = missing & keep_rows
         bad = bad & keep_rows
         for i in np.flatnonzero(bad):
-            rejected.append(Rejected(src.path, lines[i], f"{c}: {df[c].iat[i][:40]!r} is not a number"))
+            why = (f"its unit is not {expected} or one that converts to it exactly (header unit "
+                   f"{units.get(c)!r})" if bad_unit[i] else
+                   "is not a finite number" if np.isinf(nums[i]) else "is not a number")
+            rejected.append(Rejected(src.path, lines[i], f"{c}: {df[c].iat[i][:40]!r} {why}"))
         good[:, k] = keep_rows & ~missing & ~bad
         vals[:, k] = nums * factor
         acc.records += int(good[:, k].sum())

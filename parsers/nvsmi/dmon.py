@@ -143,8 +143,9 @@ def _dmon_part(src: Source, recs: list[_Rec], ticker: Ticker, interval_ms: int, 
                     rejected.append(Rejected(src.path, recs[sel[i]][0], f"{col} {cells[i]} MB/s exceeds any PCIe "
                                                                         f"link ({PCIE_MAX_MBS:g} MB/s): glitch"))
                 bad = bad | glitch
-            for i in np.flatnonzero(bad & (nums != nums)):
-                rejected.append(Rejected(src.path, recs[sel[i]][0], f"{col}: {cells[i][:40]!r} is not a number"))
+            for i in np.flatnonzero(bad & ~np.isfinite(nums)):
+                what = "a finite number" if np.isinf(nums[i]) else "a number"
+                rejected.append(Rejected(src.path, recs[sel[i]][0], f"{col}: {cells[i][:40]!r} is not {what}"))
             good[:, k] = ~missing & ~bad
             vals[:, k] = nums * factor
             acc.records += int(good[:, k].sum())

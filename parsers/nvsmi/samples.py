@@ -14,6 +14,15 @@ from rooftop.parsers.model import SAMPLE_SCHEMA
 from rooftop.parsers.source import ParseOptions, Source
 
 UNIT_SUFFIX = r"\s*(%|MiB|GiB|KiB|W|MHz|C)$"  # a unit printed after a value: "22 %"
+# The unit nvidia-smi writes for each kind of --query-gpu field, and the units that convert to it
+# exactly; any other unit (in the header's [unit] or after a value) is not guessed: the cell is rejected.
+SMI_UNITS: dict[str, dict[str, float]] = {
+    "%": {"%": 1.0},
+    "MiB": {"MiB": 1.0, "GiB": 1024.0, "KiB": 1.0 / 1024},
+    "W": {"W": 1.0, "mW": 1e-3, "kW": 1e3},
+    "MHz": {"MHz": 1.0, "GHz": 1e3, "kHz": 1e-3},
+    "C": {"C": 1.0},
+}
 MISSING = frozenset({"[n/a]", "n/a", "[not supported]", "not supported", "-", "", "[unknown error]",
                      "[insufficient permissions]", "[gpu is lost]"})
 
@@ -82,13 +91,54 @@ class Ticker:
 
 
 def parse_cells(cells: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(numbers, missing, bad) for printed nvidia-smi values."""
+    """(numbers, missing, bad) for printed nvidia-smi values; ``bad``: not a finite number."""
     s = cells.astype("string").str.strip()
     missing = s.str.lower().isin(MISSING).fillna(True).to_numpy(dtype=bool)
     s = s.str.replace(UNIT_SUFFIX, "", regex=True)
     nums = pd.to_numeric(s.where(~missing), errors="coerce").to_numpy(dtype="float64")
-    bad = np.isnan(nums) & ~missing
+    bad = ~np.isfinite(nums) & ~missing
     return nums, missing, bad
+
+
+def query_unit(column: str) -> str | None:
+    """The unit nvidia-smi writes for a ``--query-gpu`` column (None: no unit, e.g. ``pstate``)."""
+    if column.startswith(("utilization.", "fan.")):
+        return "%"
+    if column.startswith("memory."):
+        return "MiB"
+    if "power" in column:
+        return "W"
+    if column.startswith("temperature."):
+        return "C"
+    if column.startswith("clocks."):
+        return "MHz"
+    return None
+
+
+def parse_unit_cells(cells: pd.Series, expected: str | None, header_unit: str | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(numbers in ``expected``'s unit, missing, bad, bad for its unit) of one query column: a
+    value's own unit (``"3 GiB"``) or else the header's (``memory.used [GiB]``) is converted by
+    :data:`SMI_UNITS`; one that does not convert (``MB``: 1000 or 1024?) is never guessed."""
+    if expected is None:
+        nums, missing, bad = parse_cells(cells)
+        return nums, missing, bad, np.zeros(len(nums), dtype=bool)
+    s = cells.astype("string").str.strip()
+    missing = s.str.lower().isin(MISSING).fillna(True).to_numpy(dtype=bool)
+    parts = s.str.extract(r"^(?P<num>.*?)(?:\s*(?P<unit>%|[A-Za-z]+))?$")
+    unit = parts["unit"]
+    num_text = parts["num"]
+    word = num_text.str.strip().eq("") | num_text.str.fullmatch(r"[-+]?")  # "inf", "nan": no unit, a word
+    unit = unit.where(~word.fillna(False), None)
+    num_text = num_text.where(~word.fillna(False), s)
+    given = unit.fillna(header_unit) if header_unit else unit.fillna(expected)
+    table = SMI_UNITS[expected]
+    factor = given.map(lambda u: table.get(str(u), np.nan), na_action="ignore").astype("float64").to_numpy()
+    nums = pd.to_numeric(num_text.where(~missing), errors="coerce").to_numpy(dtype="float64")
+    bad_unit = np.isnan(factor) & ~missing
+    nums = nums * np.where(np.isnan(factor), 1.0, factor)
+    bad = (~np.isfinite(nums) & ~missing) | bad_unit
+    return nums, missing, bad, bad_unit
 
 
 def segments(src: Source, opts: ParseOptions, hold: bool, parts: Iterator[Part | None],

@@ -23,13 +23,14 @@ import pyarrow.compute as pc
 
 from rooftop.parsers.prometheus.scan import Fast, bool_mask, take
 
+# "\ufeff?": a byte-order mark at a line start (files concatenated with `cat`) is no character
 LINE = (
-    r"^[ \t]*(?:>[ \t]*)?(?P<name>DCGM_FI_[A-Za-z0-9_]+)(?:\{(?P<labels>.*)\})?[ \t]+"
+    "^\ufeff?" r"[ \t]*(?:>[ \t]*)?(?P<name>DCGM_FI_[A-Za-z0-9_]+)(?:\{(?P<labels>.*)\})?[ \t]+"
     r"(?P<value>[^ \t\r]+)(?:[ \t]+(?P<ts>-?[0-9]+))?[ \t\r]*$"
 )
-CANDIDATE = r"^[ \t]*(?:>[ \t]*)?\**DCGM_FI_[A-Za-z0-9_]+(?:[{ \t\r]|$)"
+CANDIDATE = "^\ufeff?" r"[ \t]*(?:>[ \t]*)?\**DCGM_FI_[A-Za-z0-9_]+(?:[{ \t\r]|$)"
 OTHER = (
-    r"^[ \t]*[A-Za-z_:][A-Za-z0-9_:]*(?:\{.*\})?[ \t]+"
+    "^\ufeff?" r"[ \t]*[A-Za-z_:][A-Za-z0-9_:]*(?:\{.*\})?[ \t]+"
     r"[-+]?(?:[0-9.]+(?:[eE][-+]?[0-9]+)?|NaN|Inf)(?:[ \t]+-?[0-9]+)?[ \t\r]*$"
 )
 NUMBER = r"^[-+]?(?:[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?|NaN|nan|[Ii]nf|[Ii]nfinity)$"

@@ -32,7 +32,7 @@ from rooftop.cli.options import (
     output_options,
     prometheus_options,
 )
-from rooftop.cli.output import echo, emit, guard_outputs, progress_bar, show_progress
+from rooftop.cli.output import echo, emit, emit_ci, guard_outputs, progress_bar, show_progress
 
 __all__ = ["main"]
 
@@ -186,17 +186,21 @@ def fleet(dataset: str, since: Any, until: Any, by: str, engine: str, scheduler:
               help="What --fail-on judges: matched kernels and total kernel time (new and vanished kernels "
                    "included), or matched kernels only.")
 @click.option("--device", help="Device name or ceilings file.")
+@click.option("--junit", "junit", type=click.Path(dir_okay=False),
+              help="Also write a JUnit XML report (one test case per compared series).")
 @output_options("rooftop-diff.html")
 def diff(baseline: str, candidate: str, fail_on: float | None, min_effect: float, gate: str,
-         device: str | None, outputs: Outputs) -> None:
-    """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts."""
+         device: str | None, junit: str | None, outputs: Outputs) -> None:
+    """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts. On GitHub Actions
+    (GITHUB_STEP_SUMMARY, GITHUB_ACTIONS) it adds a job summary and annotations."""
     with frozen_imports():
         from rooftop.analyzer.diff import run_diff
 
-    guard_outputs([baseline, candidate], outputs.files)
+    guard_outputs([baseline, candidate], [*outputs.files, *([junit] if junit else [])])
     doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate,
                    min_effect=min_effect)
     emit(doc, outputs, 10)
+    emit_ci(doc, junit, outputs)
     if doc.get("verdict", {}).get("fail"):
         sys.exit(EXIT_REGRESSION)
 

@@ -38,6 +38,30 @@ def emit(doc: dict[str, Any], outputs: Outputs, top: int) -> None:
         echo(summary_text(doc, top=top, outputs=outputs.files), err=outputs.to_stdout)
 
 
+def emit_ci(doc: dict[str, Any], junit: str | None, outputs: Outputs) -> None:
+    """What CI reads (docs/contract.md#ci): ``--junit``; on GitHub Actions the job summary appended
+    to ``$GITHUB_STEP_SUMMARY`` and annotations (``GITHUB_ACTIONS=true``) on stdout, or on stderr
+    when stdout carries a document."""
+    import os
+
+    from rooftop.atomic import write_atomic
+    from rooftop.reports.ci import junit_xml, step_summary, workflow_commands
+
+    if junit:
+        write_atomic(junit, junit_xml(doc))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(step_summary(doc))
+        except OSError as exc:
+            raise InputError(summary, f"(GITHUB_STEP_SUMMARY) cannot be appended to ({exc.strerror})",
+                             "unset GITHUB_STEP_SUMMARY or make it writable") from exc
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in workflow_commands(doc):
+            click.echo(line, err=outputs.to_stdout)  # workflow commands, escaped by reports.ci for their syntax
+
+
 def _to_stdout(data: bytes) -> None:
     stream = sys.stdout.buffer
     stream.write(data if data.endswith(b"\n") else data + b"\n")

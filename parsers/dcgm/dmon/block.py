@@ -205,11 +205,12 @@ class BlockParser:
         sentinel cells, and rejects values that are not numbers."""
         missing = missing_mask(vals)
         nums = to_float(vals, missing)
-        bad = np.isnan(nums) & ~missing
+        bad = ~np.isfinite(nums) & ~missing  # an infinity is no counter value either
         if bad.any():
             for c in np.flatnonzero(bad).tolist():
+                what = "a finite number" if np.isinf(nums[c]) else "a number"
                 self.rules.rejected.append(Rejected(self.path, int(abs_line[rowc[c]]),
-                                                    f"value {str(vals[c])[:40]!r} is not a number"))
+                                                    f"value {str(vals[c])[:40]!r} is not {what}"))
         sentinel = F.sentinel_mask(nums)
         missing |= sentinel
         good: np.ndarray = ~missing & ~bad

@@ -59,6 +59,9 @@ BLOCK_BYTES = 4 << 20  # bytes read and processed at once: bounded memory, still
 CR, LF, CRLF = b"\r", b"\n", b"\r\n"
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 def _crlf(data: bytes) -> bytes:
     """CRLF and a lone CR as ``\\n``."""
     return data.replace(CRLF, LF).replace(CR, LF)
@@ -80,12 +83,14 @@ def _blocks(src: Source) -> Iterator[bytes]:
                     rest = chars
                     continue
                 rest = chars[cut + 1 :]
-                yield chars[:cut].encode("utf-8", "replace")
+                yield chars[:cut].encode("utf-8", "replace").replace(BOM, b"   ")
             if rest:
-                yield rest.encode("utf-8", "replace")
+                yield rest.encode("utf-8", "replace").replace(BOM, b"   ")
         return
     for view in src.line_blocks(BLOCK_BYTES):
         block = bytes(view)
+        if BOM in block:  # a byte-order mark mid-file (files joined with `cat`): blank, same length
+            block = block.replace(BOM, b"   ")
         if CR in block:
             # a final "\r" is the CR of a CRLF whose "\n" ended the block, or a lone CR ending the file
             block = _crlf(block[:-1] if block.endswith(CR) else block)

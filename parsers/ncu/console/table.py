@@ -18,7 +18,7 @@ import re
 
 from rooftop.parsers.model import Rejected
 from rooftop.parsers.ncu.console.state import DURATION, State
-from rooftop.parsers.ncu.labels import metric_for_label
+from rooftop.parsers.ncu.labels import is_count_metric, metric_for_label
 from rooftop.parsers.numbers import is_missing_token, parse_number
 from rooftop.parsers.units import si_factor
 
@@ -78,6 +78,9 @@ def store_row(st: State, n: int, cells: list[str], columns: list[str] | None, de
     launch.values_present += 1
     if metric == DURATION and value < 0:
         st.bad_cells.append(Rejected(st.path, n, f"negative duration {value_text} {unit}: set to null"))
+        return
+    if value < 0 and is_count_metric(metric):  # a count (bytes, sectors, instructions) is never negative
+        st.bad_cells.append(Rejected(st.path, n, f"negative count {value_text} {unit} of {metric}: set to null"))
         return
     _put(st, launch.metrics, metric, value * factor)
     for idx, store in ((min_i, launch.mins), (max_i, launch.maxs)):

@@ -1,0 +1,34 @@
+"""Which GPU activities a kind of runtime call made (``docs/formulas.md#timelines``): the calls whose
+name matches a pattern, keyed by correlation id and process, and the activities with those keys
+(the process only where the activity's row has one: Kineto GPU rows carry none)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rooftop.analyzer.timeline.arrays import NA, ints
+
+ASYNC_COPY = r"Memcpy\w*Async"  # cudaMemcpyAsync, cudaMemcpy2DAsync, cuMemcpyHtoDAsync...
+GRAPH_LAUNCH = r"(?i)graph\w*launch"  # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
+
+
+def call_keys(ev: pd.DataFrame, pattern: str) -> set[tuple[int, int]]:
+    """(correlation, pid) and (correlation, ``NA``) of the runtime calls whose name matches ``pattern``."""
+    rt = np.flatnonzero((ev["kind"] == "runtime").to_numpy(dtype=bool, na_value=False))
+    names = pa.array(ev["name"].array).take(pa.array(rt, type=pa.int64()))
+    hit = rt[np.asarray(pc.match_substring_regex(names, pattern).fill_null(False)
+                        .to_numpy(zero_copy_only=False), dtype=bool)]
+    corr, pid = ints(ev["correlation"])[hit], ints(ev["pid"])[hit]
+    keep = corr != NA
+    return {(int(c), int(p)) for c, p in zip(corr[keep], pid[keep], strict=True)} | {(int(c), NA) for c in corr[keep]}
+
+
+def made_by(corr: np.ndarray, pid: np.ndarray, keys: set[tuple[int, int]]) -> np.ndarray:
+    """Per activity (int64 columns, ``NA`` for missing): whether a call of ``keys`` made it."""
+    if not keys:
+        return np.zeros(len(corr), dtype=bool)
+    return np.array([(int(c), int(p) if p != NA else NA) in keys for c, p in zip(corr, pid, strict=True)],
+                    dtype=bool)

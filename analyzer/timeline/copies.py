@@ -1,0 +1,72 @@
+"""Copies and sets on a device's timeline (``docs/formulas.md#timeline-copies``): per copy kind
+(operation, direction, memory kinds) the count, bytes, time, achieved bandwidth and sizes, as
+``nsys stats`` ``cuda_gpu_mem_time_sum`` / ``cuda_gpu_mem_size_sum`` give them, and the
+asynchronous copies from pageable memory that ``nsys analyze``'s ``cuda_memcpy_async`` rule flags.
+
+Kinds come from the names: Kineto ``Memcpy HtoD (Pageable -> Device)``, ``Memset (Device)``; nsys
+``[CUDA memcpy Host-to-Device (Pinned -> Device)]``, ``[CUDA memset (Device)]`` (the memory kinds
+from ``srcKind``/``dstKind``/``memKind`` where the export has them).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.timeline.arrays import NA, ints
+from rooftop.analyzer.timeline.calls import made_by
+from rooftop.analyzer.timeline.metrics import union
+
+_KINETO = re.compile(r"^(Memcpy|Memset)(?: (\w+))?(?: \((.*)\))?$")
+_NSYS = re.compile(r"^\[CUDA (memcpy|memset)(?: ([\w-]+?))?(?: \((.*)\))?\]$")
+_DIRECTION = {"host-to-device": "HtoD", "device-to-host": "DtoH", "device-to-device": "DtoD",
+              "peer-to-peer": "PtoP", "host-to-host": "HtoH", "array-to-device": "AtoD",
+              "device-to-array": "DtoA"}
+PAGEABLE = "Pageable"
+
+
+def copy_kind(name: str) -> tuple[str, str, str]:
+    """(``memcpy``/``memset``, direction ``HtoD``... or ``""``, memory kinds or ``""``) of a name."""
+    m = _KINETO.match(name) or _NSYS.match(name)
+    if not m:
+        return ("memset" if "memset" in name.lower() else "memcpy", "", "")
+    op, direction, memory = m.group(1).lower(), m.group(2) or "", m.group(3) or ""
+    return op, _DIRECTION.get(direction.lower(), direction), memory
+
+
+def _label(op: str, direction: str, memory: str) -> str:
+    return " ".join(p for p in (op, direction, f"({memory})" if memory else "") if p)
+
+
+def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]]) -> list[dict[str, Any]]:
+    """One row per copy kind of one device's ``memcpy``/``memset`` events; ``async_corr``: the
+    (correlation, pid) keys of asynchronous copy calls (``cudaMemcpyAsync``...)."""
+    rows = act[act["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool, na_value=False)]
+    if not len(rows):
+        return []
+    names = rows["name"].fillna("").astype(str)
+    kinds = {n: copy_kind(n) for n in names.unique()}
+    label = names.map(lambda n: _label(*kinds[n])).to_numpy(dtype=object)
+    start, end = rows["start_ns"].to_numpy(dtype=np.int64), rows["end_ns"].to_numpy(dtype=np.int64)
+    nbytes, corr, pid = ints(rows["bytes"]), ints(rows["correlation"]), ints(rows["pid"])
+    out = []
+    for key in sorted(set(label.tolist())):
+        sel = label == key
+        op, direction, memory = kinds[names[sel].iloc[0]]
+        b = nbytes[sel]
+        known = b[b != NA]
+        dur = int((end[sel] - start[sel]).sum())
+        total = int(known.sum()) if len(known) else None
+        is_async = made_by(corr[sel], pid[sel], async_corr)
+        out.append({"kind": key, "op": op, "direction": direction or None, "memory": memory or None,
+                    "count": int(sel.sum()), "bytes": total, "bytes_missing": int(len(b) - len(known)),
+                    "time_s": round(dur / 1e9, 9), "busy_s": round(union(start[sel], end[sel]).busy / 1e9, 9),
+                    "gb_s": round(total / dur, 3) if total is not None and dur > 0 else None,
+                    "size_min": int(known.min()) if len(known) else None,
+                    "size_median": float(np.median(known)) if len(known) else None,
+                    "size_max": int(known.max()) if len(known) else None,
+                    "pageable": PAGEABLE in memory, "async_calls": int(is_async.sum())})
+    return out

@@ -1,0 +1,66 @@
+"""Collectives across ranks (``docs/formulas.md#timeline-communication``): the traces of several ranks
+given together (a folder of per-rank Kineto files, or one nsys export of several GPUs).
+
+A participant is one device of one input, named by its rank (Kineto ``distributedInfo.rank``) or by
+input and device. Its NCCL kernels of one name are taken in start order; the k-th of each name on
+every participant is one collective (NCCL requires every rank of a communicator to issue the same
+collectives in the same order). A collective ends on all ranks together, so the rank that joined
+last has the shortest kernel and the others waited for it: per collective, ``skew`` = longest −
+shortest kernel and the straggler is the participant with the shortest one. Durations, not start
+times, so clocks of different hosts need not agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.parsers.model import ParseResult
+
+
+def _participants(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
+    """Each input's NCCL kernels (``inputs``: the parse result and its NCCL kernel rows), per device."""
+    out: dict[str, pd.DataFrame] = {}
+    for r, k in inputs:
+        dist = r.meta.get("distributed")
+        rank = dist.get("rank") if isinstance(dist, Mapping) else None
+        for device, g in k.groupby("device", sort=True):
+            name = f"rank {rank}" if rank is not None and k["device"].nunique() == 1 else \
+                f"{r.accounting.path.rsplit('/', 1)[-1]} GPU {device}"
+            out[name] = g.sort_values("start_ns", kind="stable")
+    return out
+
+
+def collectives(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> list[dict[str, Any]]:
+    """One entry per NCCL kernel name seen on two or more participants, longest total skew first
+    (``inputs``: each timeline input with its NCCL kernel rows)."""
+    parts = _participants(inputs)
+    if len(parts) < 2:
+        return []
+    names = sorted({n for g in parts.values() for n in g["name"].astype(str).unique()})
+    out = []
+    for name in names:
+        durs = {p: (g.loc[g["name"] == name, "end_ns"] - g.loc[g["name"] == name, "start_ns"]).to_numpy(np.int64)
+                for p, g in parts.items()}
+        durs = {p: d for p, d in durs.items() if len(d)}
+        if len(durs) < 2:
+            continue
+        n = min(len(d) for d in durs.values())
+        who = list(durs)
+        mat = np.stack([durs[p][:n] for p in who])  # participants x collectives
+        skew = mat.max(axis=0) - mat.min(axis=0)
+        last = mat.argmin(axis=0)
+        counts = Counter(who[i] for i in last.tolist())
+        top, times = counts.most_common(1)[0]
+        waited = int(skew[last == who.index(top)].sum())
+        out.append({"name": name, "participants": who, "collectives": n,
+                    "unmatched": {p: int(len(d) - n) for p, d in durs.items() if len(d) > n},
+                    "skew_median_s": round(float(np.median(skew)) / 1e9, 9), "skew_max_s": round(int(skew.max()) / 1e9, 9),
+                    "skew_sum_s": round(int(skew.sum()) / 1e9, 9),
+                    "straggler": top, "straggler_last": times, "straggler_wait_s": round(waited / 1e9, 9)})
+    out.sort(key=lambda c: -c["skew_sum_s"])
+    return out
