@@ -146,7 +146,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     implies with the one DCGM saw (``analyzer.fleet.join``)."""
     from rooftop.analyzer.findings import rank_findings
     from rooftop.analyzer.timeline import analyze_timelines
-    from rooftop.analyzer.windows import analyze_windows
+    from rooftop.analyzer.windows.analysis import analyze_windows
 
     ai = analyze_inputs(inputs, device, options=options, progress=progress)
     parsed, results = ai.parsed, ai.results
@@ -175,7 +175,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         extra["waterfall"] = join(parsed.results, ta, ai.kernels, results)
         findings = rank_together(findings, timeline_findings(extra["waterfall"]) + own, top)
     if ta.timeline:  # every PyTorch op on the roofline from the trace (docs/formulas.md#ops)
-        from rooftop.analyzer.ops import analyze_ops
+        from rooftop.analyzer.ops.analysis import analyze_ops
         from rooftop.analyzer.timeline.join import rank_together
 
         oa = analyze_ops(parsed.results, device, top)

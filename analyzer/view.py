@@ -275,7 +275,7 @@ def _window_points(ws: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]
 def window_view(windows: Sequence[dict[str, Any]], device: str | None = None) -> list[dict[str, Any]]:
     """Roofline panels for DCGM windows, one per device model: the estimated points (FLOP/s and DRAM
     bytes/s are activity x the device's peaks, docs/formulas.md#windows) against those same peaks."""
-    from rooftop.analyzer.windows import resolve_devices
+    from rooftop.analyzer.windows.rules import resolve_devices
 
     by_model: dict[str, list[dict[str, Any]]] = {}
     for w in windows:

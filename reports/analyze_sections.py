@@ -8,10 +8,12 @@ from typing import Any
 from urllib.parse import quote
 
 from rooftop.reports.common_sections import devices_table
+from rooftop.reports.escape import esc
+from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
-from rooftop.reports.md_widgets import MdSection, md_esc, md_table
+from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.svg_roofline import roofline_svg
-from rooftop.reports.widgets import Column, Section, esc, kpi, share_bar, table
+from rooftop.reports.widgets import Column, Section, kpi, share_bar, table
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "unknown")
 

@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rooftop.reports.md_widgets import md_esc, md_table
+from rooftop.reports.escape import md as md_esc
+from rooftop.reports.md_widgets import md_table
 from rooftop.reports.terminal import escape_terminal
 
 MAX_ANNOTATIONS = 10

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rooftop.reports.escape import md_fence
+from rooftop.reports.escape import esc, md_fence
+from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import (
     device_sources,
     fmt_num,
@@ -14,9 +15,9 @@ from rooftop.reports.formatting import (
     fmt_time,
     kernel_label_shares,
 )
-from rooftop.reports.md_widgets import CELL_LIMIT, MdSection, md_esc, md_table
+from rooftop.reports.md_widgets import CELL_LIMIT, MdSection, md_table
 from rooftop.reports.roofline import ceilings_of
-from rooftop.reports.widgets import Column, Section, esc, finding_html, kpi, table
+from rooftop.reports.widgets import Column, Section, finding_html, kpi, table
 
 LIST_ROWS = 300           # rejected records, lint rows shown in the page
 

@@ -13,11 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rooftop.reports.escape import esc
+from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_time
-from rooftop.reports.md_widgets import MdSection, md_esc, md_table
+from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.roofline import ceilings_of
 from rooftop.reports.svg_roofline import ML, MT, H, W, _Axes, _axes_svg, _ceilings_svg, _ranges
-from rooftop.reports.widgets import Column, Section, esc, table
+from rooftop.reports.widgets import Column, Section, table
 
 MAX_ARROWS = 60        # families drawn on the roofline (largest by time)
 MAX_ROWS = 200         # rows per HTML table (everything is in the JSON output)

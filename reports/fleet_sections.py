@@ -13,10 +13,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rooftop.reports.escape import esc
+from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_pct
-from rooftop.reports.md_widgets import MdSection, md_esc, md_table
+from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.timelines import label_share_chart
-from rooftop.reports.widgets import Column, Section, esc, table
+from rooftop.reports.widgets import Column, Section, table
 
 LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle", "unknown")
 MAX_ROWS = 200  # groups per HTML table (all of them are in the JSON output)

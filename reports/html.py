@@ -9,7 +9,7 @@ A page is the list of sections that ``SECTIONS_BY_KIND[doc["kind"]]`` builds, in
 builders live in one sections module per command, imported directly: ``analyze_sections``
 (+ ``timelines`` for DCGM windows), ``fleet_sections``, ``diff_sections``; the sections every kind
 shares are in ``common_sections``. The widgets they build with (``Section``, ``Column``,
-``table``, ``esc``) are in ``reports.widgets`` (re-exported here); the charts in ``svg_roofline``
+``table``) are in ``reports.widgets``, ``esc`` in ``reports.escape``; the charts in ``svg_roofline``
 and ``svg_charts``.
 """
 
@@ -24,21 +24,11 @@ from typing import Any
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
 from rooftop.reports import diff_sections, fleet_sections, timeline_sections, timelines
-from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time
+from rooftop.reports.escape import esc
 from rooftop.reports.kernel_table import kernel_table_section
-from rooftop.reports.widgets import Column, Section, SectionBuilder, esc, table
+from rooftop.reports.widgets import Section, SectionBuilder
 
-__all__ = [
-    "SECTIONS_BY_KIND",
-    "Column",
-    "Section",
-    "esc",
-    "fmt_num",
-    "fmt_pct",
-    "fmt_time",
-    "render_html",
-    "table",
-]
+__all__ = ["SECTIONS_BY_KIND", "render_html"]
 
 def csp(scripts: Sequence[str]) -> str:
     """The page's Content-Security-Policy: only rooftop's own inline scripts run (by their SHA-256),

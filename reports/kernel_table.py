@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
+from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
-from rooftop.reports.widgets import Column, Section, esc, table
+from rooftop.reports.widgets import Column, Section, table
 
 TABLE_ROWS = 500          # top rows by time (full data in the JSON output)
 

@@ -4,7 +4,7 @@ A report is a title line plus the sections that ``MD_SECTIONS_BY_KIND[doc["kind"
 order. The builders live in one sections module per command, imported directly
 (``analyze_sections``, ``fleet_sections``, ``diff_sections``; shared ones in ``common_sections``);
 the widgets they build with (``MdSection``, ``md_table``, ``md_esc``) are in
-``reports.md_widgets`` (re-exported here).
+``reports.md_widgets`` (``md_esc`` is ``reports.escape.md``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
 from rooftop.reports import diff_sections, fleet_sections, timeline_sections
-from rooftop.reports.md_widgets import MdBuilder, MdSection, md_esc, md_table
+from rooftop.reports.escape import md as md_esc
+from rooftop.reports.md_widgets import MdBuilder
 
-__all__ = ["MD_SECTIONS_BY_KIND", "MdSection", "md_esc", "md_table", "render_markdown"]
+__all__ = ["MD_SECTIONS_BY_KIND", "render_markdown"]
 
 MD_SECTIONS_BY_KIND: dict[str, list[MdBuilder]] = {
     "analyze": [common.key_numbers_section, common.findings_md_section, common.recommendations_md_section,

@@ -19,7 +19,7 @@ from typing import Any
 
 from rooftop.reports.escape import md as md_esc
 
-__all__ = ["CELL_LIMIT", "MdBuilder", "MdSection", "md_esc", "md_table"]
+__all__ = ["CELL_LIMIT", "MdBuilder", "MdSection", "md_table"]
 
 CELL_LIMIT = 600   # any other cell (titles, recommendations)
 

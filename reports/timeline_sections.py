@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_pct, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.svg_axes import TimeAxis
 from rooftop.reports.svg_charts import Span, color, figure_html, hbars, span_rows, vbars
-from rooftop.reports.widgets import Column, Section, esc, table
+from rooftop.reports.widgets import Column, Section, table
 
 STEP_ROWS = 200
 MD_STEP_ROWS = 20

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, num_column
 from rooftop.reports.svg_axes import TimeAxis
 from rooftop.reports.svg_charts import (
@@ -26,7 +27,7 @@ from rooftop.reports.svg_charts import (
     span_rows,
     time_chart,
 )
-from rooftop.reports.widgets import LABEL_COLORS, Column, Section, esc, finding_html, table
+from rooftop.reports.widgets import LABEL_COLORS, Column, Section, finding_html, table
 
 MAX_TIMELINES = 16          # GPUs drawn as series (the rest are in the label-share tables)
 PIXELS = W - ML - MR         # width of the label rows (see svg_charts.span_rows)

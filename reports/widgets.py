@@ -24,8 +24,10 @@ from typing import Any
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_pct, fmt_time
 
-__all__ = ["LABEL_COLORS", "Column", "Section", "SectionBuilder", "esc", "finding_html", "kpi",
-           "share_bar", "table"]
+__all__ = [
+    "LABEL_COLORS", "Column", "Section", "SectionBuilder", "finding_html", "kpi", "share_bar",
+    "table",
+]
 
 LABEL_COLORS = {
     "memory-bound": "#d9480f",

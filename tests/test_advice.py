@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from rooftop.analyzer.findings import recommendation
+from rooftop.analyzer.findings.recommendations import recommendation
 from rooftop.analyzer.kernels.advice import advise, motivation
 
 

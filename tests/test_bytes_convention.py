@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from rooftop.analyzer.kernels.analyze import analyze_kernels
-from rooftop.analyzer.metrics import bytes_by_level, cc_number
+from rooftop.analyzer.metrics.columns import cc_number
+from rooftop.analyzer.metrics.traffic import bytes_by_level
 
 BASE = {"input": "a.csv", "index": 0, "name": "k", "cc": "8.0", "duration_s": 1e-3,
         "sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 5e8,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.analyzer.windows import PROFILE_METRICS, analyze_windows
+from rooftop.analyzer.windows.analysis import analyze_windows
+from rooftop.analyzer.windows.fields import PROFILE_METRICS
 from rooftop.errors import InputError
 from rooftop.parsers import parse_path
 from rooftop.parsers.source import ParseOptions

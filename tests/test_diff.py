@@ -11,18 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.diff import (
-    compare,
-    diff_payload,
-    frame_from_document,
-    group_deltas,
-    identify,
-    listing_lint,
-    match_kernels,
-    pct,
-    read_document,
-    rel_change,
-)
+from rooftop.analyzer.diff.compare import compare
+from rooftop.analyzer.diff.deltas import group_deltas, pct, rel_change
+from rooftop.analyzer.diff.match import identify, match_kernels
+from rooftop.analyzer.diff.records import diff_payload, listing_lint
+from rooftop.analyzer.diff.sides import frame_from_document, read_document
 from rooftop.analyzer.document import build_document
 from rooftop.errors import InputError
 

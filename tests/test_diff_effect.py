@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.diff import compare, run_diff
+from rooftop.analyzer.diff.compare import compare
+from rooftop.analyzer.diff.sides import run_diff
 from rooftop.errors import InputError
 from tests.conftest import FIXTURES, corpus_dir
 from tests.test_diff import frame, kernel

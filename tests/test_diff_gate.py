@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rooftop.analyzer.diff import compare
+from rooftop.analyzer.diff.compare import compare
 from rooftop.cli.commands import main
 from rooftop.errors import InputError
 from tests.conftest import corpus_dir

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.diff import classify, stats
+from rooftop.analyzer.diff import stats
+from rooftop.analyzer.diff.gate import classify
 
 CV = 0.03
 SIGMA = math.sqrt(math.log1p(CV**2))  # lognormal sigma giving a 3 % coefficient of variation

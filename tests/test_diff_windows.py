@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rooftop.analyzer.diff import run_diff
+from rooftop.analyzer.diff.sides import run_diff
 from rooftop.cli.commands import main
 from rooftop.errors import InputError
 from tests.conftest import FIXTURES

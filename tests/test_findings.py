@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.findings import RECOMMENDATIONS, rank_findings, recommendation
+from rooftop.analyzer.findings import rank_findings
+from rooftop.analyzer.findings.recommendations import RECOMMENDATIONS, recommendation
 
 NO_WINDOWS = SimpleNamespace(findings=[])
 

@@ -281,7 +281,7 @@ def test_cli_ingest_and_fleet_with_hostile_names(tmp_path, windows_module):
 
 def test_local_threads_give_identical_partials(tmp_path: Path) -> None:
     from rooftop.analyzer.fleet import engines
-    from rooftop.analyzer.windows import KEY_COLUMNS
+    from rooftop.analyzer.windows.fields import KEY_COLUMNS
 
     write_fleet(tmp_path, hosts=3, gpus=2, seconds=300, start=START, seed=1)
     files = sorted(str(p) for p in tmp_path.rglob("*.parquet"))

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from rooftop.analyzer.ops import analyze_ops
-from rooftop.analyzer.ops.analysis import OpsAnalysis
+from rooftop.analyzer.ops.analysis import OpsAnalysis, analyze_ops
 from rooftop.parsers import parse_path
 from rooftop.parsers.source import ParseOptions
 from tests.conftest import corpus_dir

@@ -13,10 +13,12 @@ import pytest
 
 from rooftop.analyzer.view import document_view
 from rooftop.reports.escape import esc, md, script_json
-from rooftop.reports.html import SECTIONS_BY_KIND, Column, Section, render_html, table
+from rooftop.reports.html import SECTIONS_BY_KIND, render_html
 from rooftop.reports.json_report import render_json
-from rooftop.reports.markdown import MD_SECTIONS_BY_KIND, MdSection, md_table, render_markdown
+from rooftop.reports.markdown import MD_SECTIONS_BY_KIND, render_markdown
+from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.outputs import print_summary, write_outputs
+from rooftop.reports.widgets import Column, Section, table
 from tests.regen_golden import GOLDEN, HOSTILE_NAMES, big_document, sample_document
 
 PLOTLY_MARK = "plotly.js v"  # the banner comment at the top of every plotly.js bundle

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analyzer.kernels.analyze import analyze_kernels, facts_for
+from rooftop.analyzer.kernels.analyze import analyze_kernels
+from rooftop.analyzer.kernels.facts import facts_for
 from rooftop.analyzer.kernels.roofline import compute
 
 NAN = np.nan

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rooftop.analyzer.kernels.analyze import ncu_plain_text
+from rooftop.analyzer.kernels.ncu_results import ncu_plain_text
 
 from .conftest import CORPUS
 

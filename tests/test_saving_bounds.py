@@ -15,7 +15,7 @@ import pytest
 import rooftop
 from rooftop.analyzer.findings import rank_findings
 from rooftop.analyzer.findings.bounds import PRESERVING, REMOVING, rule_fix
-from rooftop.parsers import InputError
+from rooftop.errors import InputError
 from tests.conftest import corpus_dir
 
 NO_WINDOWS = SimpleNamespace(findings=[])

@@ -120,7 +120,7 @@ def test_fixture_documents_are_valid(path: str) -> None:
 
 
 def test_mixed_diff_and_fleet_documents_are_valid(tmp_path: Path) -> None:
-    from rooftop.analyzer.diff import run_diff
+    from rooftop.analyzer.diff.sides import run_diff
     from rooftop.analyzer.fleet.pipeline import run_fleet
     from rooftop.analyzer.store.ingest import ingest_files
     from rooftop.parsers.source import ParseOptions

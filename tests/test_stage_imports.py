@@ -205,3 +205,58 @@ def test_no_import_cycle_at_module_level() -> None:
 
 def test_every_stage_imports_only_the_layers_below() -> None:
     assert stage_violations() == {}
+
+
+# ----------------------------------------------------------------------------- no re-exports
+
+# Designed entry points that name what other modules define: the package's API (rooftop.analyze,
+# rooftop.InputError, rooftop.__version__) and the document's type, which the reports import whole.
+FACADES = ("rooftop", "rooftop.analyzer.schema")
+
+
+def defined_names(tree: ast.Module) -> set[str]:
+    """Names a module binds itself at module level: functions, classes, assignments (in module-level
+    ``if``/``try`` blocks too); not the names it imports."""
+    out: set[str] = set()
+    blocks: list[list[ast.stmt]] = [tree.body]
+    while blocks:
+        for node in blocks.pop():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                out.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.If):
+                blocks += [node.body, node.orelse]
+            elif isinstance(node, ast.Try):
+                blocks += [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+    return out
+
+
+def indirect_imports() -> list[str]:
+    """``file:line: from M import N`` wherever N is not defined in M but only imported there (M a
+    rooftop module other than the facades), in the package, the tests and bench."""
+    known = rooftop_modules()
+    defined = {name: defined_names(ast.parse(path.read_text(encoding="utf-8"))) for name, path in known.items()}
+    files = [*known.values(), *sorted((ROOT / "tests").rglob("*.py")), *sorted((ROOT / "bench").rglob("*.py"))]
+    out = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in known
+                    and node.module not in FACADES):
+                continue
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" not in known and alias.name not in defined[node.module]:
+                    out.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import {alias.name}")
+    return out
+
+
+def test_defined_names_leaves_imports_out() -> None:
+    tree = ast.parse("import a\nfrom b import c\nX = 1\nif y:\n    Z: int = 2\ndef f():\n    W = 3\nclass K: ...\n")
+    assert defined_names(tree) == {"X", "Z", "f", "K"}
+
+
+def test_every_name_is_imported_from_where_it_is_defined() -> None:
+    """No module re-exports another's names (docs/architecture.md#layers): import from the module
+    that defines the name."""
+    assert indirect_imports() == []

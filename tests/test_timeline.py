@@ -308,7 +308,7 @@ def test_diff_of_two_traces_compares_idle_and_gates_the_span_of_the_same_work(tm
     """Before: 100 kernels 4 µs apart; after: the same kernels 40 µs apart. The idle time moves
     from < 10 µs gaps into 10-100 µs gaps and leads; both captures hold the same launches, so the
     span is the time of the same work and is gated (docs/formulas.md#timeline-diff)."""
-    from rooftop.analyzer.diff import run_diff
+    from rooftop.analyzer.diff.sides import run_diff
     from rooftop.analyzer.schema import validate_document
 
     def trace(path: Path, gap_us: int) -> Path:
@@ -337,7 +337,7 @@ def test_diff_of_two_traces_compares_idle_and_gates_the_span_of_the_same_work(tm
 
 @pytest.mark.corpus
 def test_diff_corpus_before_after_pair() -> None:
-    from rooftop.analyzer.diff import run_diff
+    from rooftop.analyzer.diff.sides import run_diff
     from rooftop.reports.html import render_html
 
     d = CORPUS_TRACE / "GindaChen__nsys-ai__tests__fixtures__mfu_2gpu_before.sqlite"

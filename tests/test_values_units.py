@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from rooftop.cli.commands import main
-from rooftop.parsers import ParseOptions, parse_path
+from rooftop.parsers import parse_path
+from rooftop.parsers.source import ParseOptions
 from tests.conftest import FIXTURES
 
 OPTS = ParseOptions(interval_s=1, start=datetime(2026, 1, 1, tzinfo=timezone.utc))

@@ -8,9 +8,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import rooftop.analyzer.windows as W
 from rooftop.analyzer.fleet.rollup import fleet_findings, group_records, rollup
 from rooftop.analyzer.pipeline import run_analysis
+from rooftop.analyzer.windows.analysis import analyze_windows
 from rooftop.analyzer.windows.findings import severity_by_hours
 from rooftop.analyzer.windows.span import add_coverage, choose_window
 from rooftop.reports.timelines import timeline_charts
@@ -47,7 +47,7 @@ def test_covered_time_by_hand() -> None:
     # GPU 0: samples at 0..4 s in one 60 s window -> interval (4 - 0) / (5 - 1) = 1 s; covered
     # 0..5 s (last + one interval) = 5 s; GPU 1: one instant sample -> covered 0, interval unknown
     s = samples([*[(t, "0", 1001, 0.2) for t in range(5)], (5, "1", 1001, 0.9)])
-    wa = W.analyze_windows(as_table(s), window_s=60.0)
+    wa = analyze_windows(as_table(s), window_s=60.0)
     w = wa.windows.set_index("gpu")
     assert w.loc["0", "interval_s"] == 1.0 and w.loc["0", "covered_s"] == 5.0
     assert (w.loc["0", "end"] - w.loc["0", "start"]).total_seconds() == 5.0
@@ -62,17 +62,17 @@ def test_interval_from_steps_across_windows() -> None:
     # one sample per 10 s window, 10 s apart: no step inside a window, the step across windows
     # (next first - previous last) measures 10 s; every window covers its 10 s
     s = samples([(10 * i, "0", 1001, 0.5) for i in range(4)])
-    w = W.analyze_windows(as_table(s), window_s=10.0).windows
+    w = analyze_windows(as_table(s), window_s=10.0).windows
     assert set(w["interval_s"]) == {10.0} and w["covered_s"].tolist() == [10.0] * 4
 
 
 def test_covered_time_capped_at_window_and_across_windows() -> None:
     # 30 s sampling in 60 s windows: two samples per window cover 30 + 30 = 60 s, never more
     s = samples([(30 * i, "0", 1001, 0.5) for i in range(6)])
-    w = W.analyze_windows(as_table(s), window_s=60.0).windows
+    w = analyze_windows(as_table(s), window_s=60.0).windows
     assert w["covered_s"].tolist() == [60.0, 60.0, 60.0] and set(w["interval_s"]) == {30.0}
     # 10 s windows, 30 s sampling: each window holds one sample, covers at most its 10 s
-    w = W.analyze_windows(as_table(s), window_s=10.0).windows
+    w = analyze_windows(as_table(s), window_s=10.0).windows
     assert w["covered_s"].tolist() == [10.0] * 6
 
 
@@ -90,7 +90,7 @@ def test_severity_by_gpu_hours(hours: float, share: float, want: str) -> None:
 
 
 def _classified(rows: list[tuple[Any, ...]], window_s: float = 60.0, **labels: Any) -> pd.DataFrame:
-    return W.analyze_windows(as_table(samples(rows, **labels)), window_s=window_s).windows
+    return analyze_windows(as_table(samples(rows, **labels)), window_s=window_s).windows
 
 
 def test_fleet_hours_from_covered_time_and_severity() -> None:
@@ -180,7 +180,7 @@ def test_mig_timelines_keep_their_label_bands() -> None:
 
 def test_window_starts_grid_unchanged_by_coverage() -> None:
     s = samples([(t, "0", 1001, 0.5) for t in range(5, 125)])
-    w = W.analyze_windows(as_table(s), window_s=60.0).windows
+    w = analyze_windows(as_table(s), window_s=60.0).windows
     assert [(x - T0.value // 10**6) / 1000 for x in w["window_start"]] == [0.0, 60.0, 120.0]
     assert w["covered_s"].tolist() == [55.0, 60.0, 5.0]
 

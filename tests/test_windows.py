@@ -12,9 +12,14 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import rooftop.analyzer.windows as W
 from rooftop.analyzer.ceilings.devices import DeviceSpec
 from rooftop.analyzer.windows import scan
+from rooftop.analyzer.windows.analysis import analyze_windows
+from rooftop.analyzer.windows.codes import _epoch_ms
+from rooftop.analyzer.windows.fields import PROFILE_METRICS
+from rooftop.analyzer.windows.reduce import combine_partials, finish_windows
+from rooftop.analyzer.windows.rules import classify_windows, window_devices
+from rooftop.analyzer.windows.scan import _run_starts, window_partials, window_partials_arrow
 from rooftop.parsers import parse_path
 from rooftop.parsers.model import SAMPLE_SCHEMA
 from rooftop.parsers.source import ParseOptions
@@ -58,7 +63,7 @@ def test_partials_by_hand() -> None:
     s = samples([(0, "0", 1001, 0.2), (30, "0", 1001, 0.4), (0, "0", 1002, 0.1), (30, "0", 1002, 0.0),
                  (60, "0", 1001, 0.9), (5, "0", 150, 40.0)])  # 150 (temperature) is not windowed
     s["pod"] = ["a", "a", "b", None, "c", "a"]
-    p = W.window_partials(s, 60.0)
+    p = window_partials(s, 60.0)
     assert list(p["window_start"]) == [T0.value // 10**6, T0.value // 10**6 + 60_000]
     w0 = p.iloc[0]
     assert w0["gr_active__sum"] == pytest.approx(0.6) and w0["gr_active__n"] == 2   # 0.2 + 0.4
@@ -66,7 +71,7 @@ def test_partials_by_hand() -> None:
     assert w0["sm_active__zero"] == 1 and w0["n_samples"] == 4
     assert (w0["pod"], w0["pod__n"]) == ("a", 2)  # a twice, b once, null not counted
     assert w0["last_ts"] - w0["first_ts"] == 30_000
-    f = W.finish_windows(p)
+    f = finish_windows(p)
     assert f["gr_active"].tolist() == [pytest.approx(0.3), pytest.approx(0.9)]  # 0.6 / 2
     assert np.isnan(f["sm_active"].iloc[1])  # no SM samples in the second window
     assert (f["end"] - f["start"]).dt.total_seconds().tolist() == [60.0, 60.0]
@@ -76,28 +81,28 @@ def test_combine_equals_whole_in_any_split() -> None:
     r = parse_path(FIX / "dmon_v3_phases.txt", ParseOptions(start=START, interval_s=5.0))
     df = r.samples.to_pandas()
     df["pod"] = np.where(np.arange(len(df)) % 3 == 0, "x", "y")
-    whole = W.finish_windows(W.window_partials(df, 60.0))
+    whole = finish_windows(window_partials(df, 60.0))
     for parts in ([df.iloc[:400], df.iloc[400:901], df.iloc[901:]], [df.iloc[::2], df.iloc[1::2]],
                   [df[df.gpu == "0"], df[df.gpu == "1"]]):
-        partials = [W.window_partials(p, 60.0) for p in parts]
-        nested = W.combine_partials([W.combine_partials(partials[:1]), *partials[1:]])
-        got = W.finish_windows(nested)
+        partials = [window_partials(p, 60.0) for p in parts]
+        nested = combine_partials([combine_partials(partials[:1]), *partials[1:]])
+        got = finish_windows(nested)
         pd.testing.assert_frame_equal(got.drop(columns=["pod"]), whole.drop(columns=["pod"]),
                                       check_exact=False, rtol=1e-12, check_dtype=False)
         assert got["pod"].tolist() == whole["pod"].tolist()
 
 
 def test_label_counts_merge() -> None:
-    a = W.window_partials(samples([(0, "0", 1001, 0.5)] * 2, pod=["a", "a"]), 60.0)
-    b = W.window_partials(samples([(1, "0", 1001, 0.5)] * 3, pod=["b", "b", "b"]), 60.0)
-    c = W.window_partials(samples([(2, "0", 1001, 0.5)] * 2, pod=["a", "a"]), 60.0)
-    m = W.combine_partials([a, b, c])
+    a = window_partials(samples([(0, "0", 1001, 0.5)] * 2, pod=["a", "a"]), 60.0)
+    b = window_partials(samples([(1, "0", 1001, 0.5)] * 3, pod=["b", "b", "b"]), 60.0)
+    c = window_partials(samples([(2, "0", 1001, 0.5)] * 2, pod=["a", "a"]), 60.0)
+    m = combine_partials([a, b, c])
     assert (m["pod"].iat[0], m["pod__n"].iat[0]) == ("a", 4)  # a: 2 + 2 beats b: 3
     assert m["gr_active__n"].iat[0] == 7 and m["n_samples"].iat[0] == 7
     # documented heuristic: only each partition's top value travels (a 1 + b 2 | a 3 -> a 3)
-    d = W.window_partials(samples([(0, "0", 1001, 0.5)] * 3, pod=["a", "b", "b"]), 60.0)
-    e = W.window_partials(samples([(1, "0", 1001, 0.5)] * 3, pod=["a", "a", "a"]), 60.0)
-    assert W.combine_partials([d, e])["pod"].iat[0] == "a"
+    d = window_partials(samples([(0, "0", 1001, 0.5)] * 3, pod=["a", "b", "b"]), 60.0)
+    e = window_partials(samples([(1, "0", 1001, 0.5)] * 3, pod=["a", "a", "a"]), 60.0)
+    assert combine_partials([d, e])["pod"].iat[0] == "a"
 
 
 CASES = [
@@ -133,7 +138,7 @@ def _wide(rows: list[dict[str, float]], model: str = "Stub GPU", profile: str | 
 
 @pytest.mark.parametrize(("metrics", "label", "limiter"), CASES)
 def test_classification_rules(metrics: dict[str, float], label: str, limiter: str) -> None:
-    out = W.classify_windows(_wide([metrics], model="unknown model"))
+    out = classify_windows(_wide([metrics], model="unknown model"))
     assert (out["label"].iat[0], out["limiter"].iat[0]) == (label, limiter)
     assert isinstance(out["evidence"].iat[0], list) and out["evidence"].iat[0]
 
@@ -144,27 +149,27 @@ def test_corrupt_ratio_does_not_overflow_the_evidence() -> None:
     rows = [{"gr_active": 1e308, "sm_active": 0.5}, {"gr_active": 0.2, "sm_active": 0.15, "dram_active": 0.05}]
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        out = W.classify_windows(_wide(rows, model="unknown model"))
+        out = classify_windows(_wide(rows, model="unknown model"))
     assert any("idle 80% of the window" in e for e in out["evidence"].iat[1])
 
 
 def test_estimates_with_stub_device(stub_devices: None) -> None:
     row = {"gr_active": 0.9, "sm_active": 0.9, "tensor_active": 0.5, "fp32_active": 0.1, "dram_active": 0.4}
-    out = W.classify_windows(_wide([row]))
+    out = classify_windows(_wide([row]))
     # 0.5 x 1e15 + 0.1 x 6e13 = 5.06e14 FLOP/s; 0.4 x 3e12 = 1.2e12 B/s; 5.06e14 / 1.2e12 = 421.67 FLOP/B
     assert out["est_flops_s"].iat[0] == pytest.approx(5.06e14)
     assert out["est_dram_bytes_s"].iat[0] == pytest.approx(1.2e12)
     assert out["est_intensity"].iat[0] == pytest.approx(421.6666, rel=1e-4)
     assert out["device"].iat[0] == "Stub GPU"
     # MIG 3g.40gb: values are relative to the instance, peaks scaled by 3/7
-    mig = W.classify_windows(_wide([row], profile="3g.40gb"))
+    mig = classify_windows(_wide([row], profile="3g.40gb"))
     assert mig["est_flops_s"].iat[0] == pytest.approx(5.06e14 * 3 / 7)
     # --device overrides the model name; an unknown model has no estimate
-    forced = W.classify_windows(_wide([row], model="whatever"), device="stub.yaml")
+    forced = classify_windows(_wide([row], model="whatever"), device="stub.yaml")
     assert forced["est_flops_s"].iat[0] == pytest.approx(5.06e14)
-    none = W.classify_windows(_wide([row], model="whatever"))
+    none = classify_windows(_wide([row], model="whatever"))
     assert np.isnan(none["est_flops_s"].iat[0]) and none["device"].iat[0] is None
-    assert W.window_devices(out)[0]["name"] == "Stub GPU"
+    assert window_devices(out)[0]["name"] == "Stub GPU"
 
 
 EXPECTED = {
@@ -180,7 +185,7 @@ EXPECTED = {
                                                 ("dmon_v4_phases.txt", 5.0), ("prom_scrapes_phases.prom", None)])
 def test_fixture_phases(name: str, interval: float | None) -> None:
     r = parse_path(FIX / name, ParseOptions(start=START, interval_s=interval))
-    wa = W.analyze_windows(r.samples, window_s=60.0)
+    wa = analyze_windows(r.samples, window_s=60.0)
     w = wa.windows
     for gpu, want in EXPECTED.items():
         g = w[w.gpu == gpu].sort_values("start")
@@ -196,7 +201,7 @@ def test_fixture_phases(name: str, interval: float | None) -> None:
 
 
 def test_fixture_mig_phases() -> None:
-    wa = W.analyze_windows(parse_path(FIX / "prom_tsdb_mig.prom").samples)
+    wa = analyze_windows(parse_path(FIX / "prom_tsdb_mig.prom").samples)
     w = wa.windows.sort_values(["mig", "start"])
     labels = {m: g["label"].tolist() for m, g in w.groupby("mig")}
     assert labels == {"1": ["compute-bound"] * 2 + ["memory-bound"] * 2 + ["idle"] * 2,
@@ -208,7 +213,7 @@ def test_fixture_mig_phases() -> None:
 
 def test_findings_and_records_shape() -> None:
     r = parse_path(FIX / "prom_scrapes_phases.prom", ParseOptions(start=START))
-    wa = W.analyze_windows(r.samples)
+    wa = analyze_windows(r.samples)
     assert [f["rank"] for f in wa.findings] == list(range(1, len(wa.findings) + 1))
     for f in wa.findings:
         assert {"rank", "rule", "severity", "title", "kernels", "time_share", "est_saving_s",
@@ -231,21 +236,21 @@ def test_findings_and_records_shape() -> None:
 
 def test_dmon_without_host_names_timelines_cleanly() -> None:
     r = parse_path(FIX / "dmon_v2_phases.txt", ParseOptions(start=START, interval_s=5.0))
-    wa = W.analyze_windows(r.samples)
+    wa = analyze_windows(r.samples)
     assert set(wa.timelines()) == {"0", "1"}  # the records' gpu_key: no host, no "-/"
     assert {r["gpu_key"] for r in wa.records()} == {"0", "1"}
     assert all(rec["host"] is None or isinstance(rec["host"], str) for rec in wa.records())
 
 
 def test_empty_table() -> None:
-    wa = W.analyze_windows(SAMPLE_SCHEMA.empty_table())
+    wa = analyze_windows(SAMPLE_SCHEMA.empty_table())
     assert wa.windows.empty and wa.records() == [] and wa.timelines() == {} and wa.lint == []
     only_temp = as_table(samples([(0, "0", 150, 40.0)]))
-    assert W.analyze_windows(only_temp).windows.empty
+    assert analyze_windows(only_temp).windows.empty
 
 
 def _lint_codes(df: pd.DataFrame) -> set[str]:
-    return {x["code"] for x in W.analyze_windows(as_table(df)).lint}
+    return {x["code"] for x in analyze_windows(as_table(df)).lint}
 
 
 def test_lint_multiplexing_zeros_pre_hopper_only() -> None:
@@ -273,7 +278,7 @@ def test_partials_vectorized_keys_and_labels() -> None:
                 + [(i, "1", 1001, 0.5) for i in range(5)])
     s["pod"] = [None, None, None, "", "b", "b", "a", "a"]
     for frame in (s, s.astype({"gpu": "str", "pod": "str", "host": "str"})):  # object and Arrow strings
-        p = W.window_partials(frame, 60.0)
+        p = window_partials(frame, 60.0)
         assert p["gpu"].tolist() == ["1", "10", "2", None]
         assert p["gr_active__n"].tolist() == [5, 1, 1, 1]
         assert p["gr_active__sum"].tolist() == [2.5, 0.5, 0.5, 0.5]
@@ -283,7 +288,7 @@ def test_partials_vectorized_keys_and_labels() -> None:
 
 
 def test_classify_evidence_text_by_hand() -> None:
-    out = W.classify_windows(_wide([{"gr_active": 0.9, "sm_active": 0.9, "dram_active": 0.72}],
+    out = classify_windows(_wide([{"gr_active": 0.9, "sm_active": 0.9, "dram_active": 0.72}],
                                    model="unknown model"))
     # DRAM 0.72 >= 0.5 and 0.72/0.8 = 0.9 >= busiest pipe (none -> 0): memory-bound
     assert (out["label"].iat[0], out["limiter"].iat[0]) == ("memory-bound", "dram")
@@ -301,12 +306,12 @@ def test_arrow_partials_match_pandas_and_split_slices() -> None:
     tab = as_table(s)
     dict_tab = pa.table({c: (tab[c].dictionary_encode() if pa.types.is_string(tab[c].type) else tab[c])
                          for c in tab.column_names})
-    whole = W.window_partials(s, 60.0)
+    whole = window_partials(s, 60.0)
     for t in (tab, dict_tab):
-        (one,) = W.window_partials_arrow(t, 60.0, ((-(2**63), 2**63 - 1),))
+        (one,) = window_partials_arrow(t, 60.0, ((-(2**63), 2**63 - 1),))
         assert one is not None
         pd.testing.assert_frame_equal(one.to_frame(), whole)
-        pa_, pb = W.window_partials_arrow(t, 60.0, ((t0, t0 + 59_500), (t0 + 59_500, t0 + 10**9)))
+        pa_, pb = window_partials_arrow(t, 60.0, ((t0, t0 + 59_500), (t0 + 59_500, t0 + 10**9)))
         assert pa_ is not None and pb is not None
         a, b = pa_.to_frame(), pb.to_frame()
         assert a["window_start"].tolist() == [t0] and a["gr_active__sum"].tolist() == [0.2 + 0.4 + 0.6]
@@ -314,7 +319,7 @@ def test_arrow_partials_match_pandas_and_split_slices() -> None:
         assert b["gpu"].tolist() == ["0", None] and b["gr_active__n"].tolist() == [1, 1]
         assert b["window_start"].tolist() == [t0 + 60_000] * 2 and b["gr_active__sum"].tolist() == [0.9, 0.0]
         assert b["pod"].tolist() == ["b", None] and b["gr_active__zero"].tolist() == [0, 1]
-    assert W.window_partials_arrow(tab, 60.0, ((0, 1),)) == [None]
+    assert window_partials_arrow(tab, 60.0, ((0, 1),)) == [None]
 
 
 def test_partials_same_through_hash_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -328,9 +333,9 @@ def test_partials_same_through_hash_fallbacks(monkeypatch: pytest.MonkeyPatch) -
     s = samples(rows, pod=rng.choice(["a", "b", "", None], n).tolist(), uuid=rng.choice(["u1", "u2"], n).tolist())
     t0 = T0.value // 10**6
     cut = ((t0, t0 + 300_000), (t0 + 300_000, t0 + 600_000))
-    want = W.window_partials_arrow(as_table(s), 60.0, cut)
+    want = window_partials_arrow(as_table(s), 60.0, cut)
     monkeypatch.setattr(scan, "_DENSE_MAX", 1)
-    got = W.window_partials_arrow(as_table(s), 60.0, cut)
+    got = window_partials_arrow(as_table(s), 60.0, cut)
     for a, b in zip(want, got, strict=True):
         assert a is not None and b is not None
         pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
@@ -342,9 +347,9 @@ def test_arrow_partials_constant_columns_not_read() -> None:
     # (not decoded from the file) gives the same partials as the full table
     s = samples([(0, "0", 1001, 0.2), (30, "1", 1001, 0.4), (61, "0", 1002, 0.0)])
     tab = as_table(s)
-    want = W.window_partials_arrow(tab, 60.0, ((-(2**63), 2**63 - 1),))
+    want = window_partials_arrow(tab, 60.0, ((-(2**63), 2**63 - 1),))
     slim = tab.drop_columns(["host", "model", "mig", "pod"])
-    got = W.window_partials_arrow(slim, 60.0, ((-(2**63), 2**63 - 1),),
+    got = window_partials_arrow(slim, 60.0, ((-(2**63), 2**63 - 1),),
                                   {"host": "h", "model": "Stub GPU", "mig": None, "pod": None})
     assert want[0] is not None and got[0] is not None
     pd.testing.assert_frame_equal(got[0].to_frame(), want[0].to_frame())
@@ -355,7 +360,7 @@ def test_finding_title_says_not_collected_instead_of_nan() -> None:
     # GR-engine active 0.2 for two minutes and no SM-active field at all (an exporter without it):
     # overhead-bound, and the title must not print "nan".
     rows = [(t, "0", 1001, 0.2) for t in range(0, 120, 10)]
-    wa = W.analyze_windows(as_table(samples(rows, namespace="ns")))
+    wa = analyze_windows(as_table(samples(rows, namespace="ns")))
     titles = [f["title"] for f in wa.findings if f["rule"] == "dcgm-overhead-bound"]
     assert titles and all("nan" not in t for t in titles)
     assert "GR-active 0.20, SM-active not collected" in titles[0]
@@ -369,12 +374,12 @@ def test_run_and_row_tabulation_agree_by_hand() -> None:
     sm = [(t, "0", 1002, 0.0) for t in range(10)]
     series = samples(gr + sm)
     mixed = samples([r for pair in zip(gr, sm, strict=True) for r in pair])
-    starts = W._run_starts(np.array([1, 1, 1, 1, 2, 2, 2, 2]), np.array([5, 5, 5, 5, 5, 5, 5, 5]))
+    starts = _run_starts(np.array([1, 1, 1, 1, 2, 2, 2, 2]), np.array([5, 5, 5, 5, 5, 5, 5, 5]))
     assert starts is not None and starts.tolist() == [0, 4]
-    assert W._run_starts(np.array([1, 2, 1, 2, 1, 2, 1, 2])) is None
+    assert _run_starts(np.array([1, 2, 1, 2, 1, 2, 1, 2])) is None
     t0 = T0.value // 10**6
     for df in (series, mixed):
-        (p,) = W.window_partials_arrow(as_table(df), 60.0, ((-(2**63), 2**63 - 1),))
+        (p,) = window_partials_arrow(as_table(df), 60.0, ((-(2**63), 2**63 - 1),))
         assert p is not None
         f = p.to_frame()
         assert f["gr_active__sum"].iat[0] == pytest.approx(4.5)
@@ -389,18 +394,18 @@ def test_array_partials_combine_like_frames() -> None:
     a = samples([(0, "0", 1001, 0.2), (1, "1", 1001, 0.4), (70, "1", 1002, 0.5)], pod=["p", "q", "q"])
     b = samples([(0, "1", 1001, 0.6), (2, "2", 1001, 0.8)], host="h2", pod=["r", None])
     b.loc[0, "host"] = "h"  # same host and GPU "1" as in a: that window has 2 GR samples
-    pa_ = W.window_partials_arrow(as_table(a), 60.0, ((-(2**63), 2**63 - 1),))[0]
-    pb = W.window_partials_arrow(as_table(b), 60.0, ((-(2**63), 2**63 - 1),))[0]
+    pa_ = window_partials_arrow(as_table(a), 60.0, ((-(2**63), 2**63 - 1),))[0]
+    pb = window_partials_arrow(as_table(b), 60.0, ((-(2**63), 2**63 - 1),))[0]
     assert pa_ is not None and pb is not None
-    arrays = W.combine_partials([pa_, pb])
-    frames = W.combine_partials([pa_.to_frame(), pb.to_frame()])
+    arrays = combine_partials([pa_, pb])
+    frames = combine_partials([pa_.to_frame(), pb.to_frame()])
     pd.testing.assert_frame_equal(arrays.to_frame(), frames)
     f = frames
     assert list(zip(f["host"], f["gpu"], strict=True)) == [("h", "0"), ("h", "1"), ("h", "1"), ("h2", "2")]
     row = f.iloc[1]  # h/1, window 0: 0.4 (a) + 0.6 (b) = 1.0 over 2 samples; pod q (1) vs r (1): tie -> q
     assert row["gr_active__sum"] == pytest.approx(1.0) and row["gr_active__n"] == 2
     assert (row["pod"], row["pod__n"]) == ("q", 1)
-    pd.testing.assert_frame_equal(W.finish_windows(arrays), W.finish_windows(frames))
+    pd.testing.assert_frame_equal(finish_windows(arrays), finish_windows(frames))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -421,15 +426,15 @@ def test_run_partials_match_a_groupby_reference(seed: int) -> None:
     df.loc[rng.random(n) < 0.1, "pod"] = None
     t0 = T0.value // 10**6
     known = df[df["field_id"] != 150].assign(
-        ms=lambda d: W._epoch_ms(d["timestamp"]), g=lambda d: d["gpu"].fillna("<none>"),
-        m=lambda d: d["field_id"].map(W.PROFILE_METRICS), z=lambda d: (d["value"] == 0.0).astype(int))
+        ms=lambda d: _epoch_ms(d["timestamp"]), g=lambda d: d["gpu"].fillna("<none>"),
+        m=lambda d: d["field_id"].map(PROFILE_METRICS), z=lambda d: (d["value"] == 0.0).astype(int))
     known["w"] = (known["ms"] - t0) // 60_000 * 60_000 + t0
     ref = known.groupby(["g", "w", "m"]).agg(s=("value", "sum"), n=("value", "size"), z=("z", "sum"))
     span = known.groupby(["g", "w"])["ms"].agg(["min", "max"])
     votes = known.dropna(subset=["pod"]).groupby(["g", "w", "pod"]).size().reset_index(name="c")
     votes = votes.sort_values(["g", "w", "c", "pod"], ascending=[True, True, False, True])
     top = {(g, w): (p, c) for g, w, p, c in votes.drop_duplicates(["g", "w"]).itertuples(index=False)}
-    df["_w"] = W._epoch_ms(df["timestamp"]) // 60_000
+    df["_w"] = _epoch_ms(df["timestamp"]) // 60_000
     orders = [df.sort_values(["gpu", "field_id", "timestamp"], kind="stable", na_position="last"),
               df.sort_values(["field_id", "_w", "gpu", "timestamp"], kind="stable", na_position="last"),
               df.sample(frac=1.0, random_state=seed)]
@@ -437,7 +442,7 @@ def test_run_partials_match_a_groupby_reference(seed: int) -> None:
         tab = as_table(frame.drop(columns=["_w"]).reset_index(drop=True))
         cut = tab.num_rows // 2
         for tb in (tab, pa.Table.from_batches([*tab.slice(0, cut).to_batches(), *tab.slice(cut).to_batches()])):
-            (p,) = W.window_partials_arrow(tb, 60.0, ((-(2**63), 2**63 - 1),))
+            (p,) = window_partials_arrow(tb, 60.0, ((-(2**63), 2**63 - 1),))
             assert p is not None and int(p.counts.sum()) == len(known)
             for r in p.to_frame().itertuples(index=False):
                 g = r.gpu if r.gpu is not None else "<none>"

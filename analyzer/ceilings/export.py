@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import metrics as M
+from rooftop.analyzer.metrics.columns import Recipe, column, resolve
+from rooftop.analyzer.metrics.traffic import L1_BYTES_PER_CYCLE, L2_BYTES_PER_CYCLE, l1_order
+from rooftop.analyzer.metrics.work import clock_hz
 
 # (FMA op, FLOPs per FMA) for the FP peaks (docs/research/formulas.md §1.2-1.4: _x2 / _x4 derived metrics)
 _FMA = {"fp64": ("dfma", 2.0), "fp32": ("ffma", 2.0), "fp16": ("hfma", 4.0)}
@@ -18,10 +20,10 @@ def export_fp_peaks(df: pd.DataFrame, sm_hz: pd.Series) -> dict[str, tuple[pd.Se
     out = {}
     for cls, (op, x) in _FMA.items():
         recipes = (
-            M.Recipe((f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained",), x),
-            M.Recipe((f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{int(x)}",)),
+            Recipe((f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained",), x),
+            Recipe((f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{int(x)}",)),
         )
-        per_cycle, src = M.resolve(df, recipes)
+        per_cycle, src = resolve(df, recipes)
         out[cls] = (per_cycle * sm_hz, src.where(src.isna(), src + " x sm__cycles_elapsed.avg.per_second"))
     return out
 
@@ -33,32 +35,32 @@ def export_bw(df: pd.DataFrame, cc: pd.Series, sm_hz: pd.Series
 
     def clock(unit: str) -> pd.Series:
         if unit not in clocks:
-            hz, _ = M.clock_hz(df, unit)
+            hz, _ = clock_hz(df, unit)
             clocks[unit] = hz.fillna(sm_hz) if unit == "l1tex" else hz
         return clocks[unit]
 
-    def per(recipes: tuple[M.Recipe, ...], unit: str) -> tuple[pd.Series, pd.Series]:
-        per_cycle, src = M.resolve(df, recipes)
+    def per(recipes: tuple[Recipe, ...], unit: str) -> tuple[pd.Series, pd.Series]:
+        per_cycle, src = resolve(df, recipes)
         return per_cycle * clock(unit), src.where(src.isna(), src + f" x {unit}__cycles_elapsed.avg.per_second")
 
-    dram = dram_peak(df, per((M.Recipe(("dram__bytes.sum.peak_sustained",)),), "dram"))
-    l2 = per((M.Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), M.L2_BYTES_PER_CYCLE),
-              M.Recipe(("derived__lts__lts2xbar_bytes.sum.peak_sustained",))), "lts")
-    l2n = per((M.Recipe(("lts__t_bytes.sum.peak_sustained",)),), "lts")
+    dram = dram_peak(df, per((Recipe(("dram__bytes.sum.peak_sustained",)),), "dram"))
+    l2 = per((Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), L2_BYTES_PER_CYCLE),
+              Recipe(("derived__lts__lts2xbar_bytes.sum.peak_sustained",))), "lts")
+    l2n = per((Recipe(("lts__t_bytes.sum.peak_sustained",)),), "lts")
     l1_by = {}
     for k, name in (("lgds", "l1tex__lsu_writeback_active_mem_lgds"), ("lg", "l1tex__lsu_writeback_active_mem_lg"),
                     ("all", "l1tex__lsu_writeback_active")):
         dname = name.replace("l1tex__lsu_writeback_active", "derived__l1tex__lsu_writeback_bytes")
-        l1_by[k] = per((M.Recipe((f"{name}.sum.peak_sustained",), M.L1_BYTES_PER_CYCLE),
-                        M.Recipe((f"{dname}.sum.peak_sustained",))), "l1tex")
-    prefer = M.l1_order(cc)
+        l1_by[k] = per((Recipe((f"{name}.sum.peak_sustained",), L1_BYTES_PER_CYCLE),
+                        Recipe((f"{dname}.sum.peak_sustained",))), "l1tex")
+    prefer = l1_order(cc)
     l1v, l1s = pd.Series(np.nan, index=df.index), pd.Series(None, index=df.index, dtype="object")
     for only_preferred in (True, False):
         for k in ("lgds", "lg", "all"):
             v, s = l1_by[k]
             take = l1v.isna() & v.notna() & (prefer[k] if only_preferred else True)
             l1v, l1s = l1v.mask(take, v), l1s.mask(take, s)
-    l1n = per((M.Recipe(("l1tex__t_bytes.sum.peak_sustained",)),), "l1tex")
+    l1n = per((Recipe(("l1tex__t_bytes.sum.peak_sustained",)),), "l1tex")
     return {"dram": {"ncu": dram}, "l2": {"ncu": l2, "nersc": l2n}, "l1": {"ncu": (l1v, l1s), "nersc": l1n}}
 
 
@@ -72,13 +74,13 @@ def dram_peak(df: pd.DataFrame, ncu: tuple[pd.Series, pd.Series]) -> tuple[pd.Se
       ``dram__cycles_elapsed.avg.per_second``. docs/formulas.md#ceilings.
     """
     v, s = ncu
-    bus = M.column(df, "device__attribute_global_memory_bus_width")
-    legacy_hz = M.column(df, "dram__frequency")
+    bus = column(df, "device__attribute_global_memory_bus_width")
+    legacy_hz = column(df, "dram__frequency")
     legacy = bus / 8.0 * legacy_hz
     take = v.isna() & legacy.notna() & (legacy > 0)
     v = v.mask(take, legacy)
     s = s.mask(take, "device__attribute_global_memory_bus_width / 8 B x dram__frequency (legacy ncu's DRAM peak)")
-    modern = bus / 4.0 * M.column(df, "dram__cycles_elapsed.avg.per_second")
+    modern = bus / 4.0 * column(df, "dram__cycles_elapsed.avg.per_second")
     take = v.isna() & modern.notna() & (modern > 0)
     v = v.mask(take, modern)
     s = s.mask(take, "device__attribute_global_memory_bus_width / 4 B x dram__cycles_elapsed.avg.per_second")

@@ -22,14 +22,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import metrics as M
 from rooftop.analyzer.ceilings.device_match import DeviceMatch, device_lint
 from rooftop.analyzer.ceilings.devices import DeviceSpec, lookup
 from rooftop.analyzer.ceilings.export import export_bw, export_fp_peaks
 from rooftop.analyzer.ceilings.table import device_keys, spec_per_row, spec_values
+from rooftop.analyzer.metrics.columns import LEVELS, column
+from rooftop.analyzer.metrics.work import clock_hz
 
 PEAK_CLASSES = ("fp64", "fp32", "fp16", "tensor")
-CEILING_COLUMNS = tuple(f"peak_{c}" for c in PEAK_CLASSES) + tuple(f"bw_{lvl}" for lvl in M.LEVELS)
+CEILING_COLUMNS = tuple(f"peak_{c}" for c in PEAK_CLASSES) + tuple(f"bw_{lvl}" for lvl in LEVELS)
 
 
 @dataclass
@@ -67,7 +68,7 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
     """
     idx = df.index
     n = len(idx)
-    sm_hz, _ = M.clock_hz(df, "sm")
+    sm_hz, _ = clock_hz(df, "sm")
     # per ceiling a NumPy column, framed once at the end (bench/NOTES.md, command-line start-up)
     val: dict[str, np.ndarray] = {col: np.full(n, np.nan) for col in CEILING_COLUMNS}
     src: dict[str, np.ndarray] = {col: np.full(n, np.nan, dtype=object) for col in CEILING_COLUMNS}
@@ -170,7 +171,7 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
         if not has.any():
             continue
         peak_v = _floats(opt[0][f"tensor:{v}"]) if opt is not None else np.full(n, np.nan)
-        exp = _floats(M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
+        exp = _floats(column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
         is_export = np.isnan(peak_v) & ~np.isnan(exp)
         peak_v = np.where(np.isnan(peak_v), exp, peak_v)
         peak_v = np.where(np.isnan(peak_v), _floats(builtin[0][f"tensor:{v}"]), peak_v)
@@ -219,7 +220,7 @@ def _export_dense_tensor_peak(df: pd.DataFrame, hz: np.ndarray) -> tuple[np.ndar
     disp_src = np.full(n, np.nan, dtype=object)
     for v in ("src_fp16_dst_fp32", "src_fp16", "src_bf16_dst_fp32", "src_fp16_bf16_tf32_dst_fp32",
               "src_fp16_dst_fp32_sparsity_off", "src_bf16_dst_fp32_sparsity_off"):
-        e = _floats(M.column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
+        e = _floats(column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
         take = np.isnan(disp) & ~np.isnan(e)
         disp[take] = e[take]
         disp_src[take] = f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second"

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import metrics as M
 from rooftop.analyzer.ceilings.device_match import DeviceMatch, match_device
 from rooftop.analyzer.ceilings.devices import DeviceSpec
+from rooftop.analyzer.metrics.columns import LEVELS
 
 
 def tensor_peak_key(variant: str) -> tuple[str | None, float]:
@@ -94,7 +94,7 @@ def spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series, 
     cost more than the whole rule on a few kernels; bench/NOTES.md, command-line start-up)."""
     idx = ids.index
     n = len(idx)
-    cols = [f"peak_{c}" for c in ("fp64", "fp32", "fp16")] + [f"bw_{lvl}" for lvl in M.LEVELS] + \
+    cols = [f"peak_{c}" for c in ("fp64", "fp32", "fp16")] + [f"bw_{lvl}" for lvl in LEVELS] + \
         [f"tensor:{v}" for v in ops.columns] + ["peak_tensor_display"]
     vals = {c: np.full(n, np.nan) for c in cols}
     detail = {c: np.full(n, np.nan, dtype=object) for c in cols}
@@ -126,7 +126,7 @@ def spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series, 
 
         for c in ("fp64", "fp32", "fp16"):
             put(f"peak_{c}", spec.peaks.get(c), c, ratio, True)
-        for lvl in M.LEVELS:
+        for lvl in LEVELS:
             put(f"bw_{lvl}", spec.bandwidth.get(lvl), lvl, ratio, lvl == "l1")
         for v in ops.columns:
             key, factor = tensor_peak_key(v)

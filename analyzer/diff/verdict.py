@@ -10,13 +10,15 @@ import pandas as pd
 
 from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff.deltas import _col, group_deltas, pct
-from rooftop.analyzer.diff.gate import DECIDED, Gate, classify, decide, p_text
+from rooftop.analyzer.diff.gate import DECIDED, Gate, decide, p_text
 from rooftop.analyzer.diff.match import KEY, SIDES, _str_col
 from rooftop.analyzer.document import jsonable
 from rooftop.analyzer.kernels.families import display_name
 
-__all__ = ["GATES", "SERIES_FIELDS", "classify", "decided_counts", "how_text", "named", "noise_text", "series_records",
-           "series_stats", "series_table", "short_name", "test_text", "verdict"]
+__all__ = [
+    "GATES", "SERIES_FIELDS", "decided_counts", "how_text", "named", "noise_text",
+    "series_records", "series_stats", "series_table", "short_name", "test_text", "verdict",
+]
 
 NAME_LIMIT = 80
 """Characters of a kernel name in verdict sentences (the JSON records keep the whole name)."""

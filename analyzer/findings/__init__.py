@@ -27,22 +27,8 @@ from rooftop.analyzer.findings.estimate import (
     launch_estimates,
     total_time,
 )
-from rooftop.analyzer.findings.recommendations import (
-    LABEL_DEFAULTS,
-    LATENCY,
-    RECOMMENDATIONS,
-    UNKNOWN,
-    recommendation,
-    rule_id,
-)
-from rooftop.analyzer.findings.severity import (
-    HIGH,
-    MEDIUM,
-    ROOF_HIGH,
-    SEVERITY_ORDER,
-    rank_families,
-    severity,
-)
+from rooftop.analyzer.findings.recommendations import UNKNOWN, recommendation, rule_id
+from rooftop.analyzer.findings.severity import SEVERITY_ORDER, rank_families, severity
 from rooftop.analyzer.findings.text import (
     estimate_text,
     kernel_evidence,
@@ -52,8 +38,7 @@ from rooftop.analyzer.findings.text import (
     what_decides,
 )
 
-__all__ = ["HIGH", "LABEL_DEFAULTS", "LATENCY", "MEDIUM", "RECOMMENDATIONS", "ROOF_HIGH", "SEVERITY_ORDER", "UNKNOWN",
-           "kernel_findings", "rank_findings", "recommendation"]
+__all__ = ["kernel_findings", "rank_findings"]
 
 
 def _rules_by_family(est_best: list[tuple[float | None, str | None, str | None]], nv: Any,

@@ -31,7 +31,7 @@ from rooftop.errors import InputError
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
 if TYPE_CHECKING:
-    from rooftop.analyzer.windows import WindowPartials
+    from rooftop.analyzer.windows.partials import WindowPartials
 
 FANIN = 16  # partials combined at once: 2 tree levels for up to 256 fragments
 CONNECT_TIMEOUT = "30s"  # waiting for a --scheduler to answer
@@ -66,7 +66,7 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
     indices, never on per-row strings), skips row groups whose timestamp statistics miss every
     slice, and windows runs of row groups (up to ``spec.batch_rows`` rows) straight from Arrow
     (no pandas frame of samples)."""
-    from rooftop.analyzer.windows import window_partials_arrow
+    from rooftop.analyzer.windows.scan import window_partials_arrow
 
     per_slice: list[list[WindowPartials]] = [[] for _ in spec.slices]
     try:
@@ -157,7 +157,7 @@ def _ms(v: Any) -> int | None:
 
 
 def _combine_list(parts: list[WindowPartials]) -> WindowPartials | None:
-    from rooftop.analyzer.windows import combine_partials
+    from rooftop.analyzer.windows.reduce import combine_partials
 
     if not parts:
         return None

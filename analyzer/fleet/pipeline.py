@@ -75,7 +75,7 @@ def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
 def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, engine: str,
                     scheduler: str | None, workers: int) -> tuple[pd.DataFrame | None, ...]:
     """Map-reduce the window partials of every file on ``engine``; finished windows per slice."""
-    from rooftop.analyzer.windows import finish_windows
+    from rooftop.analyzer.windows.reduce import finish_windows
 
     paths = [str(dataset / f) for f in files]
     if engine == "dask":
@@ -100,7 +100,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     Stays whole (over 60 lines): it is the job's script (options, period, scan, classify, roll-up,
     lint, document), each step one call, read in the order the job runs.
     """
-    from rooftop.analyzer.windows import KEY_COLUMNS, window_devices
+    from rooftop.analyzer.windows.fields import KEY_COLUMNS
+    from rooftop.analyzer.windows.rules import window_devices
 
     if window_s <= 0:
         raise InputError("--window", f"must be positive, got {window_s}", "e.g. --window 60")
@@ -172,7 +173,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
 
 def _classify(wide: pd.DataFrame | None, device: str | None, evidence: bool = True) -> pd.DataFrame:
     """Classified windows sorted by host, gpu, mig, start (an empty frame when none)."""
-    from rooftop.analyzer.windows import classify_windows
+    from rooftop.analyzer.windows.rules import classify_windows
 
     if wide is None or not len(wide):
         return pd.DataFrame({"host": [], "gpu": [], "mig": [], "model": [], "label": [], "start": []})
@@ -183,7 +184,7 @@ def window_records(windows: pd.DataFrame) -> list[dict[str, Any]]:
     """Contract ``windows`` entries (the DCGM helper's record shape), ordered by host, gpu, start."""
     if not len(windows):
         return []
-    from rooftop.analyzer.windows import WindowAnalysis
+    from rooftop.analyzer.windows.analysis import WindowAnalysis
 
     return WindowAnalysis(windows=windows).records()
 

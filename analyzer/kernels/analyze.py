@@ -28,22 +28,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import metrics as M
 from rooftop.analyzer.ceilings.per_kernel import CEILING_COLUMNS
 from rooftop.analyzer.ceilings.refs import ceiling_refs
 from rooftop.analyzer.kernels.classify import classify
 from rooftop.analyzer.kernels.evidence import explain
 from rooftop.analyzer.kernels.facts import facts_for
 from rooftop.analyzer.kernels.lint import lint_kernels
-from rooftop.analyzer.kernels.ncu_results import (
-    ncu_plain_text,
-    ncu_rule_items,
-    rule_pipes,
-    stored_sol_verdicts,
-)
+from rooftop.analyzer.kernels.ncu_results import ncu_rule_items, rule_pipes, stored_sol_verdicts
 from rooftop.analyzer.kernels.ncu_rules import failed_profile_lint, failed_profiles, launch_signals
+from rooftop.analyzer.metrics.columns import FLOP_CLASSES, LEVELS
 
-__all__ = ["KernelAnalysis", "analyze_kernels", "facts_for", "ncu_plain_text"]
+__all__ = ["KernelAnalysis", "analyze_kernels"]
 
 
 @dataclass
@@ -82,7 +77,7 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
               "memory_util", "bytes_convention", "busiest_pct", "top_unit", "top_unit_word", "top_unit_name",
               "top_unit_side", "top_unit_level"]
-    extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in M.LEVELS]
+    extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in LEVELS]
     refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
         list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices,
         builtin_device=f["builtin_device"])
@@ -91,9 +86,9 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         "duration_s": f["duration_s"], "grid": f["grid"], "block": f["block"],
         "sol_compute_pct": f["sol_compute_pct"], "sol_memory_pct": f["sol_memory_pct"],
         "flops": f["flops"],
-        **{f"flops_{k}": f[f"flops_{k}"] for k in M.FLOP_CLASSES},
-        **{f"bytes_{lvl}": f[f"bytes_{lvl}"] for lvl in M.LEVELS},
-        **{f"intensity_{lvl}": f[f"intensity_{lvl}"] for lvl in M.LEVELS},
+        **{f"flops_{k}": f[f"flops_{k}"] for k in FLOP_CLASSES},
+        **{f"bytes_{lvl}": f[f"bytes_{lvl}"] for lvl in LEVELS},
+        **{f"intensity_{lvl}": f[f"intensity_{lvl}"] for lvl in LEVELS},
         "attainable_flops_s": f["attainable_flops_s"], "achieved_flops_s": f["achieved_flops_s"],
         "label": c["label"], "limiter": c["limiter"],
         "evidence": ev,
@@ -102,7 +97,7 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         "invocations": pd.to_numeric(f["invocations"], errors="coerce").fillna(1).astype("Int64"),
         "nvtx": f["nvtx"].astype("object").where(f["nvtx"].notna(), None),
         **{col: f[col] for col in extras},
-        **{f"sol_{lvl}_pct": f[f"unit_{lvl}"] for lvl in M.LEVELS},
+        **{f"sol_{lvl}_pct": f[f"unit_{lvl}"] for lvl in LEVELS},
         "sol_verdict": c["sol_verdict"], "label_basis": c["basis"],
         "pipe_name": c["pipe_name"], "pipe_pct": c["pipe_pct"],
         **{col: refs[col] for col in refs.columns},

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.metrics import FLOP_CLASSES, LEVELS
+from rooftop.analyzer.metrics.columns import FLOP_CLASSES, LEVELS
 
 HIGH = 80.0  # SOLBottleneck no_bound_threshold
 LATENCY = 60.0  # latency_bound_threshold

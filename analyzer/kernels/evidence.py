@@ -12,9 +12,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rooftop.analyzer import metrics as M
 from rooftop.analyzer.document import gc_paused
 from rooftop.analyzer.kernels.classify import LAUNCH_S, LEVEL_NAMES
+from rooftop.analyzer.metrics.columns import FLOP_CLASSES, LEVELS
 
 _PREFIX = {-5: "f", -4: "p", -3: "n", -2: "µ", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
 
@@ -153,7 +153,7 @@ def _missing_levels(f: pd.DataFrame) -> pd.Series:
     n = len(f)
     out = np.full(n, "", dtype=object)
     nan = np.full(n, np.nan)
-    for lvl in M.LEVELS:
+    for lvl in LEVELS:
         util = f[f"bw_util_{lvl}"].isna().to_numpy() if f"bw_util_{lvl}" in f.columns else np.isnan(nan)
         unit = f[f"unit_{lvl}"].isna().to_numpy() if f"unit_{lvl}" in f.columns else np.isnan(nan)
         has_bytes = f[f"bytes_{lvl}"].notna().to_numpy() if f"bytes_{lvl}" in f.columns else ~np.isnan(nan)
@@ -280,14 +280,14 @@ def _work(e: _Evidence) -> None:
     f, n, add, fin = e.f, e.n, e.add, e.fin
     tot = f["flops"]
     pieces = []
-    for k in M.FLOP_CLASSES:
+    for k in FLOP_CLASSES:
         share = 100.0 * f[f"flops_{k}"] / tot.where(tot > 0)
         pieces.append((_mask(share.notna() & (f[f"flops_{k}"] > 0)), _cat(f"{k} ", _num(share, "%.0f"), "%")))
     mix = _joined(pieces, n)
     mix = pc.if_else(pc.equal(mix, ""), "no FLOPs", mix)
     dom = f["dominant_class"].fillna("fp32")
     src_word = pa.array([""] * n, type=pa.string())
-    for k in M.FLOP_CLASSES:
+    for k in FLOP_CLASSES:
         src_word = _where(dom == k, _obj(f[f"src_peak_{k}"]), src_word)
     head = _cat("Work ", _si(tot, "FLOP"), " (", mix, "); achieved ", _si(f["achieved_flops_s"], "FLOP/s"))
     roof_txt = _where(fin("compute_util"),
@@ -314,7 +314,7 @@ def _work(e: _Evidence) -> None:
                               _cat(f"{LEVEL_NAMES[lvl]} ", _si(f[f"rate_{lvl}"], "B/s"), " = ",
                                    _num(100.0 * f[f"bw_util_{lvl}"], "%.1f"), "% of ", _si(f[f"bw_{lvl}"], "B/s"),
                                    " (", _obj(f[f"src_bw_{lvl}"]), "), AI ", _num(f[f"intensity_{lvl}"], "%.3g"),
-                                   " FLOP/B")) for lvl in M.LEVELS], n)
+                                   " FLOP/B")) for lvl in LEVELS], n)
         add(ro, _cat("No duration in the export: rates from ncu's per-cycle and per-second metrics "
                      "(achieved work = per-cycle-elapsed FLOP terms x SM frequency, docs/formulas.md#work-bytes): "
                      "achieved ", _si(f["achieved_flops_s"], "FLOP/s"), roof_txt,
@@ -324,7 +324,7 @@ def _work(e: _Evidence) -> None:
 def _levels(e: _Evidence) -> None:
     """Each memory level: bytes, rate against its ceiling, arithmetic intensity against the ridge."""
     f, add, fin = e.f, e.add, e.fin
-    for lvl in M.LEVELS:
+    for lvl in LEVELS:
         name = LEVEL_NAMES[lvl]
         b = f[f"bytes_{lvl}"]
         txt = _cat(f"{name}: ", _si(b, "B"), " (", _obj(f[f"bytes_{lvl}_source"]), ")")
@@ -349,7 +349,7 @@ def _binding(e: _Evidence) -> None:
                _where(fin("pct_of_roof"), _cat("; achieved ", _num(f["pct_of_roof"], "%.0f"), "% of it"), ""))
     add(bind.notna() & f["attainable_flops_s"].notna(), att)
     units = _joined([(fin(f"unit_{lvl}"), _cat(f"{LEVEL_NAMES[lvl]} ", _num(f[f"unit_{lvl}"], "%.1f"), "%"))
-                     for lvl in M.LEVELS], n)
+                     for lvl in LEVELS], n)
     add(pc.not_equal(units, "").to_numpy(zero_copy_only=False), _cat("Memory units (SOL breakdown): ", units))
     add(c["memory_side_pct"].notna() & c["compute_side_pct"].notna() & (label != "overhead-bound") & (basis == "ncu-sol"),
         _cat("Memory side ", _num(c["memory_side_pct"], "%.1f"), "% vs compute side ", _num(c["compute_side_pct"], "%.1f"),
@@ -384,7 +384,7 @@ def _provenance(e: _Evidence) -> None:
     ro = f["rate_only"].fillna(False).astype(bool) if "rate_only" in f.columns else pd.Series(False, index=f.index)
     gaps = _joined([(_mask(miss), what) for what, miss in (
         [(f"{LEVEL_NAMES[lvl]} bytes", f[f"bytes_{lvl}"].isna() & ~(ro & f[f"rate_{lvl}"].notna()))
-         for lvl in M.LEVELS]
+         for lvl in LEVELS]
         + [("FLOP counters", f["flops"].isna() & ~(ro & f["achieved_flops_s"].notna()) & ~_flag(f, "tensor_uncounted")),
            ("tensor FLOPs", _flag(f, "tensor_uncounted")),
            ("SpeedOfLight %", f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),

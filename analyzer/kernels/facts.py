@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer import metrics as M
 from rooftop.analyzer.ceilings.devices import load_device_option
 from rooftop.analyzer.ceilings.per_kernel import CEILING_COLUMNS, resolve_ceilings
 from rooftop.analyzer.kernels.roofline import compute as roofline
+from rooftop.analyzer.metrics import columns, sol, traffic, work
+from rooftop.analyzer.metrics.units import busiest_unit
 
 
 def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, dict[str, Any]] | None = None
@@ -28,11 +29,11 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     hints = {p: m["device_hints"][0] for p, m in (meta or {}).items()
              if isinstance(m, dict) and m.get("device_hints") and len(m["device_hints"]) == 1}
     option = load_device_option(device)
-    cc = M.cc_number(df)
-    dur, dur_src = M.duration(df)
-    launch = M.launch(df)
-    fp, partial = M.fp_flops(df, dur)
-    t_flops, t_src, t_ops = M.tensor_flops(df, dur, cc)
+    cc = columns.cc_number(df)
+    dur, dur_src = work.duration(df)
+    launch = sol.launch(df)
+    fp, partial = work.fp_flops(df, dur)
+    t_flops, t_src, t_ops = work.tensor_flops(df, dur, cc)
     flops = fp.assign(tensor=t_flops)
     # absent is not zero (docs/formulas.md#kernel-labels): zero counted FLOPs beside a class whose
     # counters are missing is unknown work, not 0 FLOP
@@ -42,7 +43,7 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     tensor_unc = _tensor_uncounted(df, dur, cc, t_flops)
     counted_fp = flops[["fp64", "fp32", "fp16"]].sum(axis=1, min_count=1)
     flops = flops.mask(unknown_work | tensor_unc)
-    bytes_, b_src, b_conv = M.bytes_by_level(df, dur, cc)
+    bytes_, b_src, b_conv = traffic.bytes_by_level(df, dur, cc)
     rate_only, flops_in, bytes_in, dur_in, b_conv = _rate_inputs(df, cc, dur, flops, bytes_, b_conv)
     ceil = resolve_ceilings(df, dur=dur, cc=cc, launch=launch, tensor_ops=t_ops, bytes_conv=b_conv, option=option,
                             hints=hints)
@@ -50,7 +51,7 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
         launch["sm_count"] = launch["sm_count"].fillna(float(option.sm_count))
     roof = roofline(flops_in, bytes_in, dur_in, ceil.values).table
     roof.loc[rate_only, "flops"] = np.nan  # rates only: the totals are not known
-    sol_c, sol_m, sol_src = M.sol(df)
+    sol_c, sol_m, sol_src = sol.sol(df)
 
     # the columns are gathered in dicts and framed once: one DataFrame.__setitem__ per column cost
     # ~0.1 ms each, about a sixth of a one-kernel analysis (bench/NOTES.md, command-line start-up)
@@ -72,21 +73,21 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     cols["waves"] = launch["waves"]
     cols["sm_count"] = launch["sm_count"]
     cols["sol_compute_pct"], cols["sol_memory_pct"], cols["sol_source"] = sol_c, sol_m, sol_src
-    for c in M.FLOP_CLASSES:
+    for c in columns.FLOP_CLASSES:
         cols[f"flops_{c}"] = flops[c]
         cols[f"partial_{c}"] = partial[c] if c in partial.columns else None
     cols["tensor_source"] = t_src
-    for lvl in M.LEVELS:
+    for lvl in columns.LEVELS:
         cols[f"bytes_{lvl}"] = bytes_[lvl]
         cols[f"bytes_{lvl}_source"] = b_src[lvl]
-    cols["bytes_convention"] = M.bytes_convention(b_conv)
+    cols["bytes_convention"] = traffic.bytes_convention(b_conv)
     for col in CEILING_COLUMNS:
         cols[col] = ceil.values[col]
         cols[f"src_{col}"] = ceil.source[col]
         cols[f"detail_{col}"] = ceil.detail[col]
     cols["tensor_peak_missing"] = ceil.tensor_missing_peak
     cols["rate_only"] = rate_only
-    for lvl in M.LEVELS:
+    for lvl in columns.LEVELS:
         cols[f"rate_{lvl}"] = (bytes_in[lvl] / dur_in).where(rate_only)
     more = _units_and_lint_inputs(df, dur, cc, sol_src, b_src["dram"])
     more["tensor_uncounted"] = tensor_unc
@@ -99,8 +100,8 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
 def _tensor_uncounted(df: pd.DataFrame, dur: pd.Series, cc: pd.Series, tensor_flops: pd.Series) -> pd.Series:
     """Tensor pipe at work with no tensor FLOPs counted: instructions beyond the FP16 ones sharing the pipe,
     or (no instruction count) the tensor pipe % above 0 (docs/formulas.md#profiling-conditions)."""
-    unscaled = M.tensor_inst_unscaled(df, dur, cc)
-    pipe_active = (M.pipe_utilization(df)["tensor"] > 0) & unscaled.isna()
+    unscaled = work.tensor_inst_unscaled(df, dur, cc)
+    pipe_active = (sol.pipe_utilization(df)["tensor"] > 0) & unscaled.isna()
     return tensor_flops.isna() & (pipe_active | (unscaled > 0))
 
 
@@ -108,17 +109,17 @@ def _units_and_lint_inputs(df: pd.DataFrame, dur: pd.Series, cc: pd.Series,
                            sol_src: pd.Series, dram_src: pd.Series) -> dict[str, pd.Series]:
     """The SOL breakdown per memory unit and pipe, and what the lint reads: FP16 counters at zero,
     tensor work not counted, legacy metrics, SM clock / max clock (docs/formulas.md#profiling-conditions)."""
-    units = M.unit_throughput(df)
-    pipes = M.pipe_utilization(df)
-    more: dict[str, pd.Series] = {f"unit_{lvl}": units[lvl] for lvl in M.LEVELS}
+    units = sol.unit_throughput(df)
+    pipes = sol.pipe_utilization(df)
+    more: dict[str, pd.Series] = {f"unit_{lvl}": units[lvl] for lvl in columns.LEVELS}
     more.update({f"pipe_{k}": pipes[k] for k in pipes.columns})
-    more.update({k: v for k, v in M.busiest_unit(df).items()})
-    hcounts = [M.counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)[0] for op in ("hadd", "hmul", "hfma")]
+    more.update({k: v for k, v in busiest_unit(df).items()})
+    hcounts = [work.counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)[0] for op in ("hadd", "hmul", "hfma")]
     hsum = hcounts[0].fillna(0) + hcounts[1].fillna(0) + hcounts[2].fillna(0)
     more["fp16_counters_zero"] = pd.concat(hcounts, axis=1).notna().any(axis=1) & (hsum == 0)
     more["legacy_metrics"] = (sol_src == "legacy") | dram_src.astype("string").str.contains("legacy", na=False)
-    max_clock_khz = M.column(df, "device__attribute_clock_rate")
-    sm_hz, _ = M.clock_hz(df, "sm")
+    max_clock_khz = columns.column(df, "device__attribute_clock_rate")
+    sm_hz, _ = work.clock_hz(df, "sm")
     more["clock_ratio"] = sm_hz / (max_clock_khz * 1e3)
     return more
 
@@ -132,7 +133,7 @@ def _rate_inputs(df: pd.DataFrame, cc: pd.Series, dur: pd.Series, flops: pd.Data
     rate_only = pd.Series(False, index=df.index)
     if not no_dur.any():
         return rate_only, flops, bytes_, dur, conv
-    rf, rb, _, rconv = M.rates(df.loc[no_dur], cc[no_dur])
+    rf, rb, _, rconv = traffic.rates(df.loc[no_dur], cc[no_dur])
     has = (rf.notna().any(axis=1) | rb.notna().any(axis=1)).reindex(df.index, fill_value=False)
     rate_only = no_dur & has.astype(bool)
     if not rate_only.any():

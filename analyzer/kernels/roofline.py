@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.metrics import FLOP_CLASSES, LEVELS
+from rooftop.analyzer.metrics.columns import FLOP_CLASSES, LEVELS
 
 
 @dataclass

@@ -194,7 +194,7 @@ def diff(baseline: str, candidate: str, fail_on: float | None, min_effect: float
     """Compare two runs: kernels matched, per-kernel deltas, noise-aware verdicts. On GitHub Actions
     (GITHUB_STEP_SUMMARY, GITHUB_ACTIONS) it adds a job summary and annotations."""
     with frozen_imports():
-        from rooftop.analyzer.diff import run_diff
+        from rooftop.analyzer.diff.sides import run_diff
 
     guard_outputs([baseline, candidate], [*outputs.files, *([junit] if junit else [])])
     doc = run_diff(baseline, candidate, fail_on=fail_on, device=device, command=_command_line(), gate=gate,
