@@ -1,4 +1,5 @@
-"""Renderers: HTML (plotly, inlined, offline), Markdown and JSON, from the analysis document.
+"""Renderers: HTML (static SVG charts, everything inlined, offline), Markdown and JSON, from the
+analysis document.
 
 Reports draw; they never analyse. Every renderer takes the JSON-ready document dict that
 ``analyzer`` builds (``docs/contract.md``). From ``analyzer`` they import only the document's

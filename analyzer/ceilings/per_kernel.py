@@ -63,8 +63,8 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
                      hints: dict[str, dict[str, Any]] | None = None) -> Ceilings:
     """Every kernel's ceilings, each with its source (see the module docstring for the order).
 
-    Stays whole (over 60 lines): the order of the ``fill`` calls is the precedence (--device, export,
-    table, tensor mix), kept in one place so it reads as the rule in docs/formulas.md#ceilings.
+    One piece because the order of the ``fill`` calls is the precedence (--device, export, table,
+    tensor mix), kept in one place so that it reads as the rule in docs/formulas.md#ceilings.
     """
     idx = df.index
     n = len(idx)

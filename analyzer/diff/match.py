@@ -134,8 +134,8 @@ def match_kernels(baseline: pd.DataFrame, candidate: pd.DataFrame) -> Matched:
 
     Both inputs must come from :func:`identify`.
 
-    Stays whole (over 60 lines): step 2 works on the rows step 1 left and on masks (configuration
-    and NVTX known) that the key and series choice after it reuse.
+    One piece because step 2 works on the rows step 1 left and on masks (configuration and NVTX
+    known) that the key and series choice after it reuse.
     """
     keys = [*KEY, "ordinal"]
     b = baseline.assign(_row=np.arange(len(baseline)), _base=base_names(baseline["family"]))

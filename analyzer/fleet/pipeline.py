@@ -97,8 +97,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     """The whole ``fleet`` job; returns the contract document (kind ``fleet``); with ``join``,
     its ``kernel_join`` compares the profiled kernels with the selected windows.
 
-    Stays whole (over 60 lines): it is the job's script (options, period, scan, classify, roll-up,
-    lint, document), each step one call, read in the order the job runs.
+    One piece because it is the job's script, one call per step (options, period, scan, classify,
+    roll-up, lint, document), read in the order the job runs.
     """
     from rooftop.analyzer.windows.fields import KEY_COLUMNS
     from rooftop.analyzer.windows.rules import window_devices

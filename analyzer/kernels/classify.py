@@ -152,8 +152,8 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
     ``thin``, ``none``), ``memory_side_pct``, ``compute_side_pct``, ``memory_levels_known``,
     ``launch_short``, ``small_grid``, ``tail_effect``, ``tail_speedup_pct``.
 
-    Stays whole (over 60 lines): the rules are one ordered decision table whose masks feed each
-    other; read top to bottom it matches docs/formulas.md#kernel-labels step by step.
+    One piece because the rules are one ordered decision table whose masks feed each other: read
+    top to bottom it follows docs/formulas.md#kernel-labels step by step.
     """
     idx = f.index
     sol_c, sol_m = _col(f, "sol_compute_pct"), _col(f, "sol_memory_pct")

@@ -76,8 +76,8 @@ def _const(text: str, mask: np.ndarray) -> np.ndarray:
 def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Label, limiter and evidence columns (object arrays, None = no line) for every window.
 
-    Stays whole (over 60 lines): one ordered decision table on shared masks (docs/formulas.md#windows);
-    each evidence line is written from the same mask that decided the label.
+    One piece because it is one ordered decision table on shared masks (docs/formulas.md#windows),
+    and each evidence line is written from the mask that decided the label.
     """
     v = {m: out[m].to_numpy(dtype="float64") for m in ("gr_active", "sm_active", "dram_active", "gpu_util",
                                                       "fb_used_mib", *PIPES.values())}

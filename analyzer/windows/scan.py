@@ -121,9 +121,9 @@ def _runs(ts: np.ndarray, fid: np.ndarray, value: np.ndarray, keys: list[Raw], l
     interleave series (mean run < 4 rows) are taken one by one. Out-of-slice and unknown-field
     rows are dropped; None when nothing is left.
 
-    Stays whole (over 60 lines): the scan's hot path, one pass over a partition's NumPy columns
-    whose intermediate arrays (kept rows, run starts, windows) are shared by every step;
-    split, each step would hand a dozen arrays on (timings in bench/NOTES.md)."""
+    One piece because it is the scan's hot path, one pass over a partition's NumPy columns whose
+    intermediate arrays (kept rows, run starts, windows) every step shares: split, each step would
+    hand a dozen arrays on (timings in bench/NOTES.md)."""
     win_ms = max(1, round(window_s * 1000))
     n_sl = len(slices)
     sl: np.ndarray | None = None
@@ -201,8 +201,8 @@ def _group_runs(runs: list[_Runs], window_s: float, n_sl: int) -> list[WindowPar
     (dense integers, sorted like the keys), cells = group × metric summed with ``np.bincount``
     in run order (the same runs in the same order give the same bits on every engine).
 
-    Stays whole (over 60 lines): the group codes, cell sums and per-slice partials are one
-    tabulation on shared arrays, on the scan's hot path (bench/NOTES.md)."""
+    One piece because the group codes, cell sums and per-slice partials are one tabulation over
+    shared arrays, on the scan's hot path (bench/NOTES.md)."""
     if not runs:
         return [None] * n_sl
     win_ms = max(1, round(window_s * 1000))
