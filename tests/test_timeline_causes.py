@@ -222,3 +222,15 @@ def test_graph_replay_gaps_are_not_blamed_on_the_host(tmp_path: Path) -> None:
 def test_corpus_vllm_graph_execution_replay_share() -> None:
     (e,) = _corpus("AMD-AGI__TraceLens__tests__traces__inference__vllm_decode_full__graph_execution.json.gz").timeline
     assert e["graph_replay_share"] == 0.969282052 and e["label"] == "kernel-bound"
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(("name", "call", "advice"), [
+    (ALEXNET, "cudaFree", "allocation calls"),
+    ("GindaChen__nsys-ai__tests__fixtures__mock.sqlite", "cudaLaunchKernel", "load modules"),
+    (RANK0, "cudaMemcpyAsync", "pin the host buffers"),
+])
+def test_runtime_advice_follows_the_longest_call(name: str, call: str, advice: str) -> None:
+    a = _corpus(name)
+    f = next(f for f in timeline_findings(a.timeline, a.steps) if f["rule"] == "timeline-idle-host")
+    assert f"(CUDA runtime): {call}" in f["title"] and advice in f["recommendation"]

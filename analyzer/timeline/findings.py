@@ -73,16 +73,17 @@ def _host_advice(cat: str | None, names: list[dict[str, Any]]) -> str:
     if cat == "CPU ops":
         return (f"The host is busy in PyTorch ops ({', '.join(top)}) between launches: reduce per-op "
                 "host overhead (torch.compile, CUDA graphs) and move host-side tensor work out of the loop.")
-    if cat == "CUDA runtime":
-        alloc = [n for n in top if _ALLOC.match(n)]
-        if alloc:
+    if cat == "CUDA runtime":  # advice by the call that holds the most host time
+        first = top[0] if top else ""
+        if _ALLOC.match(first):
+            alloc = [n for n in top if _ALLOC.match(n)]
             return (f"The host sits in allocation calls ({', '.join(alloc)}) while the GPU waits: keep memory "
                     "cached (no torch.cuda.empty_cache() in the loop, steady tensor shapes), allocate before "
                     "the loop; cudaFree also synchronises the device.")
-        if any(_COPY.match(n) for n in top):
+        if _COPY.match(first):
             return ("The host waits in copy calls: copies from pageable memory are staged and block the host; "
                     "pin the host buffers (pin_memory=True, cudaHostAlloc) and use non_blocking copies.")
-        if any(_LAUNCH.search(n) for n in top):
+        if _LAUNCH.search(first):
             return ("The host spends the gaps in launch calls: long first launches load modules (warm-up: "
                     "leave it out of the capture); otherwise fewer, larger launches (fusion, CUDA graphs).")
         return f"The host spends the gaps in CUDA calls ({', '.join(top)}): move them out of the loop."
