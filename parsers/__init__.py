@@ -21,6 +21,10 @@ __all__ = [
     "stream_input", "stream_path",
 ]
 
+if __name__ != "rooftop.parsers":  # one name per module (docs/architecture.md#installing)
+    raise ImportError(f"import rooftop.parsers, not {__name__}: the stage folders are installed as "
+                      "rooftop.parsers, rooftop.analyzer and rooftop.reports (docs/architecture.md#installing)")
+
 register_trace_formats()  # nsys / Kineto / nsys stats (parsers.trace_io; docs/formulas.md#timelines)
 
 KNOWN = known_formats()  # for "expected one of" messages (formats registered later: known_formats())

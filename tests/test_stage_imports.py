@@ -10,8 +10,12 @@ Layers, bottom up: the bottom (``rooftop.errors``, ``rooftop.atomic``, ``rooftop
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -260,3 +264,18 @@ def test_every_name_is_imported_from_where_it_is_defined() -> None:
     """No module re-exports another's names (docs/architecture.md#layers): import from the module
     that defines the name."""
     assert indirect_imports() == []
+
+
+# ----------------------------------------------------------------------------- one name per module
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_stage_folder_cannot_be_imported_under_its_bare_name(stage: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the repository root ``import parsers`` would load a second copy of every module (two
+    InputError classes); it is refused, naming the import to use (docs/architecture.md#installing)."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.delitem(sys.modules, stage, raising=False)
+    with pytest.raises(ImportError, match=f"import rooftop.{stage}, not {stage}"):
+        importlib.import_module(stage)
+    assert stage not in sys.modules
+    assert importlib.import_module(f"rooftop.{stage}").__name__ == f"rooftop.{stage}"
