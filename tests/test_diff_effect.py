@@ -153,6 +153,7 @@ def test_corpus_trace_rows_name_their_kernel_and_device() -> None:
     t = doc["totals"]
     assert t["baseline"]["duration_s"] == pytest.approx(0.270875926 + 0.264324724)
     assert t["matched"]["launches"] > 0 and t["matched"]["families"] == 96
+    assert t["matched"]["change"] == pytest.approx(t["matched"]["candidate_s"] / t["matched"]["baseline_s"] - 1)
 
 
 # ----------------------------------------------------------------------------- 4. matched, but nothing measured

@@ -103,7 +103,7 @@ def findings(result: DiffResult) -> list[dict[str, Any]]:
         delta = r.get("delta_s") or 0.0
         out.append({
             "rank": rank, "rule": "diff-regression", "severity": severity,
-            "title": f"{r['series']}: median duration {pct(r['change'])}; "
+            "title": f"{r.get('short_name') or r['series']}: median duration {pct(r['change'])}; "
                      f"{str(r['explanation']).split(': ', 1)[-1]}",
             "kernels": [], "time_share": delta / base_total if base_total else 0.0,
             "est_saving_s": delta if delta > 0 else None,

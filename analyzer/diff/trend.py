@@ -214,6 +214,24 @@ def summary_text(changes: Sequence[dict[str, Any]], noise: dict[str, Any], runs:
     return text
 
 
+def _run_lint(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Each run's lint once: an entry several runs share names them (``run``: the first)."""
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    where: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(runs):
+        for lt in r.lint:
+            key = (str(lt.get("code")), str(lt.get("message")))
+            seen.setdefault(key, {**lt, "run": i})
+            where.setdefault(key, []).append(i + 1)
+    out = []
+    for key, lt in seen.items():
+        runs_of = sorted(set(where[key]))
+        if len(runs_of) > 1:
+            lt = {**lt, "message": f"{lt.get('message')} (runs {', '.join(map(str, runs_of))})"}
+        out.append(lt)
+    return out
+
+
 def run_trend(paths: Sequence[str], *, device: str | None = None, min_effect: float = MIN_EFFECT_PCT,
               command: str = "") -> dict[str, Any]:
     """The whole ``trend`` job: the contract document of kind ``trend`` (docs/contract.md)."""
@@ -223,7 +241,7 @@ def run_trend(paths: Sequence[str], *, device: str | None = None, min_effect: fl
     if len(paths) < 2:
         raise InputError("RUN", f"{len(paths)} run(s) given", "pass at least two runs, oldest first")
     runs = [read_run(p, device) for p in paths]
-    lint = [{**lt, "run": i} for i, r in enumerate(runs) for lt in r.lint]
+    lint = _run_lint(runs)
     sources = sorted({r.source for r in runs} - {"analysis"})
     if len(sources) > 1:
         lint.append({"code": "trend-mixed-sources", "kernels": [],

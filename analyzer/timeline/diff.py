@@ -76,9 +76,10 @@ def _totals(series: pd.DataFrame, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "baseline": {"kernels": nb, "duration_s": tb},
         "candidate": {"kernels": nc, "duration_s": tc},
-        "change": {"duration": None if not tb or tc is None else tc / tb - 1.0},
+        "change": {"duration": _ratio(tb, tc)},
         "matched": {"launches": int(both["n_cand"].sum()) if len(both) else 0,
                     "baseline_s": secs(both, "time_base_s"), "candidate_s": secs(both, "time_cand_s"),
+                    "change": _ratio(secs(both, "time_base_s"), secs(both, "time_cand_s")),
                     "families": len(both)},
         "new": {"launches": int(new["n_cand"].sum()) if len(new) else 0, "duration_s": secs(new, "time_cand_s")},
         "vanished": {"launches": int(gone["n_base"].sum()) if len(gone) else 0,
@@ -94,6 +95,10 @@ def _span_regressions(rows: list[dict[str, Any]], gate: Gate) -> list[dict[str, 
         if b and c is not None and c / b - 1.0 > gate.threshold:
             out.append({"device": r["device"], "baseline_s": b, "candidate_s": c, "change": c / b - 1.0})
     return out
+
+
+def _ratio(b: float | None, c: float | None) -> float | None:
+    return None if not b or c is None else c / b - 1.0
 
 
 def _verdict(series: pd.DataFrame, gate: Gate, alpha: float, changes: list[dict[str, Any]],
