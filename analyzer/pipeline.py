@@ -60,6 +60,14 @@ class ParsedInputs:
                             "message": f"{r.accounting.path}: {n} DCGM blank/not-supported sentinel "
                                        "value(s) counted as missing (field not supported or not "
                                        "watched on this GPU)"})
+            order = r.meta.get("time_order") or {}
+            if order:
+                kinds = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in order.items())
+                out.append({"code": "samples-out-of-time-order", "kernels": [],
+                            "message": f"{r.accounting.path}: {sum(order.values()):,} sample(s) at or before an "
+                                       f"earlier sample of their GPU and field ({kinds}): rejected, the earlier "
+                                       "kept (a clock stepped back, a DST hour repeated in local times, or two "
+                                       "sources for one GPU; docs/formulas.md#inputs, time order)"})
             if r.meta.get("start_from") == "file mtime" and r.accounting.records:
                 source = str(r.meta.get("interval_from", "--interval"))
                 fix = ("--start T" if source.startswith("the file's") else

@@ -14,6 +14,7 @@ from rooftop.errors import InputError
 from rooftop.parsers.formats import FORMATS, Format, detect, known_formats
 from rooftop.parsers.model import SAMPLE_SCHEMA, ParseResult, validate_samples
 from rooftop.parsers.source import ParseOptions, Source
+from rooftop.parsers.time_order import TimeOrder
 from rooftop.parsers.trace_io import register_trace_formats
 
 __all__ = [
@@ -69,14 +70,32 @@ def open_input(path: str | Path, limit: int | None = None) -> Input:
 
 
 def parse_input(inp: Input, options: ParseOptions | None = None) -> ParseResult:
-    """Parse an opened input with its format's parser."""
-    opts = options or ParseOptions()
+    """Parse an opened input with its format's parser; GPU samples under the time-order rule
+    (:mod:`parsers.time_order`)."""
+    result = _parse_raw(inp, options or ParseOptions())
+    if not result.samples.num_rows or inp.format.ticked:
+        return result
+    order = TimeOrder(inp.path)
+    return _ordered(replace(result, samples=order.keep(result.samples)), order)
+
+
+def _parse_raw(inp: Input, opts: ParseOptions) -> ParseResult:
     if inp.format.reads_file and inp.source.compression is not None:
         return _parse_decompressed(inp, opts)
     try:
         return inp.format.load()(inp.source, opts)
     except RecursionError as exc:
         raise _too_deep(inp) from exc
+
+
+def _ordered(result: ParseResult, order: TimeOrder) -> ParseResult:
+    """``result`` with the samples the time-order rule rejected moved from records to rejected."""
+    if not order.dropped:
+        return result
+    acc = replace(result.accounting, records=result.accounting.records - order.dropped,
+                  rejected=result.accounting.rejected + order.dropped)
+    return replace(result, accounting=acc, rejected=[*result.rejected, *order.rejected()],
+                   meta={**result.meta, "time_order": order.meta()})
 
 
 def _too_deep(inp: Input) -> InputError:
@@ -123,14 +142,17 @@ class SampleStream:
         return FORMATS[self.format].legacy_kind
 
     def __iter__(self) -> Iterator[pa.Table]:
+        order = None if FORMATS[self.format].ticked else TimeOrder(self.path)
         try:
             while True:
                 try:
                     batch = next(self._gen)
                 except StopIteration as stop:
-                    self.result = stop.value
+                    self.result = stop.value if order is None else _ordered(stop.value, order)
                     return
-                yield validate_samples(batch)
+                kept = validate_samples(batch) if order is None else order.keep(validate_samples(batch))
+                if kept.num_rows:
+                    yield kept
         finally:
             self._gen.close()  # an abandoned stream releases the parser's files
 
@@ -161,7 +183,7 @@ def stream_input(inp: Input, options: ParseOptions | None = None, limit: int | N
     src = inp.source if limit is None else inp.source.with_limit(limit)
     opts = options or ParseOptions()
     batches = inp.format.load_batches()
-    gen = batches(src, opts) if batches is not None else _whole(lambda s, o: parse_input(Input(s, inp.format), o),
+    gen = batches(src, opts) if batches is not None else _whole(lambda s, o: _parse_raw(Input(s, inp.format), o),
                                                                  src, opts)
     return SampleStream(inp.path, inp.format.name, gen)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from rooftop.parsers import detect as d
@@ -66,6 +66,7 @@ class Format:
     binary: bool = False
     reads_file: bool = False
     max_line_bytes: int = MAX_LINE_BYTES
+    ticked: bool = False  # sample times are ticks the parser counts: each series moves forward by construction
 
     @property
     def legacy_kind(self) -> str:
@@ -146,7 +147,8 @@ def _builtins() -> None:
                     line_based=True, max_line_bytes=MAX_CSV_LINE_BYTES), d.is_ncu_raw)
     register(Format("ncu-details-csv", "kernels", "rooftop.parsers.ncu.details:parse", "ncu raw/details CSV",
                     line_based=True, max_line_bytes=MAX_CSV_LINE_BYTES), d.is_ncu_details)
-    register(_stream("dcgm-dmon", "rooftop.parsers.dcgm.dmon.reader:parse", "dcgmi dmon"), d.is_dcgm_dmon)
+    register(replace(_stream("dcgm-dmon", "rooftop.parsers.dcgm.dmon.reader:parse", "dcgmi dmon"), ticked=True),
+             d.is_dcgm_dmon)
     register(_stream("nvidia-smi-dmon", "rooftop.parsers.nvsmi.reader:parse_dmon", "nvidia-smi CSV/dmon"), d.is_smi_dmon)
     register(_stream("nvidia-smi-csv", "rooftop.parsers.nvsmi.reader:parse_csv", "nvidia-smi CSV/dmon"), d.is_smi_csv)
     register(_stream("prometheus-text", "rooftop.parsers.prometheus.text:parse", "Prometheus text"), d.is_prom_text)

@@ -101,10 +101,12 @@ def test_compressed_input_streams_in_bounded_memory(tmp_path: Path) -> None:
         for _ in range(200):
             w.write(block)
     code = ("import resource,sys; from rooftop.parsers import stream_path; s=stream_path(sys.argv[1]); "
-            "n=sum(b.num_rows for b in s); print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss//1024)")
+            "n=sum(b.num_rows for b in s); print(n, sum(s.result.meta['time_order'].values()), "
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss//1024)")
     out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, check=True)
-    rows, rss_mb = map(int, out.stdout.split())
-    assert rows == 200 * len(block.splitlines())
+    rows, repeated, rss_mb = map(int, out.stdout.split())
+    # the 199 repeats of the block go back to its times: rejected by the time-order rule
+    assert (rows, repeated) == (len(block.splitlines()), 199 * len(block.splitlines()))
     assert rss_mb < 600, rss_mb  # the decompressed text is ~5x this; batches and one chunk are held
 
 
