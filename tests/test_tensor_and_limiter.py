@@ -144,3 +144,71 @@ def test_memory_side_below_80_does_not_win_against_an_unmeasured_compute_side() 
     k.loc[0, "dram__bytes.sum"] = 0.9 * 2.039e12 * 1e-3
     row = analyze_kernels(k, pd.DataFrame(), device="NVIDIA A100-SXM4-80GB").results.iloc[0]
     assert (row["label"], row["limiter"]) == ("memory-bound", "dram")
+
+
+def test_integer_kernel_zero_flops_bandwidth_bound_by_hand() -> None:
+    # FP64/FP32/FP16 counters present and zero; 1 ms; DRAM 1.0e9 B against the A100-80GB's 2.039 TB/s:
+    # 0.490 ms at peak, so the bandwidth gap is 1 − 0.490 = 0.510 ms; no intensity, no "collect --set full"
+    zero = {f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum": 0.0
+            for op in ("dadd", "dmul", "dfma", "fadd", "fmul", "ffma", "hadd", "hmul", "hfma")}
+    k = pd.DataFrame([_k(0, **zero, **{"dram__bytes.sum": 1.0e9, "l1tex__t_bytes.sum": 0.0, "lts__t_bytes.sum": 0.0,
+                                       "sm__throughput.avg.pct_of_peak_sustained_elapsed": 20.0,
+                                       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 49.0})])
+    res = analyze_kernels(k, pd.DataFrame(), device="NVIDIA A100-SXM4-80GB")
+    row = res.results.iloc[0]
+    assert row["flops"] == 0 and pd.isna(row["intensity_dram"]) and pd.isna(row["attainable_flops_s"])
+    assert row["bw_time_s"] == pytest.approx(1.0e9 / 2.039e12, rel=1e-3) and bool(row["bw_time_complete"])
+    ev = " | ".join(row["evidence"])
+    assert "0 FLOPs measured" in ev and "FLOP roofline does not apply" in ev and "49.0% of the 1 ms run" in ev
+    assert "FLOP counters" not in ev and "AI 0" not in ev
+    [f] = rank_findings(res.results.assign(family="g"), NO_WINDOWS)
+    assert f["est_saving_s"] == pytest.approx(1e-3 - 1.0e9 / 2.039e12, rel=1e-3)
+    assert "bandwidth gap" in f["evidence"][0] and "--set full" not in f["recommendation"]
+
+
+def test_binding_level_without_ceiling_does_not_fall_through_to_dram_by_hand() -> None:
+    # L1 busiest by NCU's SOL unit (90 %) with no L1 ceiling anywhere; DRAM at 10 %: binding level L1,
+    # attainable unknown (the DRAM roof would overstate it)
+    k = pd.DataFrame([_k(0, **{"sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 1e9,
+                               "sm__sass_thread_inst_executed_op_fadd_pred_on.sum": 0.0,
+                               "sm__sass_thread_inst_executed_op_fmul_pred_on.sum": 0.0,
+                               "l1tex__t_bytes.sum": 8e9, "dram__bytes.sum": 0.1 * 336e9 * 1e-3,
+                               "dram__bytes.sum.peak_sustained": 32.0, "dram__cycles_elapsed.avg.per_second": 10.5e9,
+                               "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": 5120.0,
+                               "sm__cycles_elapsed.avg.per_second": 1.5e9,
+                               "l1tex__throughput.avg.pct_of_peak_sustained_active": 90.0})])
+    row = analyze_kernels(k, pd.DataFrame()).results.iloc[0]
+    assert row["binding_level"] == "l1" and row["limiter"] in ("l1", "unknown")
+    assert pd.isna(row["attainable_flops_s"]) and pd.isna(row["pct_of_roof"])
+    assert any("Binding level L1: it has no bandwidth ceiling" in e for e in row["evidence"])
+
+
+def test_builtin_l2_ceiling_at_the_measured_clock_by_hand() -> None:
+    k = pd.DataFrame([_k(0, **{"lts__t_bytes.sum": 1e9, "sm__cycles_elapsed.avg.per_second": 705e6})])
+    full = analyze_kernels(k.drop(columns=["sm__cycles_elapsed.avg.per_second"]), pd.DataFrame(),
+                           device="NVIDIA A100-SXM4-80GB").ceilings.iloc[0]["bw_l2"]
+    half = analyze_kernels(k, pd.DataFrame(), device="NVIDIA A100-SXM4-80GB").ceilings.iloc[0]["bw_l2"]
+    assert half == pytest.approx(full * 705 / 1410)
+
+
+def test_l1_l2_ceilings_from_ncu_percent_and_binding_level_lakshya() -> None:
+    doc = _doc("LakshyaSingh354__CudaCode__gemm__reps__naive.ncu-rep")
+    for k in doc["kernels"]:
+        assert (k["label"], k["limiter"]) == ("memory-bound", "l1")
+        assert k["extra"]["binding_level"] == "l1"  # was dram at 10 % of its roof
+        assert k["bytes"]["l2"] == pytest.approx(k["bytes"]["l2"]) and k["bytes"]["l2"] > 2.7e8  # lts__t_sectors x 32
+        ev = " | ".join(k["evidence"])
+        assert "lts__t_sectors.sum x 32 B" in ev and "Not in the export, so not evaluated: L2 bytes" not in ev
+        assert "of 4.32 TB/s (export)" in ev  # L1: l1tex__lsu_writeback_active_mem_lg rate / its own %
+
+
+def test_integer_scan_is_not_told_to_collect_what_it_has_thedavidchu() -> None:
+    # FP32/FP64 counters of SpeedOfLight_RooflineChart present and zero (FP16 not collected): 0 FLOPs measured
+    doc = _doc("thedavidchu__speedy_scan__profile.ncu-rep")
+    [k] = doc["kernels"]
+    ev = " | ".join(k["evidence"])
+    assert "0 FLOPs measured" in ev and "FP16 not collected" in ev and "FLOP counters" not in ev
+    assert k["extra"]["bw_time_s"] == pytest.approx(0.534 * k["duration_s"], rel=0.01)  # DRAM 53.4 % binds
+    [f] = doc["findings"]
+    assert "SpeedOfLight_RooflineChart" not in f["recommendation"] + " ".join(f["evidence"])
+    assert f["est_saving_s"] == pytest.approx(k["duration_s"] - k["extra"]["bw_time_s"], rel=1e-6)

@@ -28,9 +28,41 @@ def export_fp_peaks(df: pd.DataFrame, sm_hz: pd.Series) -> dict[str, tuple[pd.Se
     return out
 
 
-def export_bw(df: pd.DataFrame, cc: pd.Series, sm_hz: pd.Series
-               ) -> dict[str, dict[str, tuple[pd.Series, pd.Series]]]:
-    """level -> convention -> (bytes/s ceiling, description)."""
+PCT_MIN = 1.0
+"""A counter's own % of peak gives its peak only from 1 % up: CSV exports print the % with two
+decimals, so below 1 % the rounding alone errs by more than 0.5 %."""
+
+
+def peak_from_pct(df: pd.DataFrame, counter: str, factor: float, dur: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """A bandwidth ceiling from the counter's own ``.sum.pct_of_peak_sustained_elapsed``: NCU defines it as
+    the counter over (peak per cycle x elapsed cycles), so the peak rate is the counter's rate / (% / 100)
+    (docs/formulas.md#ceilings); the instance average ``.avg.per_cycle_elapsed / .avg.peak_sustained`` is the
+    same ratio where the % is not exported. The rate is ``<counter>.sum`` / duration, else ``.sum.per_second``."""
+    rate = column(df, f"{counter}.sum") / dur.where(dur > 0)
+    rate = rate.fillna(column(df, f"{counter}.sum.per_second")) * factor
+    pct = column(df, f"{counter}.sum.pct_of_peak_sustained_elapsed")
+    # the same ratio per instance: .avg.per_cycle_elapsed / .avg.peak_sustained
+    ratio = 100.0 * column(df, f"{counter}.avg.per_cycle_elapsed") / column(df, f"{counter}.avg.peak_sustained")
+    by_ratio = pct.isna() & ratio.notna()
+    pct = pct.fillna(ratio)
+    v = (rate / (pct / 100.0)).where((pct >= PCT_MIN) & (rate > 0))
+    x = f" x {factor:g} B" if factor != 1.0 else ""
+    text = pd.Series(f"{counter}.sum{x} / duration ÷ its .sum.pct_of_peak_sustained_elapsed (NCU's own % of peak)",
+                     index=df.index, dtype="object")
+    text = text.mask(by_ratio, f"{counter}.sum{x} / duration ÷ (its .avg.per_cycle_elapsed / .avg.peak_sustained)")
+    return v, text.where(v.notna(), None)
+
+
+def _or(a: tuple[pd.Series, pd.Series], b: tuple[pd.Series, pd.Series]) -> tuple[pd.Series, pd.Series]:
+    take = a[0].isna() & b[0].notna()
+    return a[0].mask(take, b[0]), a[1].mask(take, b[1])
+
+
+def export_bw(df: pd.DataFrame, cc: pd.Series, sm_hz: pd.Series, dur: pd.Series | None = None
+              ) -> dict[str, dict[str, tuple[pd.Series, pd.Series]]]:
+    """level -> convention -> (bytes/s ceiling, description): ``.peak_sustained`` x the unit's clock,
+    else (with ``dur``) the counter's own % of peak (:func:`peak_from_pct`)."""
+    dur = dur if dur is not None else pd.Series(np.nan, index=df.index)
     clocks: dict[str, pd.Series] = {}  # each unit's clock once (the L1 has four recipes)
 
     def clock(unit: str) -> pd.Series:
@@ -43,16 +75,21 @@ def export_bw(df: pd.DataFrame, cc: pd.Series, sm_hz: pd.Series
         per_cycle, src = resolve(df, recipes)
         return per_cycle * clock(unit), src.where(src.isna(), src + f" x {unit}__cycles_elapsed.avg.per_second")
 
-    dram = dram_peak(df, per((Recipe(("dram__bytes.sum.peak_sustained",)),), "dram"))
-    l2 = per((Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), L2_BYTES_PER_CYCLE),
-              Recipe(("derived__lts__lts2xbar_bytes.sum.peak_sustained",))), "lts")
-    l2n = per((Recipe(("lts__t_bytes.sum.peak_sustained",)),), "lts")
+    dram = _or(dram_peak(df, per((Recipe(("dram__bytes.sum.peak_sustained",)),), "dram")),
+               peak_from_pct(df, "dram__bytes", 1.0, dur))
+    l2 = _or(per((Recipe(("lts__lts2xbar_cycles_active.sum.peak_sustained",), L2_BYTES_PER_CYCLE),
+                  Recipe(("derived__lts__lts2xbar_bytes.sum.peak_sustained",))), "lts"),
+             peak_from_pct(df, "lts__lts2xbar_cycles_active", L2_BYTES_PER_CYCLE, dur))
+    l2n = _or(per((Recipe(("lts__t_bytes.sum.peak_sustained",)),), "lts"), peak_from_pct(df, "lts__t_bytes", 1.0, dur))
+    l2s = _or(per((Recipe(("lts__t_sectors.sum.peak_sustained",), L2_BYTES_PER_CYCLE),), "lts"),
+              peak_from_pct(df, "lts__t_sectors", L2_BYTES_PER_CYCLE, dur))
     l1_by = {}
     for k, name in (("lgds", "l1tex__lsu_writeback_active_mem_lgds"), ("lg", "l1tex__lsu_writeback_active_mem_lg"),
                     ("all", "l1tex__lsu_writeback_active")):
         dname = name.replace("l1tex__lsu_writeback_active", "derived__l1tex__lsu_writeback_bytes")
-        l1_by[k] = per((Recipe((f"{name}.sum.peak_sustained",), L1_BYTES_PER_CYCLE),
-                        Recipe((f"{dname}.sum.peak_sustained",))), "l1tex")
+        l1_by[k] = _or(per((Recipe((f"{name}.sum.peak_sustained",), L1_BYTES_PER_CYCLE),
+                            Recipe((f"{dname}.sum.peak_sustained",))), "l1tex"),
+                       peak_from_pct(df, name, L1_BYTES_PER_CYCLE, dur))
     prefer = l1_order(cc)
     l1v, l1s = pd.Series(np.nan, index=df.index), pd.Series(None, index=df.index, dtype="object")
     for only_preferred in (True, False):
@@ -60,8 +97,9 @@ def export_bw(df: pd.DataFrame, cc: pd.Series, sm_hz: pd.Series
             v, s = l1_by[k]
             take = l1v.isna() & v.notna() & (prefer[k] if only_preferred else True)
             l1v, l1s = l1v.mask(take, v), l1s.mask(take, s)
-    l1n = per((Recipe(("l1tex__t_bytes.sum.peak_sustained",)),), "l1tex")
-    return {"dram": {"ncu": dram}, "l2": {"ncu": l2, "nersc": l2n}, "l1": {"ncu": (l1v, l1s), "nersc": l1n}}
+    l1n = _or(per((Recipe(("l1tex__t_bytes.sum.peak_sustained",)),), "l1tex"), peak_from_pct(df, "l1tex__t_bytes", 1.0, dur))
+    return {"dram": {"ncu": dram}, "l2": {"ncu": l2, "nersc": l2n, "sectors": l2s},
+            "l1": {"ncu": (l1v, l1s), "nersc": l1n}}
 
 
 def dram_peak(df: pd.DataFrame, ncu: tuple[pd.Series, pd.Series]) -> tuple[pd.Series, pd.Series]:

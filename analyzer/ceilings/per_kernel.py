@@ -95,7 +95,7 @@ def resolve_ceilings(df: pd.DataFrame, *, dur: pd.Series, cc: pd.Series, launch:
     fp = export_fp_peaks(df, sm_hz)
     for cls, (v, s) in fp.items():
         fill(f"peak_{cls}", v, "export", s)
-    bw = export_bw(df, cc, sm_hz)
+    bw = export_bw(df, cc, sm_hz, dur)
     for lvl, by_conv in bw.items():
         conv = bytes_conv[lvl]
         for cname, (v, s) in by_conv.items():

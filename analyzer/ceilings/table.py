@@ -127,7 +127,8 @@ def spec_values(ids: pd.Series, specs: dict[int, DeviceSpec], sm_hz: pd.Series, 
         for c in ("fp64", "fp32", "fp16"):
             put(f"peak_{c}", spec.peaks.get(c), c, ratio, True)
         for lvl in LEVELS:
-            put(f"bw_{lvl}", spec.bandwidth.get(lvl), lvl, ratio, lvl == "l1")
+            # L1 and L2 are bytes per clock x the boost clock (docs/formulas.md#device-table): at the measured clock
+            put(f"bw_{lvl}", spec.bandwidth.get(lvl), lvl, ratio, lvl in ("l1", "l2"))
         for v in ops.columns:
             key, factor = tensor_peak_key(v)
             peak = spec.peaks.get(key) if key else None

@@ -51,7 +51,8 @@ def _rules_by_family(est_best: list[tuple[float | None, str | None, str | None]]
 
 
 # the representative launch's NCU facts the advice reads (docs/formulas.md#findings)
-_REP_FACTS = ("pipe_name", "pipe_pct", "sol_compute_pct", "sol_memory_pct")
+_REP_FACTS = ("pipe_name", "pipe_pct", "sol_compute_pct", "sol_memory_pct", "zero_flops", "bw_util_l1", "bw_util_l2",
+              "bw_util_dram")
 
 
 def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.DataFrame,

@@ -74,7 +74,8 @@ class LaunchEstimates:
     """Per launch record (a row of the kernel table), times in seconds weighted by ``invocations``."""
 
     dur: Floats
-    gap: Floats  # the roofline gap, duration × (1 − achieved/attainable)
+    gap: Floats  # the roofline gap, duration × (1 − achieved/attainable), else the bandwidth gap
+    gap_bw: Bools  # the gap is the bandwidth gap (no FLOP roofline)
     gap_est: Floats  # the gap capped by the busiest unit's SpeedOfLight %
     sol_cap: Floats  # duration × (1 − busiest unit % / 100), the bound on any work-preserving fix
     nv_raw: Floats  # NVIDIA's estimate of the counted rule with the largest claim
@@ -154,6 +155,15 @@ def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
     with np.errstate(divide="ignore", invalid="ignore"):
         gap_frac = np.clip(1.0 - ach / att, 0.0, 1.0)
     gap = np.where(np.isfinite(gap_frac) & (att > 0) & np.isfinite(dur), dur * gap_frac, np.nan)
+    # no FLOP roofline (0 FLOPs measured, or FLOPs unknown): the time its bytes need at the ceilings bounds
+    # the same work (every level that moved bytes has a ceiling; docs/formulas.md#findings)
+    weight = dur / np.where(_column(results, "duration_s") > 0, _column(results, "duration_s"), np.nan)
+    bw_need = _column(results, "bw_time_s") * weight
+    complete = results["bw_time_complete"].astype("object").eq(True).to_numpy() if "bw_time_complete" in results \
+        else np.zeros(n, dtype=bool)
+    bw_gap = np.where(complete & np.isfinite(bw_need) & np.isfinite(dur), np.clip(dur - bw_need, 0.0, None), np.nan)
+    from_bw = ~np.isfinite(gap) & np.isfinite(bw_gap)
+    gap = np.where(np.isfinite(gap), gap, bw_gap)
     units = launch_units(results)
     # the busiest unit NCU measured at X % of its peak needs X % of the time with the same work
     busiest = np.array([u.busiest for u in units], dtype=float)
@@ -184,7 +194,7 @@ def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
     roof_pct = np.where(np.isfinite(side) & ~(roof_pct >= side), side, roof_pct)
     failed = results["profile_failed"].fillna(False).to_numpy(dtype=bool) if "profile_failed" in results else \
         np.zeros(n, dtype=bool)
-    return LaunchEstimates(dur=dur, gap=gap, gap_est=gap_est, sol_cap=sol_cap, nv_raw=nv_raw, nv=nv,
+    return LaunchEstimates(dur=dur, gap=gap, gap_bw=from_bw, gap_est=gap_est, sol_cap=sol_cap, nv_raw=nv_raw, nv=nv,
                            nv_bound=nv_bound, nv_kind=nv_kind, capped_nv=capped_nv, roof_pct=roof_pct, failed=failed,
                            best=best, claims=claims,
                            local=np.array([b[0] if b[0] is not None else np.nan for b in local], dtype=float))
@@ -206,6 +216,7 @@ def family_estimates(fams: pd.DataFrame, est: LaunchEstimates, pos_family: npt.N
                           "nv_removing": has_nv & (np.array(est.nv_kind, dtype=object) == REMOVING),
                           "gap_bound": np.where(has_gap, est.sol_cap, np.nan),
                           "gap_unbounded": has_gap & ~np.isfinite(est.sol_cap),
+                          "gap_bw": has_gap & est.gap_bw,
                           "roof_t": np.where(ok_roof, est.roof_pct * est.dur, np.nan),
                           "t_roof": np.where(ok_roof, est.dur, np.nan), "failed": est.failed, "local": est.local})
     groups = frame.groupby("family", sort=False)
@@ -220,6 +231,7 @@ def family_estimates(fams: pd.DataFrame, est: LaunchEstimates, pos_family: npt.N
     agg["n_sol_capped"] = groups["sol_capped"].sum().reindex(agg.index).fillna(0)
     agg["roof_pct"] = (groups["roof_t"].sum(min_count=1) / groups["t_roof"].sum(min_count=1)).reindex(agg.index)
     agg["local_max"] = groups["local"].max().reindex(agg.index)
+    agg["bw_only"] = (groups["gap_bw"].sum().reindex(agg.index).fillna(0) == agg["n_gap"]) & (agg["n_gap"] > 0)
     for col in ("nv_bound", "gap_bound"):
         agg[col + "_s"] = groups[col].sum(min_count=1).reindex(agg.index)
     for col in ("nv_unbounded", "nv_removing", "gap_unbounded"):

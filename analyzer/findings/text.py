@@ -141,7 +141,9 @@ def _gap_text(row: Mapping[str, Any]) -> EstimateText:
     if row["n_gap"] < row["rows"]:
         out.evidence.append(f"{int(row['rows'] - row['n_gap'])} of {int(row['rows'])} launch records lack "
                             "achieved or attainable FLOP/s and add no saving")
-    basis = "the roofline gap, duration × (1 − achieved/attainable), an upper bound"
+    basis = ("the roofline gap, duration × (1 − achieved/attainable), an upper bound" if not row.get("bw_only")
+             else "the bandwidth gap, duration − the time its bytes need at the ceilings (max over levels of "
+                  "bytes / bandwidth), an upper bound for the same bytes")
     out.evidence.insert(0, f"estimated saving {fmt_s(float(row['gap_s']))} from {basis}")
     return out
 
@@ -166,8 +168,9 @@ def estimate_text(row: Mapping[str, Any], label: str, frules: pd.DataFrame, resu
         out.evidence += other[:3]
         return out
     return EstimateText(est=None, evidence=[
-        "no attainable FLOP/s (no device ceiling or FLOP counts) and no NVIDIA speedup "
-        "estimate: ranked by share of GPU time only", *other[:3]])
+        "no attainable FLOP/s (no device ceiling or FLOP counts), no complete bandwidth bound (a level that moved "
+        "bytes has no ceiling, or no bytes) and no NVIDIA speedup estimate: ranked by share of GPU time only",
+        *other[:3]])
 
 
 def note_text(row: Mapping[str, Any]) -> list[str]:

@@ -21,6 +21,10 @@ STREAMING_ADVICE = (
     "It streams its data: each byte is used about once, so blocking cannot help and only moving fewer "
     "bytes does: fuse it with its producer or consumer, use a narrower data type where accuracy allows, "
     "or process several inputs per pass (e.g. batch GEMVs into a GEMM) so loaded data is reused.")
+DATA_MOVEMENT_ADVICE = (
+    "It moves data without floating-point work: only fewer bytes (fuse the copy or initialisation into its "
+    "producer or consumer, a narrower data type, no copy at all) or a higher share of the bandwidth "
+    "(coalesced, 128-bit accesses) make it faster.")
 NEAR_MEMORY_ROOF = (
     "It already runs near this roof: only moving fewer {level} bytes per FLOP makes it faster (more reuse "
     "of each byte loaded, e.g. register or shared-memory tiling; fusion; a narrower data type), or less work.")
@@ -37,6 +41,10 @@ def _num(row: Mapping[str, Any], key: str) -> float:
     return v
 
 
+def _true(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v)) and bool(v)
+
+
 def _g(x: float) -> str:
     return f"{x:.3g}"
 
@@ -48,6 +56,10 @@ def motivation(label: str, limiter: str, row: Mapping[str, Any], roof_pct: float
         ai = _num(row, f"intensity_{limiter}")
         if math.isfinite(ai):
             return f"Why: {_LEVEL[limiter]} bandwidth binds{pct}, at {_g(ai)} FLOP/byte of {_LEVEL[limiter]} traffic."
+        util = _num(row, f"bw_util_{limiter}")
+        if _true(row.get("zero_flops")) and math.isfinite(util):
+            return (f"Why: {_LEVEL[limiter]} bandwidth binds at {100 * util:.0f} % of its peak, and the kernel does "
+                    "no floating-point work (0 FLOPs measured).")
     if label == "compute-bound" and limiter in _PIPE:
         ach = _num(row, "achieved_flops_s")
         if math.isfinite(ach):
@@ -72,6 +84,8 @@ def advise(label: str, limiter: str, general: str, row: Mapping[str, Any], roof_
     if not why:
         return general
     near = math.isfinite(roof_pct) and roof_pct >= NEAR_ROOF_PCT
+    if label == "memory-bound" and _true(row.get("zero_flops")):
+        return f"{why} {DATA_MOVEMENT_ADVICE}"
     if label == "memory-bound" and limiter == "dram" and _num(row, "intensity_dram") < STREAMING_FLOP_PER_BYTE:
         return f"{why} {STREAMING_ADVICE}"
     if near and label == "memory-bound":

@@ -49,6 +49,24 @@ class KernelAnalysis:
     ceilings: pd.DataFrame | None = None
 
 
+def _bind_to_label(f: pd.DataFrame, c: pd.DataFrame) -> None:
+    """``binding_level`` agrees with the label (docs/formulas.md#kernel-labels): a memory-bound kernel's
+    limiter level, else the level with the highest utilisation (roofline or SOL breakdown). Where that
+    level has no bandwidth ceiling, the roof of another level would overstate what is attainable, so the
+    attainable FLOP/s and % of roof are unknown (``roof_unknown_level`` names it). In place."""
+    level = c["busiest_level"].astype("object")
+    level = level.where(level.notna(), f["binding_level"].astype("object"))
+    level = level.mask(c["label"] == "memory-bound", c["limiter"])
+    level = level.where(level.isin(list(LEVELS)), None)
+    no_ceiling = pd.Series(False, index=f.index)
+    for lvl in LEVELS:
+        no_ceiling |= (level == lvl) & f[f"bw_{lvl}"].isna()
+    no_ceiling &= f["attainable_flops_s"].notna()  # only where another level's roof was about to be used
+    f["binding_level"] = level.where(level.notna(), f["binding_level"])
+    f["roof_unknown_level"] = level.where(no_ceiling, None)
+    f.loc[no_ceiling, ["attainable_flops_s", "pct_of_roof"]] = np.nan
+
+
 def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | None = None,
                     meta: dict[str, dict[str, Any]] | None = None) -> KernelAnalysis:
     """Analyze every kernel (see the module docstring). ``meta``: parser meta per input path
@@ -70,13 +88,14 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     failed = failed_profiles(f, rules, meta, f["duration_s"])
     c = classify(f)
     c.loc[failed.to_numpy(), ["label", "limiter", "basis"]] = ["unknown", "unknown", "failed"]
+    _bind_to_label(f, c)
     ev = explain(f, c)
     for i in np.flatnonzero(failed.to_numpy(dtype=bool)).tolist():
         ev[i] = ["Profile failed: NCU collected no metrics for this launch (no duration; its rule results are "
                  "errors), so no label, saving or advice is given (lint failed-profile; docs/formulas.md#kernel-labels)"]
     extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
               "memory_util", "bytes_convention", "busiest_pct", "top_unit", "top_unit_word", "top_unit_name",
-              "top_unit_side", "top_unit_level"]
+              "top_unit_side", "top_unit_level", "bw_time_s", "bw_time_complete", "zero_flops"]
     extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in LEVELS]
     refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
         list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices,

@@ -214,7 +214,8 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"label": label, "limiter": limiter, "sol_verdict": verdict, "basis": basis,
                          "memory_side_pct": mem, "compute_side_pct": cmp_, "memory_levels_known": levels_known,
                          "launch_short": launch, "small_grid": small, "tail_effect": tail,
-                         "tail_speedup_pct": tail_speedup(waves), "pipe_name": pipe_name, "pipe_pct": pipe_pct},
+                         "tail_speedup_pct": tail_speedup(waves), "pipe_name": pipe_name, "pipe_pct": pipe_pct,
+                         "busiest_level": u["level"]},
                         index=idx)
 
 

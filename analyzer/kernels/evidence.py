@@ -294,7 +294,12 @@ def _work(e: _Evidence) -> None:
                       _cat(" = ", _num(100.0 * f["compute_util"], "%.1f"), "% of the compute roof ",
                            _si(f["compute_peak"], "FLOP/s"), " (", src_word, ")"),
                       "; compute roof unknown")
-    add(tot.notna() & f["duration_s"].notna(), _cat(head, roof_txt))
+    zero = _flag(f, "zero_flops").to_numpy()
+    add(tot.notna() & f["duration_s"].notna() & ~zero, _cat(head, roof_txt))
+    fp16_gap = _where(_flag(f, "fp16_uncollected").to_numpy(), "; FP16 not collected", "")
+    add(zero, _cat("0 FLOPs measured (the FP64 and FP32 instruction counters are present and zero", fp16_gap,
+                   "): an integer or data-movement kernel, so the FLOP roofline does not apply; its bytes bound it "
+                   "(docs/formulas.md#work-bytes)"))
     if "tensor_source" in f.columns:
         shaped = f["tensor_source"].astype("string").str.contains("kernel name", na=False).to_numpy()
         add(shaped, _cat("Tensor FLOPs = ", _obj(f["tensor_source"]), ": no sm__ops_path_tensor_* in the export"))
@@ -348,6 +353,18 @@ def _binding(e: _Evidence) -> None:
     att = _cat("Binding level ", _obj(bind), ": attainable ", _si(f["attainable_flops_s"], "FLOP/s"),
                _where(fin("pct_of_roof"), _cat("; achieved ", _num(f["pct_of_roof"], "%.0f"), "% of it"), ""))
     add(bind.notna() & f["attainable_flops_s"].notna(), att)
+    bw_t = f["bw_time_s"] if "bw_time_s" in f.columns else pd.Series(np.nan, index=f.index)
+    complete = _flag(f, "bw_time_complete").to_numpy()
+    add(f["attainable_flops_s"].isna().to_numpy() & np.isfinite(_floats(bw_t)) & np.isfinite(_floats(f["duration_s"])),
+        _cat("Bytes at the bandwidth ceilings need at least ", _si(bw_t, "s"), " (max over levels of bytes / bandwidth) = ",
+             _num(100.0 * bw_t / f["duration_s"], "%.1f"), "% of the ", _si(f["duration_s"], "s"), " run",
+             _where(complete, "", "; a level whose bytes or ceiling are unknown could need more"),
+             " (docs/formulas.md#work-bytes)"))
+    if "roof_unknown_level" in f.columns:
+        add(f["roof_unknown_level"].notna(),
+            _cat("Binding level ", _obj(bind), ": it has no bandwidth ceiling (neither the export nor the device "
+                 "table gives one), so the attainable FLOP/s and the roofline gap are unknown; another level's roof "
+                 "would overstate them (docs/formulas.md#kernel-labels)"))
     units = _joined([(fin(f"unit_{lvl}"), _cat(f"{LEVEL_NAMES[lvl]} ", _num(f[f"unit_{lvl}"], "%.1f"), "%"))
                      for lvl in LEVELS], n)
     add(pc.not_equal(units, "").to_numpy(zero_copy_only=False), _cat("Memory units (SOL breakdown): ", units))

@@ -38,6 +38,11 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     # absent is not zero (docs/formulas.md#kernel-labels): zero counted FLOPs beside a class whose
     # counters are missing is unknown work, not 0 FLOP
     unknown_work = flops[["fp64", "fp32", "fp16"]].isna().any(axis=1) & ~(flops.fillna(0.0) > 0).any(axis=1)
+    # FP32 and FP64 counters present (NCU's SpeedOfLight_RooflineChart) and every collected FP counter at
+    # zero: 0 FLOPs measured, an integer or data-movement kernel (docs/formulas.md#work-bytes)
+    zero_fp = flops["fp32"].notna() & flops["fp64"].notna() & ~(flops.fillna(0.0) > 0).any(axis=1) & \
+        ~(t_flops.fillna(0.0) > 0)
+    unknown_work &= ~zero_fp
     # tensor work the export does not count: the FLOPs counted (an FP32 epilogue) are not the kernel's
     # work, so its compute side is unknown and it is not placed (docs/formulas.md#work-bytes)
     tensor_unc = _tensor_uncounted(df, dur, cc, t_flops)
@@ -50,7 +55,7 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
     if launch["sm_count"].isna().any() and option is not None and option.sm_count:
         launch["sm_count"] = launch["sm_count"].fillna(float(option.sm_count))
     roof = roofline(flops_in, bytes_in, dur_in, ceil.values).table
-    roof.loc[rate_only, "flops"] = np.nan  # rates only: the totals are not known
+    roof.loc[rate_only, ["flops", "bw_time_s"]] = np.nan  # rates only: the totals are not known
     sol_c, sol_m, sol_src = sol.sol(df)
 
     # the columns are gathered in dicts and framed once: one DataFrame.__setitem__ per column cost
@@ -91,6 +96,8 @@ def facts_for(kernels: pd.DataFrame, device: str | None = None, meta: dict[str, 
         cols[f"rate_{lvl}"] = (bytes_in[lvl] / dur_in).where(rate_only)
     more = _units_and_lint_inputs(df, dur, cc, sol_src, b_src["dram"])
     more["tensor_uncounted"] = tensor_unc
+    more["zero_flops"] = zero_fp & ~tensor_unc
+    more["fp16_uncollected"] = zero_fp & flops["fp16"].isna()
     more["fp_flops_counted"] = counted_fp.where(tensor_unc)
     f = pd.concat([pd.DataFrame(cols, index=idx), roof, pd.DataFrame(more, index=idx)], axis=1)
     f.attrs["device_lint"] = ceil.lint

@@ -311,7 +311,8 @@ def family_table(results: pd.DataFrame) -> pd.DataFrame:
         for lvl in _LEVELS:
             out[f"bytes_{lvl}"] = g[f"bytes_{lvl}"].sum(min_count=1)
             fl, by = g[f"fl_{lvl}"].sum(min_count=1), g[f"by_{lvl}"].sum(min_count=1)
-            out[f"intensity_{lvl}"] = (fl / by).where(by > 0)
+            # 0 FLOPs measured: no intensity (no place on the FLOP roofline, docs/formulas.md#work-bytes)
+            out[f"intensity_{lvl}"] = (fl / by).where((by > 0) & (fl > 0))
     total = float(np.nansum(frame["time"]))
     out["time_share"] = out["time_s"].fillna(0.0) / total if total > 0 else 0.0
     positions = g.indices

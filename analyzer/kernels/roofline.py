@@ -30,7 +30,8 @@ class Roofline:
     table: pd.DataFrame
     """Columns: flops, achieved_flops_s, compute_peak, compute_util, util_<class>, dominant_class,
     intensity_<lvl>, bw_util_<lvl>, ridge_<lvl>, attainable_<lvl>, attainable_flops_s,
-    binding_level, memory_util, pct_of_roof."""
+    bw_time_s (the time the bytes need at the ceilings), bw_time_complete, binding_level, memory_util,
+    pct_of_roof."""
 
 
 def _argmax_label(frame: pd.DataFrame, labels: tuple[str, ...]) -> pd.Series:
@@ -88,6 +89,17 @@ def compute(flops: pd.DataFrame, bytes_: pd.DataFrame, dur: pd.Series, ceilings:
         t[f"ridge_{lvl}"] = peak / bw
         t[f"attainable_{lvl}"] = attain[lvl] = np.minimum(peak, ai * bw)
     t["attainable_flops_s"] = attain.min(axis=1, skipna=True).where(attain.notna().any(axis=1))
+    # 0 FLOPs measured: no place on the FLOP roofline (intensity 0, attainable 0 say nothing); the bytes bound it
+    zero = total.eq(0)
+    for col in ["attainable_flops_s", *(f"{p}_{lvl}" for p in ("intensity", "ridge", "attainable") for lvl in LEVELS)]:
+        t[col] = t[col].mask(zero)
+    # the time the bytes need at the ceilings, max over levels (docs/formulas.md#work-bytes); complete
+    # when every level that moved bytes has a ceiling (else an unmeasured level could need more)
+    need = pd.DataFrame({lvl: (bytes_[lvl] / ceilings[f"bw_{lvl}"].where(ceilings[f"bw_{lvl}"] > 0)) for lvl in LEVELS})
+    b = bytes_[list(LEVELS)]
+    t["bw_time_s"] = need.max(axis=1, skipna=True).where(need.notna().any(axis=1))
+    # every level's bytes known, and each that moved bytes with a ceiling
+    t["bw_time_complete"] = (b.notna() & (need.notna() | b.eq(0))).all(axis=1) & (b.fillna(0.0) > 0).any(axis=1)
     t["binding_level"] = _argmax_label(bw_utils, LEVELS)
     t["memory_util"] = bw_utils.max(axis=1, skipna=True).where(bw_utils.notna().any(axis=1))
     t["pct_of_roof"] = 100.0 * t["achieved_flops_s"] / t["attainable_flops_s"].where(t["attainable_flops_s"] > 0)

@@ -39,6 +39,13 @@ L2_NERSC_RECIPES = (
     Recipe(("lts__t_bytes.sum",)),
     Recipe(("lts__t_bytes.sum.per_second",), rate=True),
 )
+# L2 from the tag-stage sectors where neither lts2xbar nor lts__t_bytes is exported (ncu --set full
+# reports of some versions): lts__t_bytes is lts__t_sectors x 32 B by NCU's own definition
+L2_SECTOR_RECIPES = (
+    Recipe(("lts__t_sectors.sum",), L2_BYTES_PER_CYCLE, label="lts__t_sectors.sum x 32 B (NCU's lts__t_bytes)"),
+    Recipe(("lts__t_sectors.sum.per_second",), L2_BYTES_PER_CYCLE, rate=True,
+           label="lts__t_sectors.sum.per_second x 32 B x duration (NCU's lts__t_bytes)"),
+)
 L1_NERSC_RECIPES = (
     Recipe(("l1tex__t_bytes.sum",)),
     Recipe(("l1tex__t_bytes.sum.per_second",), rate=True),
@@ -107,13 +114,20 @@ def bytes_by_level(df: pd.DataFrame, dur: pd.Series, cc: pd.Series
         out[lvl] = v.mask(use_tb, vn)
         src[lvl] = s.mask(use_tb, sn)
         conv[lvl] = none_series(df).mask(~use_tb & v.notna(), "ncu").mask(use_tb & vn.notna(), tb_word)
+    # no L2 counter of either convention: the tag-stage sectors (convention "sectors", stated as such)
+    l2s_v, l2s_s = resolve(df, L2_SECTOR_RECIPES, dur)
+    take = out["l2"].isna() & l2s_v.notna()
+    out["l2"], src["l2"] = out["l2"].mask(take, l2s_v), src["l2"].mask(take, l2s_s)
+    conv["l2"] = conv["l2"].mask(take, "sectors")
     return out[list(LEVELS)], src[list(LEVELS)], conv[list(LEVELS)]
 
 
 def bytes_convention(conv: pd.DataFrame) -> pd.Series:
     """One word per kernel for the L1/L2 byte convention: ncu, t_bytes, nersc (never mixed since
-    :func:`bytes_by_level` picks one per kernel; ``mixed`` only for a hand-built table), or None."""
-    l1, l2 = conv["l1"], conv["l2"]
+    :func:`bytes_by_level` picks one per kernel; ``mixed`` only for a hand-built table), or None. L2 bytes
+    from ``lts__t_sectors`` (convention ``sectors``, where no L2 counter of either convention exists) do
+    not change the word: the evidence states them."""
+    l1, l2 = conv["l1"], conv["l2"].mask(conv["l2"] == "sectors")  # the L2 fallback, stated on its own
     both = l1.notna() & l2.notna()
     out = l2.fillna(l1)
     return out.mask(both & (l1 != l2), "mixed")
