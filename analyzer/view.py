@@ -28,6 +28,7 @@ import pandas as pd
 
 from rooftop.analyzer.document import jsonable
 from rooftop.analyzer.kernels.families import family_table
+from rooftop.analyzer.metrics.columns import column
 
 MAX_LABELLED = 5
 LEVELS = ("dram", "l2", "l1")
@@ -46,9 +47,9 @@ COLLECT = ("collect FLOP and byte counters, e.g. `ncu --set full` or `ncu --sect
 
 
 def _col(frame: pd.DataFrame | None, name: str, n: int) -> np.ndarray:
-    if frame is None or name not in frame.columns:
+    if frame is None:
         return np.full(n, np.nan)
-    return np.asarray(pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float), dtype=float)
+    return np.asarray(column(frame, name).to_numpy(dtype=float), dtype=float)
 
 
 def _text(frame: pd.DataFrame | None, name: str, n: int) -> list[str | None]:

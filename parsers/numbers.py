@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 # Values an export uses to say "no value": counted as missing, never as rejected.
@@ -64,3 +65,15 @@ def parse_series(values: pd.Series, decimal_comma: bool = False) -> tuple[pd.Ser
     nums = pd.to_numeric(s.where(~missing), errors="coerce").astype("float64")
     bad = nums.isna() & ~missing
     return nums, bad.fillna(False).astype(bool)
+
+
+INT_NULL = -(2**63)  # the missing-value marker of int64 columns while a parser builds them
+
+
+def int_column(values: np.ndarray, dtype: str) -> np.ndarray | pd.arrays.IntegerArray:
+    """An int64 column built with :data:`INT_NULL` for missing values, as the table's ``dtype``:
+    ``"int64"`` (never missing) a writable copy, ``"Int64"`` with those values null."""
+    if dtype == "int64":
+        return values.copy()
+    mask = values == INT_NULL
+    return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from rooftop.errors import InputError
 from rooftop.parsers.model import EVENT_COLUMNS
+from rooftop.parsers.numbers import INT_NULL, int_column
 from rooftop.parsers.source import Source
 
 NSYS_SQLITE = "nsys-sqlite"
@@ -110,7 +111,6 @@ def read_error(path: str, exc: BaseException, what: str) -> InputError:
                       "re-copy or re-export the file; it must be complete")
 
 
-NULL = -(2**63)  # the missing-value marker in the integer columns while building
 
 
 class EventBuilder:
@@ -143,11 +143,11 @@ class EventBuilder:
         ints, codes, code = self.ints, self.codes, self._code
         ints["start_ns"].append(start)
         ints["end_ns"].append(end)
-        ints["stream"].append(NULL if stream is None else stream)
-        ints["pid"].append(NULL if pid is None else pid)
-        ints["tid"].append(NULL if tid is None else tid)
-        ints["correlation"].append(NULL if correlation is None else correlation)
-        ints["bytes"].append(NULL if nbytes is None else nbytes)
+        ints["stream"].append(INT_NULL if stream is None else stream)
+        ints["pid"].append(INT_NULL if pid is None else pid)
+        ints["tid"].append(INT_NULL if tid is None else tid)
+        ints["correlation"].append(INT_NULL if correlation is None else correlation)
+        ints["bytes"].append(INT_NULL if nbytes is None else nbytes)
         codes["device"].append(code("device", device))
         codes["kind"].append(code("kind", kind))
         codes["name"].append(code("name", name))
@@ -160,11 +160,11 @@ class EventBuilder:
         ints, codes = self.ints, self.codes
         ints["start_ns"].append(start)
         ints["end_ns"].append(end)
-        ints["stream"].append(NULL)
-        ints["pid"].append(NULL if pid is None else pid)
-        ints["tid"].append(NULL if tid is None else tid)
-        ints["correlation"].append(NULL if correlation is None else correlation)
-        ints["bytes"].append(NULL)
+        ints["stream"].append(INT_NULL)
+        ints["pid"].append(INT_NULL if pid is None else pid)
+        ints["tid"].append(INT_NULL if tid is None else tid)
+        ints["correlation"].append(INT_NULL if correlation is None else correlation)
+        ints["bytes"].append(INT_NULL)
         codes["device"].append(0)  # code 0 is None in every column
         codes["kind"].append(self._code("kind", kind))
         codes["name"].append(self._code("name", name))
@@ -180,11 +180,7 @@ class EventBuilder:
             data[col] = pd.array(cats[codes], dtype="string")
         for col in self.INT_COLS:
             vals = np.frombuffer(self.ints[col], dtype=np.int64) if n else np.zeros(0, np.int64)
-            if EVENT_COLUMNS[col] == "int64":
-                data[col] = vals.copy()
-            else:
-                mask = vals == NULL
-                data[col] = pd.arrays.IntegerArray(np.where(mask, 0, vals), mask)
+            data[col] = int_column(vals, EVENT_COLUMNS[col])
         return pd.DataFrame(data)[list(EVENT_COLUMNS)]
 
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.parsers.numbers import looks_decimal_comma, parse_number, parse_series
+from rooftop.analyzer.metrics.columns import column
+from rooftop.parsers.numbers import (
+    INT_NULL,
+    int_column,
+    looks_decimal_comma,
+    parse_number,
+    parse_series,
+)
 from rooftop.parsers.units import base_unit, si_factor
 
 
@@ -110,3 +118,19 @@ def test_parse_series_decimal_comma() -> None:
     nums, bad = parse_series(pd.Series(["1.234,5", "0,5"]), decimal_comma=True)
     assert nums.tolist() == [1234.5, 0.5]
     assert not bad.any()
+
+
+def test_int_column_marks_the_null_sentinel_missing_only_where_the_dtype_allows() -> None:
+    raw = np.array([3, INT_NULL, 0, -5], dtype=np.int64)
+    nullable = int_column(raw, "Int64")
+    assert str(nullable.dtype) == "Int64" and nullable.isna().tolist() == [False, True, False, False]
+    assert nullable.fillna(7).tolist() == [3, 7, 0, -5]
+    plain = int_column(raw[[0, 2]], "int64")
+    assert plain.dtype == np.int64 and plain.tolist() == [3, 0] and plain.flags.writeable
+
+
+def test_float_column_is_nan_where_absent_or_not_a_number() -> None:
+    df = pd.DataFrame({"a": ["1.5", "x", None], "b": pd.array([1, None, 3], dtype="Int64")})
+    assert np.allclose(column(df, "a"), [1.5, np.nan, np.nan], equal_nan=True)
+    assert column(df, "b").dtype == "float64" and np.isnan(column(df, "b")[1])
+    assert column(df, "missing").isna().all() and len(column(df, "missing")) == 3

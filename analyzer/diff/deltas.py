@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.diff.match import LEVELS, NOTABLE, NUMERIC, SIDES, _str_col
+from rooftop.analyzer.metrics.columns import column
 
 
 def rel_change(cand: pd.Series, base: pd.Series) -> pd.Series:
@@ -44,9 +45,7 @@ def pct(x: float) -> str:
 
 
 def _col(frame: pd.DataFrame, col: str) -> np.ndarray:
-    if col not in frame.columns:
-        return np.full(len(frame), np.nan)
-    return np.asarray(pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan), dtype=float)
+    return np.asarray(column(frame, col).to_numpy(dtype=float), dtype=float)
 
 
 def explain(frame: pd.DataFrame) -> list[str]:

@@ -29,6 +29,7 @@ from rooftop.analyzer.findings.bounds import (
     rule_bound,
     rule_fix,
 )
+from rooftop.analyzer.metrics.columns import column
 
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
@@ -91,9 +92,7 @@ class LaunchEstimates:
 
 
 def _column(results: pd.DataFrame, col: str) -> Floats:
-    if col not in results:
-        return np.full(len(results), np.nan)
-    return np.asarray(pd.to_numeric(results[col], errors="coerce").to_numpy(dtype=float), dtype=np.float64)
+    return np.asarray(column(results, col).to_numpy(dtype=float), dtype=np.float64)
 
 
 def _objects(results: pd.DataFrame, col: str) -> list[Any]:

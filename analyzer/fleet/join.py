@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.metrics.columns import column
 from rooftop.errors import InputError
 
 ABS_TOL = 0.05
@@ -91,11 +92,6 @@ def _ceilings(results: pd.DataFrame, ceilings: Mapping[str, float] | Any | None)
     return out
 
 
-def _num(df: pd.DataFrame, col: str) -> pd.Series:
-    if col not in df.columns:
-        return pd.Series(np.nan, index=df.index, dtype="float64")
-    return pd.to_numeric(df[col], errors="coerce").astype("float64")
-
 
 def predict_signature(results: pd.DataFrame,
                       ceilings: Mapping[str, float] | Any | None = None) -> dict[str, Any]:
@@ -105,9 +101,9 @@ def predict_signature(results: pd.DataFrame,
     of kernel time with a value}, "mix": {label: time share}, "assumptions": [str]}``.
     """
     c = _ceilings(results, ceilings)
-    dur = _num(results, "duration_s")
+    dur = column(results, "duration_s")
     if "invocations" in results.columns:
-        dur = dur * _num(results, "invocations").fillna(1.0)
+        dur = dur * column(results, "invocations").fillna(1.0)
     ok = dur.notna() & (dur > 0)
     r, d = results[ok], dur[ok]
     total = float(d.sum())
@@ -115,13 +111,13 @@ def predict_signature(results: pd.DataFrame,
     per: dict[str, pd.Series] = {}
     for metric, (col, key) in PIPE_METRICS.items():
         if c.get(key):
-            per[metric] = (_num(r, col) / d / c[key]).clip(0.0, 1.0)
+            per[metric] = (column(r, col) / d / c[key]).clip(0.0, 1.0)
     if c.get("dram"):
-        per["dram_active"] = (_num(r, "bytes_dram") / d / c["dram"]).clip(0.0, 1.0)
+        per["dram_active"] = (column(r, "bytes_dram") / d / c["dram"]).clip(0.0, 1.0)
     else:
-        per["dram_active"] = (_num(r, "sol_memory_pct") / 100.0).clip(0.0, 1.0)
+        per["dram_active"] = (column(r, "sol_memory_pct") / 100.0).clip(0.0, 1.0)
         assumptions.append("no DRAM peak: dram_active from SOL memory % (an upper bound)")
-    grid = _num(r, "grid")
+    grid = column(r, "grid")
     if c.get("sm_count"):
         per["sm_active"] = (grid / c["sm_count"]).clip(upper=1.0).fillna(1.0)
         if grid.isna().any():
@@ -152,7 +148,7 @@ def compare_signature(predicted: dict[str, Any], windows_df: pd.DataFrame) -> li
     by the observed busy fraction), ``observed``, ``ratio``, ``verdict`` (``agrees``/``lower``/
     ``higher``/``unmeasured``), ``meaning``. The first row is ``gr_active`` (time in kernels).
     """
-    obs = {m: _num(windows_df, m).mean() for m in ("gr_active", *COMPARED)}
+    obs = {m: column(windows_df, m).mean() for m in ("gr_active", *COMPARED)}
     busy_obs = obs["gr_active"]
     rows: list[dict[str, Any]] = []
     if np.isfinite(busy_obs):

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.metrics.columns import column
 from rooftop.analyzer.windows.findings import hours_text, severity_by_hours
 
 GROUPABLE = ("host", "model", "gpu", "namespace", "pod", "container", "job")
@@ -89,8 +90,7 @@ def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.Data
     agg.update({f"hours_{label}": "sum" for label in LABELS})
     present = [m for m in METRICS if m in w.columns]
     for m in [*present, "est_flops_s", "est_dram_bytes_s"]:
-        v = (pd.to_numeric(w[m], errors="coerce").astype("float64") if m in w.columns
-             else pd.Series(np.nan, index=w.index))
+        v = column(w, m)
         new[f"_{m}_sum"] = v.fillna(0.0)
         new[f"_{m}_n"] = v.notna().astype("int64")
         agg[f"_{m}_sum"] = "sum"

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.metrics.columns import column
+
 ANON = "(anonymous)"
 _ANON_FORMS = re.compile(
     r"\(anonymous namespace\)|\{anonymous\}|<unnamed>|`anonymous namespace'|(?<![\w<])unnamed>(?=::)")
@@ -271,16 +273,11 @@ FAMILY_COLUMNS = (
 _LEVELS = ("l1", "l2", "dram")
 
 
-def _num(results: pd.DataFrame, col: str) -> pd.Series:
-    if col not in results.columns:
-        return pd.Series(np.nan, index=results.index, dtype="float64")
-    return pd.to_numeric(results[col], errors="coerce").astype("float64")
-
 
 def launch_weights(results: pd.DataFrame) -> pd.Series:
     """Launches each row stands for: ``invocations`` (``--print-summary per-kernel`` rows stand for
     N launches, their metrics are per-launch averages), 1 where absent. docs/formulas.md#families."""
-    w = _num(results, "invocations")
+    w = column(results, "invocations")
     return w.where(w > 0, 1.0).fillna(1.0)
 
 
@@ -337,9 +334,9 @@ def _weighted_rows(results: pd.DataFrame, fam: pd.Series) -> pd.DataFrame:
     (a ratio's numerator and denominator only where both are known)."""
     n = len(results)
     w = launch_weights(results).to_numpy()
-    dur = _num(results, "duration_s").to_numpy()
-    flops = _num(results, "flops").to_numpy()
-    att = _num(results, "attainable_flops_s").to_numpy()
+    dur = column(results, "duration_s").to_numpy()
+    flops = column(results, "flops").to_numpy()
+    att = column(results, "attainable_flops_s").to_numpy()
     cols: dict[str, Any] = {"family": fam.to_numpy(dtype=object), "pos": np.arange(n), "w": w,
                             "time": dur * w, "flops": flops * w}
     ok_t = np.isfinite(dur) & np.isfinite(flops)
@@ -349,7 +346,7 @@ def _weighted_rows(results: pd.DataFrame, fam: pd.Series) -> pd.DataFrame:
     cols["att_t"] = np.where(ok_a, att * dur * w, np.nan)
     cols["time_a"] = np.where(ok_a, dur * w, np.nan)
     for lvl in _LEVELS:
-        b = _num(results, f"bytes_{lvl}").to_numpy()
+        b = column(results, f"bytes_{lvl}").to_numpy()
         ok = np.isfinite(b) & np.isfinite(flops)
         cols[f"bytes_{lvl}"] = b * w
         cols[f"fl_{lvl}"] = np.where(ok, flops * w, np.nan)

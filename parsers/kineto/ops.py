@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.parsers.model import OP_COLUMNS
-from rooftop.parsers.trace_io import NULL
+from rooftop.parsers.numbers import INT_NULL, int_column
 
 ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 ARG_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs", "collective")
@@ -73,9 +73,9 @@ class OpBuilder:
         ints = self.ints
         ints["start_ns"].append(start)
         ints["end_ns"].append(end)
-        ints["pid"].append(NULL if pid is None else pid)
-        ints["tid"].append(NULL if tid is None else tid)
-        ints["external_id"].append(NULL if ext is None else ext)
+        ints["pid"].append(INT_NULL if pid is None else pid)
+        ints["tid"].append(INT_NULL if tid is None else tid)
+        ints["external_id"].append(INT_NULL if ext is None else ext)
         self.sig.append(code)
 
     def frame(self) -> pd.DataFrame:
@@ -87,9 +87,5 @@ class OpBuilder:
             data[col] = pd.array(vals[idx], dtype="string")
         for col, vals_arr in self.ints.items():
             vals = np.frombuffer(vals_arr, dtype=np.int64) if n else np.zeros(0, np.int64)
-            if OP_COLUMNS[col] == "int64":
-                data[col] = vals.copy()
-            else:
-                mask = vals == NULL
-                data[col] = pd.arrays.IntegerArray(np.where(mask, 0, vals), mask)
+            data[col] = int_column(vals, OP_COLUMNS[col])
         return pd.DataFrame(data)[list(OP_COLUMNS)]

@@ -25,19 +25,16 @@ from rooftop.parsers.nsys.sqlite import (
     parse_with,
     rejected_rows,
 )
+from rooftop.parsers.numbers import INT_NULL, int_column
 from rooftop.parsers.source import ParseOptions, Source
-
-_NULL = -(2**63)  # the missing-value marker of the integer columns while reading
-
-
 
 
 def _fetch_list(q: Query) -> list[tuple[str, str]]:
     """(key, SQL) of what the columnar reader fetches: each column once, integers never null."""
-    out = [(c, e if c in TEXT_COLUMNS else f"IFNULL({e}, {_NULL})") for c, e in q.exprs.items() if e != "NULL"]
+    out = [(c, e if c in TEXT_COLUMNS else f"IFNULL({e}, {INT_NULL})") for c, e in q.exprs.items() if e != "NULL"]
     if q.gid != "NULL":
-        out.append(("gid", f"IFNULL({q.gid}, {_NULL})"))
-    out += [(f"{col}.{i}", f"IFNULL({e}, {_NULL})") for col, xyz in q.shapes.items() for i, e in enumerate(xyz)]
+        out.append(("gid", f"IFNULL({q.gid}, {INT_NULL})"))
+    out += [(f"{col}.{i}", f"IFNULL({e}, {INT_NULL})") for col, xyz in q.shapes.items() for i, e in enumerate(xyz)]
     return out
 
 
@@ -51,7 +48,7 @@ def read_columns(db: Db, qs: list[Query]) -> tuple[pd.DataFrame, list[Rejected],
         sql = f"SELECT {', '.join(e for _, e in fetch)} {q.source}"
         keys = [k for k, _ in fetch]
         raw = _fetch_arrow(db, sql, keys) or _fetch_rows(db, q.table, sql, keys)
-        bad = (raw["start_ns"] == _NULL) | (raw["end_ns"] == _NULL)
+        bad = (raw["start_ns"] == INT_NULL) | (raw["end_ns"] == INT_NULL)
         by_table[q.table] = int(bad.sum())
         rejected += rejected_rows(db.path, q.table, bad)
         if bad.any():
@@ -109,10 +106,10 @@ def _derived(q: Query, raw: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in raw.items() if k != "gid" and "." not in k}
     if "gid" in raw:
         g = raw["gid"]
-        missing = g == _NULL
-        out["pid"] = np.where(missing, _NULL, (g >> 24) & 16777215)
+        missing = g == INT_NULL
+        out["pid"] = np.where(missing, INT_NULL, (g >> 24) & 16777215)
         if q.has_tid:
-            out["tid"] = np.where(missing, _NULL, g & 16777215)
+            out["tid"] = np.where(missing, INT_NULL, g & 16777215)
     for col in q.shapes:
         out[col] = _shape_text(raw[f"{col}.0"], raw[f"{col}.1"], raw[f"{col}.2"])
     return out
@@ -120,7 +117,7 @@ def _derived(q: Query, raw: dict[str, Any]) -> dict[str, Any]:
 
 def _shape_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pa.Array:
     """``"(x, y, z)"`` per row, formatted once per distinct shape; null when a part is null."""
-    missing = (x == _NULL) | (y == _NULL) | (z == _NULL)
+    missing = (x == INT_NULL) | (y == INT_NULL) | (z == INT_NULL)
     key = np.zeros(len(x), dtype=np.int64)
     for col in (x, y, z):  # mixed-radix code of the three per-column codes (< rows**3 distinct)
         vals, code = np.unique(col, return_inverse=True)
@@ -164,7 +161,7 @@ def _constant_text(value: str | None, n: int) -> pa.Array:
 
 def _device_text(dev: np.ndarray) -> pa.Array:
     """Integer device ids as their decimal text (the missing marker as null)."""
-    missing = dev == _NULL
+    missing = dev == INT_NULL
     uniq, inv = np.unique(np.where(missing, 0, dev), return_inverse=True)
     idx = pa.array(inv.astype(np.int32), mask=missing)
     return pa.DictionaryArray.from_arrays(idx, pa.array([str(int(u)) for u in uniq], type=pa.large_string())
@@ -181,7 +178,7 @@ def events_frame(path: str, parts: list[_Part]) -> pd.DataFrame:
     if not parts:
         return empty_events().assign(input=pd.array([], dtype="string"))
     n = sum(p[1] for p in parts)
-    ints = {c: np.concatenate([p[2].get(c, np.full(p[1], _NULL, dtype=np.int64)) for p in parts])
+    ints = {c: np.concatenate([p[2].get(c, np.full(p[1], INT_NULL, dtype=np.int64)) for p in parts])
             for c in SQL_COLUMNS if c not in TEXT_COLUMNS}
     text = {c: pa.concat_arrays([p[2].get(c, _constant_text(None, p[1])) for p in parts]) for c in TEXT_COLUMNS}
     text["kind"] = pa.concat_arrays([_constant_text(p[0], p[1]) for p in parts])
@@ -191,11 +188,8 @@ def events_frame(path: str, parts: list[_Part]) -> pd.DataFrame:
     for col, dtype in EVENT_COLUMNS.items():
         if col in text:
             data[col] = pd.arrays.ArrowStringArray(text[col])
-        elif dtype == "int64":
-            data[col] = ints[col]
         else:
-            mask = ints[col] == _NULL
-            data[col] = pd.arrays.IntegerArray(np.where(mask, 0, ints[col]), mask)
+            data[col] = int_column(ints[col], dtype)
     return pd.DataFrame(data)
 
 
