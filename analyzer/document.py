@@ -1,8 +1,11 @@
-"""The analysis document: the contract's JSON (``schema_version: 1``) as a plain dict.
+"""The analysis document: the contract's JSON (``schema_version: 1``) as a plain dict of the type
+:class:`rooftop.analyzer.schema.Document`.
 
 Reports render this dict and nothing else, so everything a report shows is here.
 Kernel results arrive as a flat DataFrame (columns listed in ``KERNEL_FIELDS``) and are nested
-into the contract's shape here, in one place.
+into the contract's shape here, in one place. :func:`build_document` is where the analyzer's
+loosely typed parts become a ``Document``: mypy checks every use after it, and
+``validate_document`` (run at the reports boundary and in the tests) checks the values.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ import gc
 import hashlib
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import chain, repeat
 from operator import is_not
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from rooftop._version import __version__
+from rooftop.analyzer.schema import Document, Kernel, Kind
 
 SCHEMA_VERSION = 1
 
@@ -148,14 +152,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
+def kernel_records(results: pd.DataFrame) -> list[Kernel]:
     """Nest flat kernel result columns into contract kernel objects (extra columns go in ``extra``;
     those in :data:`SPARSE_EXTRAS` only where not null).
 
     Column-wise: each column is converted to plain JSON values once, then zipped into records.
     """
     with gc_paused():
-        return _kernel_records(results)
+        return cast("list[Kernel]", _kernel_records(results))
 
 
 def _kernel_records(results: pd.DataFrame) -> list[dict[str, Any]]:
@@ -241,18 +245,19 @@ def created_now() -> str:
 
 def build_document(
     *,
-    kind: str,
-    inputs: list[dict[str, Any]],
-    rejected: list[dict[str, Any]],
-    devices: list[dict[str, Any]],
+    kind: Kind,
+    inputs: Sequence[Mapping[str, Any]],
+    rejected: Sequence[Mapping[str, Any]],
+    devices: Sequence[Mapping[str, Any]],
     kernels: pd.DataFrame | None = None,
-    findings: list[dict[str, Any]] | None = None,
-    windows: list[dict[str, Any]] | None = None,
-    lint: list[dict[str, Any]] | None = None,
+    findings: Sequence[Mapping[str, Any]] | None = None,
+    windows: Sequence[Mapping[str, Any]] | None = None,
+    lint: Sequence[Mapping[str, Any]] | None = None,
     command: str = "",
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Assemble the contract document. ``kind`` is ``analyze``, ``fleet`` or ``diff``."""
+    extra: Mapping[str, Any] | None = None,
+) -> Document:
+    """Assemble the contract document. ``kind`` is ``analyze``, ``fleet`` or ``diff``; ``extra`` holds
+    the optional keys of :class:`Document` the command writes."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "rooftop", "version": __version__},
@@ -272,7 +277,7 @@ def build_document(
     }
     if extra:
         doc.update(extra)
-    out: dict[str, Any] = jsonable(doc)
+    out: Document = jsonable(doc)  # the parts as plain JSON values, of the types Document declares
     if kernels is not None and len(kernels) and not (extra and "kernels" in extra):
         out["kernels"] = kernel_records(kernels)  # already plain: not walked again
     return out

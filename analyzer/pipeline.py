@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop.analyzer.document import build_document
+from rooftop.analyzer.schema import Document
 from rooftop.errors import InputError
 from rooftop.parsers import expand_inputs, parse_path
 from rooftop.parsers.model import (
@@ -147,7 +148,7 @@ def analyze_inputs(inputs: list[str], device: str | None = None, *, options: Par
 
 def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
                  top: int = 10, window_s: float | None = None, progress: ProgressArg = None,
-                 command: str = "") -> dict[str, Any]:
+                 command: str = "") -> Document:
     """The whole ``analyze`` job; returns the contract document.
 
     With both kernels and DCGM windows, ``kernel_join`` compares the DCGM signature the kernel mix

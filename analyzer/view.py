@@ -20,8 +20,8 @@ Rules (docs/formulas.md#report-view):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -29,19 +29,50 @@ import pandas as pd
 from rooftop.analyzer.document import jsonable
 from rooftop.analyzer.kernels.families import family_table
 from rooftop.analyzer.metrics.columns import column
+from rooftop.analyzer.schema import (
+    BANDWIDTH_CEILINGS,
+    CEILING_UNITS,
+    COMPUTE_CEILINGS,
+    MEMORY_LEVELS,
+    CeilingKey,
+    FamilyRow,
+    MemoryLevel,
+    RooflineCeiling,
+    RooflineView,
+    WindowPanel,
+    ceiling_kind,
+)
 
 MAX_LABELLED = 5
-LEVELS = ("dram", "l2", "l1")
-# ceiling key -> (kind, display name, precision or level)
-CEILING_KEYS: dict[str, tuple[str, str, str]] = {
-    "fp64": ("compute", "FP64", "fp64"),
-    "fp32": ("compute", "FP32", "fp32"),
-    "fp16": ("compute", "FP16", "fp16"),
-    "tensor": ("compute", "Tensor FP16/BF16", "tensor"),
-    "dram": ("bandwidth", "DRAM", "dram"),
-    "l2": ("bandwidth", "L2", "l2"),
-    "l1": ("bandwidth", "L1", "l1"),
+LEVELS = BANDWIDTH_CEILINGS  # the memory levels, outermost first: dram, l2, l1
+# the ceilings a panel draws, with their display names (their kind and unit: analyzer/schema/vocab.py)
+CEILING_KEYS: dict[CeilingKey, str] = {
+    "fp64": "FP64",
+    "fp32": "FP32",
+    "fp16": "FP16",
+    "tensor": "Tensor FP16/BF16",
+    "dram": "DRAM",
+    "l2": "L2",
+    "l1": "L1",
 }
+
+
+class KernelView(TypedDict):
+    """The document keys :func:`kernel_view` decides."""
+
+    roofline: RooflineView
+    families: list[FamilyRow]
+
+
+def _ceiling(key: CeilingKey, value: float, lo: float, hi: float, source: Any, entry: str, provenance: Any,
+             kernels: int, binding: int | None) -> RooflineCeiling:
+    """One drawn ceiling: kind and unit from the key's vocabulary, precision or level the key."""
+    kind = ceiling_kind(key)
+    return {"key": key, "name": CEILING_KEYS[key], "kind": kind,
+            "precision": key if key in COMPUTE_CEILINGS else None,
+            "level": key if key in MEMORY_LEVELS else None,
+            "value": value, "min": lo, "max": hi, "unit": CEILING_UNITS[kind], "source": source,
+            "entry": entry, "provenance": provenance, "kernels": kernels, "binding_kernels": binding}
 COLLECT = ("collect FLOP and byte counters, e.g. `ncu --set full` or `ncu --section SpeedOfLight_RooflineChart "
            "--section MemoryWorkloadAnalysis_Tables` (a raw-page CSV: `ncu --import FILE --csv --page raw`)")
 
@@ -73,7 +104,10 @@ def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return float(v[int(np.searchsorted(cum, cum[-1] / 2.0))])
 
 
-def _panel_keys(results: pd.DataFrame, ceilings: pd.DataFrame | None) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+_Sources = tuple[tuple[CeilingKey, str], ...]  # (ceiling key, the devices[] source it came from)
+
+
+def _panel_keys(results: pd.DataFrame, ceilings: pd.DataFrame | None) -> list[tuple[str, _Sources]]:
     n = len(results)
     dev = _text(ceilings, "ceiling_device", n)
     own = _text(results, "device", n)
@@ -85,33 +119,28 @@ def _panel_keys(results: pd.DataFrame, ceilings: pd.DataFrame | None) -> list[tu
     return keys
 
 
-def _cname(key: str) -> str:
-    return ("peak_" if CEILING_KEYS[key][0] == "compute" else "bw_") + key
+def _cname(key: CeilingKey) -> str:
+    return ("peak_" if ceiling_kind(key) == "compute" else "bw_") + key
 
 
 def _ceiling_rows(ceilings: pd.DataFrame | None, rows: np.ndarray, weights: np.ndarray,
-                  sources: tuple[tuple[str, str], ...], device: str, results: pd.DataFrame) -> list[dict[str, Any]]:
+                  sources: _Sources, device: str, results: pd.DataFrame) -> list[RooflineCeiling]:
     """The panel's ceilings; ``binding_kernels``: its kernels whose dominant FLOP class (compute) or
     binding level (bandwidth) is this ceiling (analyzer.kernels.analyze ``dominant_class``/``binding_level``)."""
     out = []
     n = 0 if ceilings is None else len(ceilings)
     for key, source in sources:
-        kind, name, what = CEILING_KEYS[key]
-        col = "dominant_class" if kind == "compute" else "binding_level"
+        col = "dominant_class" if ceiling_kind(key) == "compute" else "binding_level"
         binding = np.asarray(_text(results, col, len(results)), dtype=object)[rows]
         vals = _col(ceilings, _cname(key), n)[rows]
         if not np.isfinite(vals).any():
             continue
         texts = _text(ceilings, f"detail_{_cname(key)}", n)
         details = [d for d in (texts[i] for i in rows.tolist()) if d]
-        out.append({
-            "key": key, "name": name, "kind": kind,
-            "precision": what if kind == "compute" else None, "level": what if kind == "bandwidth" else None,
-            "value": weighted_median(vals, weights), "min": float(np.nanmin(vals)), "max": float(np.nanmax(vals)),
-            "unit": "FLOP/s" if kind == "compute" else "B/s", "source": source, "entry": f"{device}|{source}",
-            "provenance": max(set(details), key=details.count) if details else source,
-            "kernels": int(np.isfinite(vals).sum()), "binding_kernels": int((binding == key).sum()) if any(b is not None for b in binding) else None,
-        })
+        out.append(_ceiling(key, weighted_median(vals, weights), float(np.nanmin(vals)), float(np.nanmax(vals)),
+                            source, f"{device}|{source}", max(set(details), key=details.count) if details else source,
+                            int(np.isfinite(vals).sum()),
+                            int((binding == key).sum()) if any(b is not None for b in binding) else None))
     return out
 
 
@@ -136,7 +165,7 @@ def _placed(fam: pd.DataFrame) -> np.ndarray:
     return np.asarray(np.isfinite(ach) & (ach > 0) & any_ai, dtype=bool)
 
 
-def no_roof(fam: pd.DataFrame, placed: Sequence[int], ceilings: Sequence[dict[str, Any]]) -> list[str]:
+def no_roof(fam: pd.DataFrame, placed: Sequence[int], ceilings: Sequence[RooflineCeiling]) -> list[MemoryLevel]:
     """Memory levels with a placed family's point (intensity > 0) but no bandwidth ceiling in the panel."""
     roofs = {c["level"] for c in ceilings if c["kind"] == "bandwidth"}
     out = []
@@ -169,7 +198,7 @@ def why_empty(results: pd.DataFrame) -> str:
 
 
 def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
-                windows: Sequence[dict[str, Any]] = (), device: str | None = None) -> dict[str, Any]:
+                windows: Sequence[Mapping[str, Any]] = (), device: str | None = None) -> KernelView:
     """Document keys ``roofline`` (``panels``, ``why_empty``) and ``families`` for ``results``.
 
     ``ceilings``: the per-kernel ceilings frame of :func:`rooftop.analyzer.kernels.analyze.analyze_kernels`
@@ -182,7 +211,7 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
     if ceilings is not None:
         ceilings = ceilings.reset_index(drop=True)
     keys = _panel_keys(results, ceilings)
-    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+    groups: dict[tuple[str, _Sources], list[int]] = {}
     for i, k in enumerate(keys):
         groups.setdefault(k, []).append(i)
     dur = np.nan_to_num(_col(results, "duration_s", n), nan=0.0)
@@ -216,33 +245,33 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
     return {"roofline": jsonable(roofline), "families": _family_records(fams)}
 
 
-def _family_records(fams: pd.DataFrame) -> list[dict[str, Any]]:
+def _family_records(fams: pd.DataFrame) -> list[FamilyRow]:
     if not len(fams):
         return []
-    recs: list[dict[str, Any]] = jsonable(fams.to_dict("records"))
+    recs: list[FamilyRow] = jsonable(fams.to_dict("records"))
     return recs
 
 
-def panel_of_kernel(view: dict[str, Any]) -> dict[int, str]:
+def panel_of_kernel(view: KernelView) -> dict[int, str]:
     """Kernel position -> panel id (for reports that say which ceilings each kernel used)."""
     out: dict[int, str] = {}
-    for f in view.get("families") or []:
-        for k in f.get("kernels") or []:
-            out[int(k)] = str(f.get("panel"))
+    for f in view["families"]:
+        for k in f["kernels"]:
+            out[int(k)] = str(f["panel"])
     return out
 
 
-__all__: Sequence[str] = ("CEILING_KEYS", "MAX_LABELLED", "kernel_view", "panel_of_kernel", "weighted_median",
+__all__: Sequence[str] = ("CEILING_KEYS", "MAX_LABELLED", "KernelView", "kernel_view", "panel_of_kernel", "weighted_median",
                           "why_empty")
 
 
 # ----------------------------------------------------------------------------- DCGM windows
 
 MAX_WINDOW_POINTS = 3000   # above this, one point per GPU and label (time-weighted means)
-WINDOW_CEILINGS = ("tensor", "fp16", "fp32", "fp64", "dram")  # the peaks the window estimates use
+WINDOW_CEILINGS: tuple[CeilingKey, ...] = ("tensor", "fp16", "fp32", "fp64", "dram")  # the peaks the window estimates use
 
 
-def _window_points(ws: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+def _window_points(ws: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     def fnum(v: Any) -> float:
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
 
@@ -273,12 +302,12 @@ def _window_points(ws: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]
     return out, f"{len(pts)} DCGM windows aggregated to one point per GPU and label (time-weighted means)."
 
 
-def window_view(windows: Sequence[dict[str, Any]], device: str | None = None) -> list[dict[str, Any]]:
+def window_view(windows: Sequence[Mapping[str, Any]], device: str | None = None) -> list[WindowPanel]:
     """Roofline panels for DCGM windows, one per device model: the estimated points (FLOP/s and DRAM
     bytes/s are activity x the device's peaks, docs/formulas.md#windows) against those same peaks."""
     from rooftop.analyzer.windows.rules import resolve_devices
 
-    by_model: dict[str, list[dict[str, Any]]] = {}
+    by_model: dict[str, list[Mapping[str, Any]]] = {}
     for w in windows:
         by_model.setdefault(str(w.get("model") or ""), []).append(w)
     specs = resolve_devices(list(by_model), device)
@@ -294,25 +323,21 @@ def window_view(windows: Sequence[dict[str, Any]], device: str | None = None) ->
         for key in WINDOW_CEILINGS:
             v = ceil.get(key)
             if isinstance(v, (int, float)) and v > 0:
-                kind, name, what = CEILING_KEYS[key]
-                rows.append({"key": key, "name": name, "kind": kind, "precision": what if kind == "compute" else None,
-                             "level": what if kind == "bandwidth" else None, "value": float(v), "min": float(v),
-                             "max": float(v), "unit": "FLOP/s" if kind == "compute" else "B/s",
-                             "source": entry.get("source"), "entry": f"{entry.get('name')}|{entry.get('source')}",
-                             "provenance": (entry.get("sources") or {}).get(key) or entry.get("source"),
-                             "kernels": 0, "binding_kernels": 1})
+                rows.append(_ceiling(key, float(v), float(v), float(v), entry.get("source"),
+                                     f"{entry.get('name')}|{entry.get('source')}",
+                                     (entry.get("sources") or {}).get(key) or entry.get("source"), 0, 1))
         if any(w.get("mig") not in (None, "") for w in ws):
             note = (note + " MIG instance windows are estimated against the instance's share of the peaks; the "
                     "ceilings drawn are the whole GPU's.").strip()
         panels.append({"id": f"w{len(panels)}", "device": entry.get("name") or model or "unknown device",
                        "model": model, "ceilings": rows, "windows": pts, "note": note})
-    out: list[dict[str, Any]] = jsonable(panels)
+    out: list[WindowPanel] = jsonable(panels)
     return out
 
 
 # ----------------------------------------------------------------------------- from a saved document
 
-def _records_frames(kernels: Sequence[dict[str, Any]], devices: Sequence[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _records_frames(kernels: Sequence[Mapping[str, Any]], devices: Sequence[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The results and per-kernel ceilings frames back from contract kernel records: each kernel's
     ``extra.ceilings`` reference (``"<name>|<source>[; keys=<name>|<source>]..."``, analyzer.ceilings.per_kernel.
     ceiling_refs) into ``devices``, with the kernel's own ``extra.peak_*``/``bw_*`` where they differ."""
@@ -335,12 +360,13 @@ def _records_frames(kernels: Sequence[dict[str, Any]], devices: Sequence[dict[st
             per_key = dict.fromkeys(CEILING_KEYS, head)
             for part in rest:
                 keys, _, entry = part.partition("=")
-                for key in keys.split(","):
-                    per_key[key] = entry
+                for name in keys.split(","):
+                    per_key[name] = entry
         c: dict[str, Any] = {"ceiling_device": per_key and next(iter(per_key.values())).rsplit("|", 1)[0]}
-        for key, entry in per_key.items():
+        for name, entry in per_key.items():
             d = entries.get(entry)
-            if key not in CEILING_KEYS or d is None:
+            key = next((ck for ck in CEILING_KEYS if ck == name), None)
+            if key is None or d is None:
                 continue
             col = _cname(key)
             own = ex.get(col)
@@ -351,9 +377,10 @@ def _records_frames(kernels: Sequence[dict[str, Any]], devices: Sequence[dict[st
     return pd.DataFrame(res_rows), pd.DataFrame(ceil_rows)
 
 
-def document_view(doc: dict[str, Any]) -> dict[str, Any]:
+def document_view(doc: Mapping[str, Any]) -> KernelView:
     """``roofline`` and ``families`` for a document that lacks them (one saved by an older rooftop, or
-    built by hand): the same rules as the pipeline, from the kernel records and ``devices``."""
+    built by hand, so any of its keys may be missing): the same rules as the pipeline, from the kernel
+    records and ``devices``."""
     kernels = list(doc.get("kernels") or [])
     results, ceilings = _records_frames(kernels, list(doc.get("devices") or []))
     if len(results) and results["family"].isna().any():

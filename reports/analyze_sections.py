@@ -1,22 +1,27 @@
 """Sections of the ``rooftop analyze`` report (HTML and Markdown): summary, roofline, kernel table,
-top kernels. Rendered only from the document dict."""
+top kernels. Rendered only from the document (``Document``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 from urllib.parse import quote
 
+from rooftop.analyzer.schema import (
+    KERNEL_LABELS,
+    Document,
+    FamilyRow,
+    Kernel,
+    RooflinePanel,
+    WindowPanel,
+)
 from rooftop.reports.common_sections import devices_table
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 from rooftop.reports.md_widgets import MdSection, md_table
-from rooftop.reports.svg_roofline import roofline_svg
+from rooftop.reports.svg_roofline import roofline_svg, window_roofline_svg
 from rooftop.reports.widgets import Column, Section, kpi, share_bar, table
-
-LABELS = ("compute-bound", "memory-bound", "overhead-bound", "unknown")
-
 
 TOP_KERNELS = 10
 
@@ -24,42 +29,46 @@ TOP_KERNELS = 10
 NAME_LIMIT = 120   # kernel names in the top-kernels table
 
 
-def _kernels(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(doc.get("kernels") or [])
+def family_rows(doc: Document) -> list[FamilyRow]:
+    """The analyze document's family rows (``doc["families"]``; a diff document's families are its
+    own rows, drawn by ``diff_sections``, and it has no roofline view to draw them in)."""
+    if doc["kind"] == "diff":
+        return []
+    return cast("list[FamilyRow]", doc.get("families") or [])
 
 
-def summary_section(doc: dict[str, Any]) -> Section:
+def summary_section(doc: Document) -> Section:
     """Totals and label shares (devices and ceilings are in the collapsed :func:`devices_section`)."""
-    kernels = _kernels(doc)
+    kernels = doc["kernels"]
     shares, total = kernel_label_shares(kernels)
-    families = {k.get("family") for k in kernels if k.get("family") is not None}
-    windows = doc.get("windows") or []
-    traced = [t for t in doc.get("timeline") or [] if isinstance(t.get("kernels"), int)]
+    families = {k["family"] for k in kernels}
+    windows = doc["windows"]
+    traced = [t for t in doc.get("timeline") or [] if isinstance(t["kernels"], int)]
     kpis = []
     if kernels or not (windows or traced):  # ncu launches; a DCGM or trace page is not "0 launches"
         kpis.append(kpi(str(len(kernels)), "kernel launches"))
     if kernels:
         kpis += [kpi(fmt_time(total), "total kernel time"), kpi(str(len(families)), "kernel families")]
     if traced:
-        kpis.append(kpi(str(sum(int(t["kernels"]) for t in traced)), "traced kernels"))
+        kpis.append(kpi(str(sum(t["kernels"] or 0 for t in traced)), "traced kernels"))
     if windows:
         kpis.append(kpi(str(len(windows)), "DCGM windows"))
-    kpis += [kpi(str(len(doc.get("findings") or [])), "findings"),
-             kpi(str(len(doc.get("rejected") or [])), "rejected records")]
+    kpis += [kpi(str(len(doc["findings"])), "findings"),
+             kpi(str(len(doc["rejected"])), "rejected records")]
     body = [f'<div class="kpis">{"".join(kpis)}</div>']
     if kernels:
         body.append("<h3>Share of kernel time by label</h3>")
-        body.append(share_bar(shares, LABELS))
+        body.append(share_bar(shares, KERNEL_LABELS))
     return Section("Summary", "".join(body), anchor="summary")
 
 
-def panel_title(panel: Mapping[str, Any]) -> str:
+def panel_title(panel: RooflinePanel | WindowPanel) -> str:
     """``device — ceilings: FP32, DRAM from export; FP16 from builtin`` (which entry each ceiling is)."""
     by: dict[str, list[str]] = {}
-    for c in panel.get("ceilings") or []:
-        by.setdefault(str(c.get("source")), []).append(str(c.get("name")))
+    for c in panel["ceilings"]:
+        by.setdefault(str(c["source"]), []).append(c["name"])
     what = "; ".join(f"{', '.join(names)} from {src}" for src, names in by.items()) or "no ceilings known"
-    return f"{panel.get('device')} — {panel.get('kernels')} launch(es) — ceilings: {what}"
+    return f"{panel['device']} — {panel.get('kernels')} launch(es) — ceilings: {what}"
 
 
 def _level_toggles(pid: str) -> str:
@@ -69,56 +78,64 @@ def _level_toggles(pid: str) -> str:
     return f'<span class="note">levels:</span>{boxes}'
 
 
-def _panel_html(p: Mapping[str, Any], families: Sequence[Mapping[str, Any]], *, windows: bool = False) -> str:
-    pid = str(p.get("id"))
-    title = panel_title(p) if not windows else (f"DCGM windows on {p.get('device')} — ceilings: "
-                                                 + ", ".join(f"{c.get('name')} from {c.get('source')}"
-                                                             for c in p.get("ceilings") or []))
-    note = str(p.get("note") or "")
-    more = len(p.get("families") or []) - len(p.get("placed") or [])
+def _panel_html(p: RooflinePanel, families: Sequence[FamilyRow]) -> str:
+    """A kernel roofline panel: title, level toggles, the chart, what could not be placed."""
+    pid = p["id"]
+    title = panel_title(p)
+    note = ""
+    more = len(p["families"]) - len(p["placed"])
     if more > 0:
         note += f" {more} famil{'y' if more == 1 else 'ies'} of this chart cannot be placed (no FLOPs or bytes)."
-    toggles = "" if windows else _level_toggles(pid)
+    return _chart_html(pid, title, _level_toggles(pid), roofline_svg(p, families, title=title), note)
+
+
+def _window_panel_html(p: WindowPanel) -> str:
+    """A DCGM window roofline panel: title, the chart, its note."""
+    title = (f"DCGM windows on {p['device']} — ceilings: "
+             + ", ".join(f"{c['name']} from {c['source']}" for c in p["ceilings"]))
+    return _chart_html(p["id"], title, "", window_roofline_svg(p, title=title), p["note"])
+
+
+def _chart_html(pid: str, title: str, toggles: str, svg: str, note: str) -> str:
     return (f'<div class="rf" id="rf-{esc(pid)}"><h3>{esc(title)}</h3>{toggles}'
-            f'<div class="svgwrap">{roofline_svg(p, families, title=title)}</div>'
+            f'<div class="svgwrap">{svg}</div>'
             f'{f"<p class=note>{esc(note.strip())}</p>" if note.strip() else ""}</div>')
 
 
-def roofline_section(doc: dict[str, Any]) -> Section | None:
+def roofline_section(doc: Document) -> Section | None:
     """One static SVG per roofline panel of ``doc["roofline"]`` (decided by analyzer/view.py)."""
     view = doc.get("roofline")
-    if not _kernels(doc) and not (isinstance(view, Mapping) and view.get("windows")):
+    if not doc["kernels"] and not (view is not None and view["windows"]):
         return None
-    if not isinstance(view, Mapping):
+    if view is None:
         return Section("Roofline", '<p class="note">This document has no roofline view (written by an older '
                                    "rooftop): run rooftop analyze again on the inputs.</p>", anchor="roofline")
-    families = list(doc.get("families") or [])
+    families = family_rows(doc)
     parts = ['<p class="note">Log-log hierarchical roofline, one chart per device and ceiling set, drawn with the '
              "ceilings used for its kernels (labelled at the line: value and source; dashed: no kernel in the chart "
              "is bound by it). One marker per kernel family and memory level, sized by share of time, coloured by "
              "label; numbered families are named under the chart, every marker names its family on hover.</p>"]
-    if view.get("why_empty"):
-        parts = [f'<p class="note why-empty">{esc(view.get("why_empty"))}</p>']
-    parts += [_panel_html(p, families) for p in view.get("panels") or [] if p.get("placed")]
-    parts += [_panel_html(p, families, windows=True) for p in view.get("windows") or []]
+    if view["why_empty"]:
+        parts = [f'<p class="note why-empty">{esc(view["why_empty"])}</p>']
+    parts += [_panel_html(p, families) for p in view["panels"] if p["placed"]]
+    parts += [_window_panel_html(p) for p in view["windows"]]
     return Section("Roofline", "".join(parts), anchor="roofline")
 
 
-def devices_section(doc: dict[str, Any]) -> Section | None:
+def devices_section(doc: Document) -> Section | None:
     """Collapsed: every device entry, and per roofline panel the ceilings its kernels used."""
     view = doc.get("roofline")
-    panels = list(view.get("panels") or []) if isinstance(view, Mapping) else []
-    if not panels and not doc.get("devices"):
+    panels = view["panels"] if view is not None else []
+    if not panels and not doc["devices"]:
         return None
     body: list[str] = []
     rows = []
     for p in panels:
-        for c in p.get("ceilings") or []:
-            rows.append({"panel": f"{p.get('device')} ({p.get('kernels')} launch(es))", "ceiling": c.get("name"),
-                         "value": fmt_num(c.get("value"), str(c.get("unit") or "")),
-                         "spread": (f"{fmt_num(c.get('min'), str(c.get('unit') or ''))} – "
-                                    f"{fmt_num(c.get('max'), str(c.get('unit') or ''))}"),
-                         "entry": c.get("entry"), "bound": c.get("binding_kernels"), "provenance": c.get("provenance")})
+        for c in p["ceilings"]:
+            rows.append({"panel": f"{p['device']} ({p['kernels']} launch(es))", "ceiling": c["name"],
+                         "value": fmt_num(c["value"], c["unit"]),
+                         "spread": f"{fmt_num(c['min'], c['unit'])} – {fmt_num(c['max'], c['unit'])}",
+                         "entry": c["entry"], "bound": c["binding_kernels"], "provenance": c["provenance"]})
     if rows:
         body.append("<h3>Ceilings used, per roofline chart</h3>")
         body.append(table(rows, [Column("panel", "chart (device, launches)"), Column("ceiling", "ceiling"),
@@ -129,22 +146,23 @@ def devices_section(doc: dict[str, Any]) -> Section | None:
         body.append('<p class="note">No ceiling is known for these kernels (no export peaks and no built-in device '
                     "matched): pass --device.</p>")
     body.append("<h3>Device entries</h3>" + devices_table(doc))
-    n = len(doc.get("devices") or [])
+    n = len(doc["devices"])
     summary = (f"{len(panels)} device and ceiling set(s) · {n} device entr{'y' if n == 1 else 'ies'} — which entry "
                "each kernel's ceilings came from")
     return Section("Devices and ceilings", f"<details><summary>{esc(summary)}</summary>{''.join(body)}</details>",
                    anchor="devices")
 
 
-def roofline_md_section(doc: dict[str, Any], svg_names: Sequence[str] = ()) -> MdSection | None:
+def roofline_md_section(doc: Document, svg_names: Sequence[str] = ()) -> MdSection | None:
     """The roofline charts as linked SVG files (written next to the Markdown), or why there is none."""
     view = doc.get("roofline")
-    if not isinstance(view, Mapping) or (not _kernels(doc) and not view.get("windows")):
+    if view is None or (not doc["kernels"] and not view["windows"]):
         return None
     lines = []
-    if view.get("why_empty"):
-        lines.append(md_esc(view.get("why_empty")))
-    panels = [p for p in view.get("panels") or [] if p.get("placed")] + list(view.get("windows") or [])
+    if view["why_empty"]:
+        lines.append(md_esc(view["why_empty"]))
+    panels: list[RooflinePanel | WindowPanel] = [p for p in view["panels"] if p["placed"]]
+    panels += view["windows"]
     for p, name in zip(panels, svg_names, strict=False):
         title = md_esc(panel_title(p), limit=300)
         lines.append(f"![roofline: {title}]({quote(name)})")
@@ -169,17 +187,18 @@ def distinct_names(names: Sequence[str], limit: int = NAME_LIMIT) -> list[str]:
     return [f"{s} #{i + 1}" if counts[s] > 1 else s for i, s in enumerate(out)]
 
 
-def top_kernels_md_section(doc: dict[str, Any]) -> MdSection | None:
-    kernels = doc.get("kernels") or []
+def top_kernels_md_section(doc: Document) -> MdSection | None:
+    """The longest launches: name, label, limiter, duration, share, FLOP/s, DRAM intensity."""
+    kernels = doc["kernels"]
     if not kernels:
         return None
-    total = sum(num(k.get("duration_s")) or 0.0 for k in kernels)
-    top = sorted(kernels, key=lambda k: -(num(k.get("duration_s")) or 0.0))[:TOP_KERNELS]
-    shown = distinct_names([str(k.get("name") or "") for k in top])
-    rows = [{"name": nm, "label": k.get("label"), "limiter": k.get("limiter"),
-             "d": k.get("duration_s"),
-             "share": (num(k.get("duration_s")) or 0.0) / total if total > 0 else None,
-             "flops": k.get("achieved_flops_s"), "ai": (k.get("intensity") or {}).get("dram")}
+    total = sum(num(k["duration_s"]) or 0.0 for k in kernels)
+    top: list[Kernel] = sorted(kernels, key=lambda k: -(num(k["duration_s"]) or 0.0))[:TOP_KERNELS]
+    shown = distinct_names([k["name"] for k in top])
+    rows = [{"name": nm, "label": k["label"], "limiter": k["limiter"],
+             "d": k["duration_s"],
+             "share": (num(k["duration_s"]) or 0.0) / total if total > 0 else None,
+             "flops": k["achieved_flops_s"], "ai": k["intensity"]["dram"]}
             for nm, k in zip(shown, top, strict=True)]
     cols: list[Any] = [("name", "kernel"), ("label", "label"), ("limiter", "limiter"),
                        ("d", "duration", fmt_time), ("share", "share", fmt_pct),

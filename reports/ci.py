@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rooftop.analyzer.schema import Document, Verdict
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.md_widgets import md_table
 from rooftop.reports.terminal import escape_terminal
@@ -29,13 +30,21 @@ SUMMARY_ROWS = 15
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-def _series(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _series(doc: Document) -> list[Mapping[str, Any]]:
     """The compared rows of any diff: ncu series, timeline series or owners."""
-    for key in ("series", "timeline_series", "window_series"):
-        rows = doc.get(key)
-        if isinstance(rows, list) and rows:
+    for rows in (doc.get("series"), doc.get("timeline_series"), doc.get("window_series")):
+        if rows:
             return [r for r in rows if isinstance(r, Mapping)]
     return []
+
+
+# a diff document without a verdict (none is written today) reads as one that gates nothing
+_NO_VERDICT: Verdict = {"fail": False, "threshold_pct": None, "regressions": [], "improvements": [], "reason": ""}
+
+
+def verdict_of(doc: Document) -> Verdict:
+    """The document's verdict (one that gates nothing where it has none)."""
+    return doc.get("verdict") or _NO_VERDICT
 
 
 def _name(r: Mapping[str, Any]) -> str:
@@ -59,12 +68,12 @@ def row_text(r: Mapping[str, Any]) -> str:
     return f"{_name(r)} {_pct(r.get('change'))} ({_evidence(r)}{decided})"
 
 
-def verdict_word(doc: Mapping[str, Any]) -> str:
+def verdict_word(doc: Document) -> str:
     """``FAIL``, ``PASS`` (gated, nothing failed) or ``REPORT`` (no --fail-on)."""
-    v = doc.get("verdict") or {}
-    if v.get("fail"):
+    v = verdict_of(doc)
+    if v["fail"]:
         return "FAIL"
-    return "PASS" if v.get("threshold_pct") is not None else "REPORT"
+    return "PASS" if v["threshold_pct"] is not None else "REPORT"
 
 
 # ----------------------------------------------------------------------------- JUnit
@@ -74,10 +83,10 @@ def _clean(text: str) -> str:
     return _XML_BAD.sub("\ufffd", text)
 
 
-def junit_xml(doc: Mapping[str, Any]) -> bytes:
+def junit_xml(doc: Document) -> bytes:
     """The JUnit report of a diff document (UTF-8 XML with declaration)."""
-    v = doc.get("verdict") or {}
-    gated = v.get("threshold_pct") is not None
+    v = verdict_of(doc)
+    gated = v["threshold_pct"] is not None
     suite = ET.Element("testsuite", name="rooftop diff")
     counts = {"tests": 0, "failures": 0, "skipped": 0}
 
@@ -98,13 +107,13 @@ def junit_xml(doc: Mapping[str, Any]) -> bytes:
         status = str(r.get("status") or "")
         kind = str(r.get("kind") or r.get("owner_kind") or "kernel")
         text = row_text(r)
-        if status == "regressed" and gated and v.get("fail"):
+        if status == "regressed" and gated and v["fail"]:
             case(_name(r), f"rooftop.diff.{kind}", failure=f"regressed: {text}")
         elif status in ("unmatched", "no duration", ""):
             case(_name(r), f"rooftop.diff.{kind}", skipped=f"{status or 'not compared'}: {text}")
         else:
             case(_name(r), f"rooftop.diff.{kind}", out=f"{status}: {text}")
-    reason = str(v.get("reason") or "")
+    reason = v["reason"]
     if v.get("gate") == "total" and gated:
         total = (doc.get("totals") or {}).get("change", {}).get("duration")
         thr = v.get("classify_pct")
@@ -114,7 +123,7 @@ def junit_xml(doc: Mapping[str, Any]) -> bytes:
              else None, out=f"total kernel time {_pct(total)}")
     for s in v.get("span_regressions") or []:
         case(f"GPU {s.get('device')} span", "rooftop.diff.span",
-             failure=f"span {_pct(s.get('change'))} for the same kernel launches" if v.get("fail") else None)
+             failure=f"span {_pct(s.get('change'))} for the same kernel launches" if v["fail"] else None)
     if not counts["tests"]:
         case("diff", "rooftop.diff", skipped=reason or "nothing compared")
     for k, n in counts.items():
@@ -140,31 +149,31 @@ def _prop(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def workflow_commands(doc: Mapping[str, Any]) -> list[str]:
+def workflow_commands(doc: Document) -> list[str]:
     """``::error``/``::warning`` lines for the regressions (errors when they failed the gate)."""
-    v = doc.get("verdict") or {}
-    level = "error" if v.get("fail") else "warning"
-    regs = [r for r in v.get("regressions") or [] if isinstance(r, Mapping)]
+    v = verdict_of(doc)
+    level = "error" if v["fail"] else "warning"
+    regs = [r for r in v["regressions"] if isinstance(r, Mapping)]
     out = [f"::{level} title={_prop('rooftop diff: regression')}::{_data(row_text(r))}" for r in regs[:MAX_ANNOTATIONS]]
     if len(regs) > MAX_ANNOTATIONS:
         out.append(f"::{level} title={_prop('rooftop diff')}::{_data(f'{len(regs) - MAX_ANNOTATIONS} more regression(s) in the report')}")
-    if v.get("fail") and not regs:  # a total or span gate
+    if v["fail"] and not regs:  # a total or span gate
         out.append(f"::error title={_prop('rooftop diff')}::{_data(str(v.get('summary') or 'FAIL'))}")
     if "no verdict" in str(v.get("summary") or ""):
-        out.append(f"::warning title={_prop('rooftop diff: nothing judged')}::{_data(str(v.get('reason') or ''))}")
+        out.append(f"::warning title={_prop('rooftop diff: nothing judged')}::{_data(v['reason'])}")
     return out
 
 
-def step_summary(doc: Mapping[str, Any]) -> str:
+def step_summary(doc: Document) -> str:
     """The job summary: the verdict, its reason, and the regressions and improvements (Markdown)."""
-    v = doc.get("verdict") or {}
+    v = verdict_of(doc)
     lines = [f"### rooftop diff: {verdict_word(doc)}", "", md_esc(str(v.get("summary") or ""), limit=300), "",
-             md_esc(str(v.get("reason") or ""), limit=3000), ""]
+             md_esc(v["reason"], limit=3000), ""]
     cols: Sequence[Any] = [("name", "series"), ("change", "change"), ("evidence", "evidence"),
                            ("decided", "decided by")]
-    for key, title in (("regressions", "Regressions"), ("improvements", "Improvements")):
+    for title, recs in (("Regressions", v["regressions"]), ("Improvements", v["improvements"])):
         rows = [{"name": _name(r), "change": _pct(r.get("change")), "evidence": _evidence(r),
-                 "decided": r.get("decided_by") or ""} for r in v.get(key) or [] if isinstance(r, Mapping)]
+                 "decided": r.get("decided_by") or ""} for r in recs if isinstance(r, Mapping)]
         if rows:
             more = f"\n\n{len(rows) - SUMMARY_ROWS} more in the report." if len(rows) > SUMMARY_ROWS else ""
             lines += [f"#### {title} ({len(rows)})", "", md_table(rows[:SUMMARY_ROWS], list(cols), limit=100) + more, ""]

@@ -1,4 +1,4 @@
-"""Sections of the ``rooftop diff`` report (HTML and Markdown), rendered only from the document dict.
+"""Sections of the ``rooftop diff`` report (HTML and Markdown), rendered only from the document (``Document``).
 
 Reads the diff keys of the document: ``verdict``, ``totals``, ``families``, ``series``,
 ``unmatched``, ``pairs``, ``sides`` and ``devices``. Every input-derived string (kernel, family
@@ -13,11 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rooftop.analyzer.schema import SIDES, Document, Verdict
+from rooftop.reports.ci import verdict_of, verdict_word
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
-from rooftop.reports.roofline import ceilings_of
+from rooftop.reports.roofline import roofs_of
 from rooftop.reports.svg_roofline import ML, MT, H, W, _Axes, _axes_svg, _ceilings_svg, _ranges
 from rooftop.reports.widgets import Column, Section, table
 
@@ -64,14 +66,7 @@ def _config(r: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def verdict_word(doc: Mapping[str, Any]) -> str:
-    v = doc.get("verdict") or {}
-    if v.get("fail"):
-        return "FAIL"
-    return "PASS" if v.get("threshold_pct") is not None else "REPORT"
-
-
-def _thr(verdict: Mapping[str, Any]) -> str:
+def _thr(verdict: Verdict) -> str:
     f = _num(verdict.get("classify_pct"))
     return "?" if f is None else f"{f:g}"
 
@@ -115,7 +110,7 @@ class Arrow:
     explanation: str
 
 
-def roofline_arrows(doc: Mapping[str, Any]) -> tuple[list[Arrow], str]:
+def roofline_arrows(doc: Document) -> tuple[list[Arrow], str]:
     """The families placed on both sides (largest by time first), and a note on what was left out."""
     placed = []
     for rec in doc.get("families") or []:
@@ -156,22 +151,17 @@ def _arrow_svg(ax: _Axes, a: Arrow) -> str:
     return "".join(out)
 
 
-def roofline_arrows_svg(doc: Mapping[str, Any]) -> tuple[str | None, str]:
+def roofline_arrows_svg(doc: Document) -> tuple[str | None, str]:
     """Static SVG roofline with one arrow per family from its baseline point to its candidate point,
     under the first device's ceilings as the document gives them."""
     arrows, note = roofline_arrows(doc)
     if not arrows:
         return None, note
     notes = [note] if note else []
-    devices = list(doc.get("devices") or [])
-    compute, bandwidth = ceilings_of(devices[0]) if devices else ([], [])
-    if not compute and not bandwidth:
+    devices = doc["devices"]
+    ceilings = roofs_of(devices[0]) if devices else []
+    if not ceilings:
         notes.append("No device ceilings: measured points only.")
-    src = str(devices[0].get("source") or "document") if devices else "document"
-    ceilings = [{"kind": "compute", "key": c.name, "name": c.name, "value": c.value, "unit": "FLOP/s",
-                 "source": src, "provenance": c.source} for c in compute]
-    ceilings += [{"kind": "bandwidth", "key": b.name.lower(), "name": b.name, "value": b.value, "unit": "B/s",
-                  "source": src, "provenance": b.source} for b in bandwidth]
     pts = [p for a in arrows for p in (a.base, a.cand)]
     ax = _Axes(*_ranges(ceilings, pts))
     body = [*_axes_svg(ax), f'<text transform="translate(16 {MT + ax.ph / 2:.0f}) rotate(-90)" text-anchor="middle" '
@@ -192,8 +182,9 @@ def _kpi(value: str, caption: str) -> str:
     return f'<div class="kpi"><b>{esc(value)}</b><span>{esc(caption)}</span></div>'
 
 
-def verdict_section(doc: Mapping[str, Any]) -> Section:
-    v = doc.get("verdict") or {}
+def verdict_section(doc: Document) -> Section:
+    """The verdict, the totals before and after, and the two sides."""
+    v = verdict_of(doc)
     t = doc.get("totals") or {}
     word = verdict_word(doc)
     sev = {"FAIL": "high", "PASS": "low", "REPORT": "info"}[word]
@@ -205,21 +196,21 @@ def verdict_section(doc: Mapping[str, Any]) -> Section:
         _kpi(str(_get(t, "new", "launches") or 0), f"new launches ({fmt_time(_get(t, 'new', 'duration_s'))})"),
         _kpi(str(_get(t, "vanished", "launches") or 0),
              f"vanished launches ({fmt_time(_get(t, 'vanished', 'duration_s'))})"),
-        _kpi(str(len(v.get("regressions") or [])), "regressions"),
-        _kpi(str(len(v.get("improvements") or [])), "improvements"),
+        _kpi(str(len(v["regressions"])), "regressions"),
+        _kpi(str(len(v["improvements"])), "improvements"),
     ]
     side_lines = "".join(
         f"<li>{esc(s)}: <span class=kname>{esc(_get(sides, s, 'path'))}</span> "
         f"({esc(_get(sides, s, 'source'))}, {esc(_get(sides, s, 'kernels'))} launches)</li>"
-        for s in ("baseline", "candidate") if s in sides)
-    body = (f'<p><span class="sev sev-{sev}">{esc(word)}</span> {esc(v.get("reason"))}</p>'
+        for s in SIDES if s in sides)
+    body = (f'<p><span class="sev sev-{sev}">{esc(word)}</span> {esc(v["reason"])}</p>'
             f'<div class="kpis">{"".join(kpis)}</div><ul class="note">{side_lines}</ul>'
             f'<p class="note">A series is one kernel family with one launch configuration and NVTX path; '
             f'its launches are repeats. Test: {esc(v.get("test"))}.</p>')
     return Section("Verdict", body, anchor="verdict")
 
 
-def roofline_section(doc: Mapping[str, Any]) -> Section | None:
+def roofline_section(doc: Document) -> Section | None:
     svg, note = roofline_arrows_svg(doc)
     if svg is None:
         return Section("Roofline: baseline → candidate", f'<p class="note">{esc(note)}</p>', anchor="roofline")
@@ -240,11 +231,13 @@ SERIES_COLUMNS = [
 ]
 
 
-def changes_section(doc: Mapping[str, Any]) -> list[Section]:
-    v = doc.get("verdict") or {}
+def changes_section(doc: Document) -> list[Section]:
+    """The regressions and improvements beyond the threshold, one table each."""
+    v = verdict_of(doc)
     out = []
-    for key, title in (("regressions", "Regressions"), ("improvements", "Improvements")):
-        rows = _series_rows(v.get(key) or [])
+    for key, title, recs in (("regressions", "Regressions", v["regressions"]),
+                             ("improvements", "Improvements", v["improvements"])):
+        rows = _series_rows(recs)
         if not rows:
             body = f'<p class="note">No {esc(key)} beyond {esc(_thr(v))} %.</p>'
         else:
@@ -255,7 +248,7 @@ def changes_section(doc: Mapping[str, Any]) -> list[Section]:
     return out
 
 
-def families_section(doc: Mapping[str, Any]) -> Section | None:
+def families_section(doc: Document) -> Section | None:
     fams = list(doc.get("families") or [])
     if not fams:
         return None
@@ -286,7 +279,7 @@ UNMATCHED_COLUMNS = [Column("family", "family"), Column("name", "kernel"), Colum
                      Column("input", "input")]
 
 
-def unmatched_section(doc: Mapping[str, Any]) -> Section:
+def unmatched_section(doc: Document) -> Section:
     un = doc.get("unmatched") or {}
     parts = ['<p class="note">Launches with no partner on the other side (same family, launch '
              "configuration, NVTX path and k-th launch). A renamed kernel shows as one vanished and one new. "
@@ -303,7 +296,7 @@ def unmatched_section(doc: Mapping[str, Any]) -> Section:
     return Section("New and vanished kernels", "".join(parts), anchor="unmatched")
 
 
-def pairs_section(doc: Mapping[str, Any]) -> Section | None:
+def pairs_section(doc: Document) -> Section | None:
     pairs = list(doc.get("pairs") or [])
     if not pairs:
         return None
@@ -325,7 +318,7 @@ def pairs_section(doc: Mapping[str, Any]) -> Section | None:
                         f"({len(rows)} in the JSON output).")
 
 
-def sections(doc: dict[str, Any]) -> list[Section]:
+def sections(doc: Document) -> list[Section]:
     """The diff page's own sections, in order."""
     out: list[Section] = [verdict_section(doc)]
     roof = roofline_section(doc)
@@ -345,11 +338,11 @@ def sections(doc: dict[str, Any]) -> list[Section]:
 # ----------------------------------------------------------------------------- Markdown
 
 
-def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
+def markdown_sections(doc: Document) -> list[MdSection]:
     """Verdict, totals, regressions, improvements, families and unmatched kernels for a ticket."""
-    v = doc.get("verdict") or {}
+    v = verdict_of(doc)
     t = doc.get("totals") or {}
-    lines = [f"**{verdict_word(doc)}**: {md_esc(v.get('reason'), limit=2000)}", "",
+    lines = [f"**{verdict_word(doc)}**: {md_esc(v['reason'], limit=2000)}", "",
              f"- Total kernel time: {fmt_time(_get(t, 'baseline', 'duration_s'))} → "
              f"{fmt_time(_get(t, 'candidate', 'duration_s'))} ({chg(_get(t, 'change', 'duration'))})",
              f"- Matched launches: {_get(t, 'matched', 'launches') or 0} "
@@ -360,8 +353,8 @@ def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
     cols: list[Any] = [("series", "series"), ("change", "median Δ", chg), ("delta_s", "Δ time", fmt_time),
                        ("n", "launches"), ("p_adjusted", "p (Holm)", _pval), ("note", "method"),
                        ("explanation", "why")]
-    for key, title in (("regressions", "Regressions"), ("improvements", "Improvements")):
-        rows = _series_rows(v.get(key) or [])
+    for title, recs in (("Regressions", v["regressions"]), ("Improvements", v["improvements"])):
+        rows = _series_rows(recs)
         if rows:
             more = f"\n\n_{len(rows) - MD_ROWS} more in the JSON output._" if len(rows) > MD_ROWS else ""
             out.append(MdSection(title, md_table(rows[:MD_ROWS], cols) + more))

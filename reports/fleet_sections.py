@@ -1,4 +1,4 @@
-"""Sections of the ``rooftop fleet`` report (HTML and Markdown), rendered only from the document dict.
+"""Sections of the ``rooftop fleet`` report (HTML and Markdown), rendered only from the document (``Document``).
 
 Reads the fleet keys of the document: ``fleet`` (period, engine, totals), ``groups`` (one per
 ``--by`` group: ``key``, ``gpus``, ``gpu_hours``, ``labels``, ``metrics``, ``est_flops_s``,
@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rooftop.analyzer.schema import BOUND_LABELS, WINDOW_LABELS_SHOWN, Document
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_pct
@@ -20,7 +21,8 @@ from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.timelines import label_share_chart
 from rooftop.reports.widgets import Column, Section, table
 
-LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle", "unknown")
+LABELS = WINDOW_LABELS_SHOWN
+MD_LABELS = ("idle", *BOUND_LABELS)  # the Markdown group table's label columns
 MAX_ROWS = 200  # groups per HTML table (all of them are in the JSON output)
 MD_ROWS = 15
 PLOT_ROWS = 40
@@ -56,7 +58,7 @@ def _ratio(v: Any) -> str:
     return "—" if f is None else f"{f:.2f}"
 
 
-def group_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def group_rows(doc: Document) -> list[dict[str, Any]]:
     """Flat rows for the group tables (shared by HTML and Markdown)."""
     rows: list[dict[str, Any]] = []
     for g in doc.get("groups") or []:
@@ -76,7 +78,7 @@ def group_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _fleet_shares(doc: Mapping[str, Any]) -> tuple[dict[str, float], float]:
+def _fleet_shares(doc: Document) -> tuple[dict[str, float], float]:
     hours = {lab: 0.0 for lab in LABELS}
     total = 0.0
     for g in doc.get("groups") or []:
@@ -114,7 +116,7 @@ def _group_columns(rows: list[dict[str, Any]]) -> list[Column]:
     return [c for c in GROUP_COLUMNS if c.key not in empty]
 
 
-def sections(doc: dict[str, Any]) -> list[Section]:
+def sections(doc: Document) -> list[Section]:
     """Fleet-specific HTML sections: period and fleet shares, groups, night-over-night, join."""
     out: list[Section] = []
     fl = doc.get("fleet") or {}
@@ -152,7 +154,7 @@ def sections(doc: dict[str, Any]) -> list[Section]:
     return out
 
 
-def join_section(doc: dict[str, Any]) -> Section | None:
+def join_section(doc: Document) -> Section | None:
     """"Kernels vs DCGM": the profiled kernels' predicted DCGM signature against what DCGM saw."""
     join = doc.get("kernel_join")
     return Section("Kernels vs DCGM", _join_html(join), anchor="join") if join else None
@@ -182,7 +184,7 @@ def _md_pct(v: Any) -> str:
     return "—" if f is None else f"{100 * f:.0f}%"
 
 
-def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
+def markdown_sections(doc: Document) -> list[MdSection]:
     """Fleet-specific Markdown sections: period, top groups, what moved, kernel join."""
     out: list[MdSection] = []
     fl = doc.get("fleet") or {}
@@ -197,8 +199,7 @@ def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
     if rows:
         cols: list[Any] = [("group", "group"), ("gpus", "GPUs"),
                            ("gpu_hours", "GPU-h", lambda v: "—" if v is None else f"{v:.1f}"),
-                           *[(lab, lab, _md_pct) for lab in ("idle", "compute-bound", "memory-bound",
-                                                             "overhead-bound")],
+                           *[(lab, lab, _md_pct) for lab in MD_LABELS],
                            ("sm_active", "SM act.", _ratio), ("tensor_active", "tensor", _ratio),
                            ("dram_active", "DRAM", _ratio), ("d_hours", "Δ GPU-h", _pct_change)]
         body = md_table(rows[:MD_ROWS], cols)
@@ -215,7 +216,7 @@ def markdown_sections(doc: dict[str, Any]) -> list[MdSection]:
     return out
 
 
-def join_md_section(doc: dict[str, Any]) -> MdSection | None:
+def join_md_section(doc: Document) -> MdSection | None:
     """The "Kernels vs DCGM" table for Markdown."""
     join = doc.get("kernel_join")
     if not join:

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from rooftop.analyzer.schema import Device, Kernel
+
 DASH = "—"
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -60,12 +62,12 @@ def fmt_time(seconds: Any) -> str:
     return f"{s * 1e9:.3g} ns"
 
 
-def kernel_label_shares(kernels: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], float]:
+def kernel_label_shares(kernels: Sequence[Kernel]) -> tuple[dict[str, float], float]:
     """Shares of total kernel time per label, and the total time (seconds)."""
     totals: dict[str, float] = {}
     for k in kernels:
-        lab = str(k.get("label") or "unknown")
-        totals[lab] = totals.get(lab, 0.0) + (num(k.get("duration_s")) or 0.0)
+        lab = k["label"]
+        totals[lab] = totals.get(lab, 0.0) + (num(k["duration_s"]) or 0.0)
     total = sum(totals.values())
     return ({lab: v / total for lab, v in totals.items()} if total > 0 else {}), total
 
@@ -97,13 +99,13 @@ def finite_pos(a: Any) -> np.ndarray:
     return np.asarray(np.isfinite(x) & (x > 0), dtype=bool)
 
 
-def device_sources(devices: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def device_sources(devices: Sequence[Device]) -> list[tuple[str, str]]:
     """Each named device once with the entries its ceilings come from (``export, builtin``), in
     document order: a GPU with an export and a builtin entry is one device, not two."""
     seen: dict[str, list[str]] = {}
     for d in devices:
-        if d.get("name"):
-            srcs = seen.setdefault(str(d.get("name")), [])
-            if str(d.get("source")) not in srcs:
-                srcs.append(str(d.get("source")))
+        if d["name"]:
+            srcs = seen.setdefault(d["name"], [])
+            if d["source"] not in srcs:
+                srcs.append(d["source"])
     return [(name, ", ".join(srcs)) for name, srcs in seen.items()]

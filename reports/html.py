@@ -1,4 +1,4 @@
-"""The self-contained HTML report, rendered only from the contract document dict.
+"""The self-contained HTML report, rendered only from the analysis document (``Document``).
 
 One file: CSS, static SVG charts and one small page script inlined (no plotly.js: every chart is
 SVG drawn from the document, hover through ``<title>``), a restrictive CSP, no network request,
@@ -19,8 +19,8 @@ import base64
 import hashlib
 import os
 from collections.abc import Sequence
-from typing import Any
 
+from rooftop.analyzer.schema import Document, Kind
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
 from rooftop.reports import diff_sections, fleet_sections, timeline_sections, timelines
@@ -38,9 +38,9 @@ def csp(scripts: Sequence[str]) -> str:
     return f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:"
 
 
-def build_sections(doc: dict[str, Any]) -> list[Section]:
-    """Run the builders registered for ``doc["kind"]`` (unknown kinds get the analyze page)."""
-    builders = SECTIONS_BY_KIND.get(str(doc.get("kind") or "analyze")) or SECTIONS_BY_KIND["analyze"]
+def build_sections(doc: Document) -> list[Section]:
+    """Run the builders registered for ``doc["kind"]`` (a kind without its own page gets the analyze page)."""
+    builders = SECTIONS_BY_KIND.get(doc["kind"]) or SECTIONS_BY_KIND["analyze"]
     out: list[Section] = []
     for builder in builders:
         try:
@@ -58,12 +58,12 @@ def build_sections(doc: dict[str, Any]) -> list[Section]:
     return out
 
 
-def render_html(doc: dict[str, Any]) -> str:
+def render_html(doc: Document) -> str:
     """The whole page as one string."""
     return render_page(doc, build_sections(doc))
 
 
-SECTIONS_BY_KIND: dict[str, list[SectionBuilder]] = {
+SECTIONS_BY_KIND: dict[Kind, list[SectionBuilder]] = {
     "analyze": [an.summary_section, common.findings_section, an.roofline_section, kernel_table_section,
                 timelines.dcgm_sections, timeline_sections.timeline_sections, fleet_sections.join_section,
                 an.devices_section, common.lint_section,
@@ -85,14 +85,14 @@ def _template(name: str) -> str:
     return resources.files("rooftop.reports").joinpath("templates", name).read_text(encoding="utf-8")
 
 
-TITLES = {"analyze": "rooftop report", "fleet": "rooftop fleet report", "diff": "rooftop diff report"}
+TITLES: dict[Kind, str] = {"analyze": "rooftop report", "fleet": "rooftop fleet report",
+                           "diff": "rooftop diff report"}
 
 
-def render_page(doc: dict[str, Any], sections: Sequence[Section]) -> str:
+def render_page(doc: Document, sections: Sequence[Section]) -> str:
     """Assemble the page around ``sections``: header, table of contents, the page script."""
-    kind = str(doc.get("kind") or "analyze")
-    title = TITLES.get(kind, "rooftop report")
-    run = doc.get("run") or {}
+    title = TITLES.get(doc["kind"], "rooftop report")
+    run = doc["run"]
     parts: list[str] = []
     toc: list[str] = []
     for n, sec in enumerate(sections):
@@ -102,10 +102,8 @@ def render_page(doc: dict[str, Any], sections: Sequence[Section]) -> str:
         parts.append(f'<section id="{esc(anchor)}"><h2>{esc(sec.title)}</h2>{note}{sec.html_body}'
                      "</section>")
     # a device listed twice (export and builtin entries of one GPU) is named once in the header
-    devices = ", ".join(dict.fromkeys(str(d.get("name")) for d in doc.get("devices") or []
-                                      if d.get("name")))
-    sub = " · ".join(x for x in (f"rooftop {(doc.get('tool') or {}).get('version', '')}",
-                                 str(run.get("created") or ""), devices) if x)
+    devices = ", ".join(dict.fromkeys(d["name"] for d in doc["devices"] if d["name"]))
+    sub = " · ".join(x for x in (f"rooftop {doc['tool']['version']}", run["created"], devices) if x)
     scripts = [_template("report.js")]
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",

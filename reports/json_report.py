@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from rooftop.analyzer.schema import Document
 from rooftop.reports.escape import dumps_bytes
 
 # Above this many kernels or windows the JSON is written compact; small documents stay indented
@@ -11,12 +10,12 @@ from rooftop.reports.escape import dumps_bytes
 COMPACT_ABOVE = 10_000
 
 
-def render_json_bytes(doc: dict[str, Any]) -> bytes:
+def render_json_bytes(doc: Document) -> bytes:
     """The document as strict JSON in UTF-8 (what ``--json`` writes); non-finite numbers are ``null``."""
-    rows = max(len(doc.get("kernels") or []), len(doc.get("windows") or []))
+    rows = max(len(doc["kernels"]), len(doc["windows"]))
     return dumps_bytes(doc, indent=rows <= COMPACT_ABOVE, newline=True)
 
 
-def render_json(doc: dict[str, Any]) -> str:
+def render_json(doc: Document) -> str:
     """:func:`render_json_bytes` as text."""
     return render_json_bytes(doc).decode("utf-8")

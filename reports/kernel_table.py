@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
+from rooftop.analyzer.schema import Document, Kernel
+from rooftop.reports.analyze_sections import family_rows
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 from rooftop.reports.widgets import Column, Section, table
@@ -26,50 +28,52 @@ def file_name(path: Any) -> str:
     return PurePath(s.replace("\\", "/")).name or s
 
 
-def nvtx_of(k: Mapping[str, Any]) -> str | None:
-    """A kernel's NVTX range path (top-level ``nvtx`` or ``extra.nvtx``; lists joined with ``/``)."""
+def nvtx_of(k: Kernel) -> str | None:
+    """A kernel's NVTX range path (top-level ``nvtx`` or, in older documents, ``extra.nvtx``; lists
+    joined with ``/``)."""
     v = k.get("nvtx")
-    if v is None and isinstance(k.get("extra"), Mapping):
-        v = k["extra"].get("nvtx")
+    extra = k.get("extra")
+    if v is None and extra is not None:
+        v = extra.get("nvtx")
     if isinstance(v, (list, tuple)):
         v = " / ".join(str(x) for x in v)
     return None if v in (None, "") else str(v)
 
 
-def kernel_panels(doc: Mapping[str, Any]) -> dict[int, str]:
+def kernel_panels(doc: Document) -> dict[int, str]:
     """Kernel position -> ``device (entries)`` text of the roofline panel its ceilings come from."""
     view = doc.get("roofline")
-    panels = {str(p.get("id")): p for p in (view.get("panels") or [])} if isinstance(view, Mapping) else {}
+    panels = {p["id"]: p for p in view["panels"]} if view is not None else {}
     text: dict[str, str] = {}
     for pid, p in panels.items():
-        srcs = sorted({str(c.get("source")) for c in p.get("ceilings") or []})
-        text[pid] = f"{p.get('device')} ({', '.join(srcs) or 'no ceilings'})"
+        srcs = sorted({str(c["source"]) for c in p["ceilings"]})
+        text[pid] = f"{p['device']} ({', '.join(srcs) or 'no ceilings'})"
     out: dict[int, str] = {}
-    for f in doc.get("families") or []:
-        t = text.get(str(f.get("panel")))
+    for f in family_rows(doc):
+        t = text.get(f["panel"])
         if t is None:
             continue
-        for k in f.get("kernels") or []:
+        for k in f["kernels"]:
             out[int(k)] = t
     return out
 
 
-def _rows(kernels: Sequence[Mapping[str, Any]], doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    order = sorted(range(len(kernels)), key=lambda i: -(num(kernels[i].get("duration_s")) or 0.0))
+def _rows(kernels: Sequence[Kernel], doc: Document) -> list[dict[str, Any]]:
+    order = sorted(range(len(kernels)), key=lambda i: -(num(kernels[i]["duration_s"]) or 0.0))
     _, total = kernel_label_shares(kernels)
     panel = kernel_panels(doc)
     rows = []
     for pos in order[:TABLE_ROWS]:
         k = kernels[pos]
-        d = num(k.get("duration_s"))
-        inten = k.get("intensity") or {}
+        d = num(k["duration_s"])
+        inten = k["intensity"]
         rows.append({
-            "pos": pos, "name": k.get("name"), "family": k.get("family"), "label": k.get("label"),
-            "limiter": k.get("limiter"), "duration_s": d, "nvtx": nvtx_of(k),
+            "pos": pos, "name": k["name"], "family": k["family"], "label": k["label"],
+            "limiter": k["limiter"], "duration_s": d, "nvtx": nvtx_of(k),
             "share": (d / total) if (d is not None and total > 0) else None,
-            "achieved": num(k.get("achieved_flops_s")), "attainable": num(k.get("attainable_flops_s")),
-            "ai_dram": num(inten.get("dram")), "ai_l2": num(inten.get("l2")),
-            "ai_l1": num(inten.get("l1")), "input": k.get("input"), "index": k.get("index"),
+            "achieved": num(k["achieved_flops_s"]), "attainable": num(k["attainable_flops_s"]),
+            "ai_dram": num(inten["dram"]), "ai_l2": num(inten["l2"]),
+            "ai_l1": num(inten["l1"]), "input": k["input"], "index": k["index"],
             "ceilings": panel.get(pos),
         })
     return rows
@@ -97,8 +101,9 @@ def _filters(rows: Sequence[Mapping[str, Any]]) -> str:
             f'<option value="">all labels</option>{opts}</select> <span class="note tcount"></span></div>')
 
 
-def kernel_table_section(doc: dict[str, Any]) -> Section | None:
-    kernels = list(doc.get("kernels") or [])
+def kernel_table_section(doc: Document) -> Section | None:
+    """The longest launches as a sortable, searchable table."""
+    kernels = doc["kernels"]
     if not kernels:
         return None
     rows = _rows(kernels, doc)

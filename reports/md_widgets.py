@@ -8,7 +8,7 @@ A Markdown report is a title line plus a list of :class:`MdSection` objects::
 
 ``body`` is Markdown that the builder has ALREADY NEUTRALISED: pass every input-derived string
 through :func:`md_esc` (or build tables with :func:`md_table`, which escapes cells). A builder is
-``Callable[[dict], MdSection | list[MdSection] | None]``.
+``Callable[[Document], MdSection | list[MdSection] | None]``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rooftop.analyzer.schema import Document
 from rooftop.reports.escape import md as md_esc
 
 __all__ = ["CELL_LIMIT", "MdBuilder", "MdSection", "md_table"]
@@ -32,7 +33,7 @@ class MdSection:
     body: str
 
 
-MdBuilder = Callable[[dict[str, Any]], "MdSection | list[MdSection] | None"]
+MdBuilder = Callable[[Document], "MdSection | list[MdSection] | None"]
 
 
 def md_table(rows: Iterable[Mapping[str, Any]],

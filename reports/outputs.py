@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from rooftop.analyzer.schema import validate_document
+from rooftop.analyzer.schema import Document, validate_document
 from rooftop.atomic import write_atomic
 
 
-def write_outputs(doc: dict[str, Any], html: str | None, md: str | None, json_path: str | None) -> None:
+def write_outputs(doc: Document, html: str | None, md: str | None, json_path: str | None) -> None:
     """Render and write each requested output; each file appears whole or not at all."""
     validate_document(doc)  # the reports boundary: draw only a document of the declared type
     if json_path:
@@ -29,7 +28,7 @@ def write_outputs(doc: dict[str, Any], html: str | None, md: str | None, json_pa
         write_atomic(html, render_html(doc))
 
 
-def print_summary(doc: dict[str, Any], top: int, outputs: list[str]) -> None:
+def print_summary(doc: Document, top: int, outputs: list[str]) -> None:
     """Short plain-text summary on stdout: totals, label shares, top findings, where files went."""
     import click
 

@@ -12,16 +12,28 @@ it is a few kB, draws at once and works in a Markdown ticket (docs/formulas.md#r
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from rooftop.analyzer.schema import (
+    FamilyRow,
+    MemoryLevel,
+    RooflineCeiling,
+    RooflinePanel,
+    WindowPanel,
+    WindowPoint,
+)
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, num
 from rooftop.reports.widgets import LABEL_COLORS
 
+_Point = tuple[int, str, float, float]
+_Window = tuple[float, float, WindowPoint]
+
 W, H = 1040, 520
 ML, MR, MT, MB = 92, 282, 18, 50  # compute ceilings are labelled in the right margin, clear of the points
-LEVELS = (("dram", "DRAM", "circle"), ("l2", "L2", "square"), ("l1", "L1", "diamond"))
+LEVELS: tuple[tuple[MemoryLevel, str, str], ...] = (("dram", "DRAM", "circle"), ("l2", "L2", "square"),
+                                                    ("l1", "L1", "diamond"))
 BW_COLORS = {"dram": "#c2255c", "l2": "#e8590c", "l1": "#b08900"}
 NAME_ON_CHART = 34        # characters of a family name written next to its marker
 NAME_IN_KEY = 80          # characters of a family name in the key under the chart
@@ -54,9 +66,9 @@ def _x_tick(e: int) -> str:
     return fmt_num(10.0 ** e) if e >= 0 else f"{10.0 ** e:g}"
 
 
-def _ranges(ceilings: Sequence[Mapping[str, Any]], pts: Sequence[tuple[float, float]]) -> tuple[tuple[int, int], tuple[int, int]]:
-    comp = [c["value"] for c in ceilings if c.get("kind") == "compute" and num(c.get("value"))]
-    bw = [c["value"] for c in ceilings if c.get("kind") == "bandwidth" and num(c.get("value"))]
+def _ranges(ceilings: Sequence[RooflineCeiling], pts: Sequence[tuple[float, float]]) -> tuple[tuple[int, int], tuple[int, int]]:
+    comp = [c["value"] for c in ceilings if c["kind"] == "compute" and num(c["value"])]
+    bw = [c["value"] for c in ceilings if c["kind"] == "bandwidth" and num(c["value"])]
     xs = [x for x, _ in pts] + [c / b for c in comp for b in bw]
     ys = [y for _, y in pts] + comp
     x = _decades(min(xs) / 2, max(xs) * 2) if xs else (-2, 3)
@@ -64,14 +76,14 @@ def _ranges(ceilings: Sequence[Mapping[str, Any]], pts: Sequence[tuple[float, fl
     return x, y
 
 
-def _points(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, float, float]]:
+def _points(panel: RooflinePanel, families: Sequence[FamilyRow]) -> list[_Point]:
     """(family index, level, intensity, FLOP/s) for each placed family and level."""
-    out = []
-    for i in list(panel.get("placed") or [])[:MAX_POINTS]:
+    out: list[_Point] = []
+    for i in panel["placed"][:MAX_POINTS]:
         f = families[i]
-        y = num(f.get("achieved_flops_s"))
+        y = num(f["achieved_flops_s"])
         for lvl, _, _ in LEVELS:
-            x = num(f.get(f"intensity_{lvl}"))
+            x = num(_intensity(f, lvl))
             if x and x > 0 and y and y > 0:
                 out.append((i, lvl, x, y))
     return out
@@ -93,18 +105,22 @@ def _marker(shape: str, x: float, y: float, r: float, color: str, title: str) ->
     return f"{body}<title>{esc(title)}</title>{end}"
 
 
-def _ceiling_text(c: Mapping[str, Any]) -> str:
+def _intensity(f: FamilyRow, lvl: MemoryLevel) -> float | None:
+    return f["intensity_dram"] if lvl == "dram" else f["intensity_l2"] if lvl == "l2" else f["intensity_l1"]
+
+
+def _ceiling_text(c: RooflineCeiling) -> str:
     spread = ""
-    lo, hi = num(c.get("min")), num(c.get("max"))
+    lo, hi = num(c["min"]), num(c["max"])
     if lo and hi and hi > lo * 1.01:
         spread = f" (±{100 * (hi - lo) / 2 / float(c['value']):.0f} %)"
-    return f"{c.get('name')} {fmt_num(c.get('value'), str(c.get('unit', '')))}{spread} · {c.get('source')}"
+    return f"{c['name']} {fmt_num(c['value'], c['unit'])}{spread} · {c['source']}"
 
 
-def _ceilings_svg(ax: _Axes, ceilings: Sequence[Mapping[str, Any]]) -> list[str]:
+def _ceilings_svg(ax: _Axes, ceilings: Sequence[RooflineCeiling]) -> list[str]:
     out: list[str] = []
-    comp = [c for c in ceilings if c.get("kind") == "compute" and num(c.get("value"))]
-    bw = [c for c in ceilings if c.get("kind") == "bandwidth" and num(c.get("value"))]
+    comp = [c for c in ceilings if c["kind"] == "compute" and num(c["value"])]
+    bw = [c for c in ceilings if c["kind"] == "bandwidth" and num(c["value"])]
     top = max((c["value"] for c in comp), default=None)
     best_bw = max((b["value"] for b in bw), default=None)
     xl, xr = 10.0 ** ax.x0, 10.0 ** ax.x1
@@ -112,13 +128,13 @@ def _ceilings_svg(ax: _Axes, ceilings: Sequence[Mapping[str, Any]]) -> list[str]
     for c in sorted(comp, key=lambda c: -c["value"]):
         y = ax.py(c["value"])
         xa = max(xl, c["value"] / best_bw) if best_bw else xl
-        dash = ' stroke-dasharray="5 4"' if c.get("binding_kernels") == 0 else ""
-        title = f"{_ceiling_text(c)}: {c.get('provenance') or ''}"
+        dash = ' stroke-dasharray="5 4"' if c["binding_kernels"] == 0 else ""
+        title = f"{_ceiling_text(c)}: {c['provenance'] or ''}"
         ty = y - 4
         while any(abs(ty - u) < 12 for u in used_y):
             ty += 13
         used_y.append(ty)
-        out.append(f'<g class="ceiling" data-kind="compute" data-key="{esc(c.get("key"))}" data-value="{c["value"]!r}">'
+        out.append(f'<g class="ceiling" data-kind="compute" data-key="{esc(c["key"])}" data-value="{c["value"]!r}">'
                    f'<line x1="{ax.px(xa):.1f}" y1="{y:.1f}" x2="{ax.px(xr):.1f}" y2="{y:.1f}" stroke="#222" '
                    f'stroke-width="1.6"{dash}><title>{esc(title)}</title></line>'
                    f'<text x="{ax.px(xr) + 6:.1f}" y="{ty + 8:.1f}" class="cl">{esc(_ceiling_text(c))}</text></g>')
@@ -132,10 +148,10 @@ def _ceilings_svg(ax: _Axes, ceilings: Sequence[Mapping[str, Any]]) -> list[str]
         ang = math.degrees(math.atan2(y2 - y1, x2 - x1))
         lx = x1 + 0.06 * (x2 - x1) + 14 * n
         ly = y1 + (lx - x1) * (y2 - y1) / (x2 - x1) - 5
-        color = BW_COLORS.get(str(b.get("key")), "#555")
-        dash = ' stroke-dasharray="5 4"' if b.get("binding_kernels") == 0 else ""
-        title = f"{_ceiling_text(b)}: {b.get('provenance') or ''}"
-        out.append(f'<g class="ceiling" data-kind="bandwidth" data-key="{esc(b.get("key"))}" data-value="{b["value"]!r}">'
+        color = BW_COLORS.get(b["key"], "#555")
+        dash = ' stroke-dasharray="5 4"' if b["binding_kernels"] == 0 else ""
+        title = f"{_ceiling_text(b)}: {b['provenance'] or ''}"
+        out.append(f'<g class="ceiling" data-kind="bandwidth" data-key="{esc(b["key"])}" data-value="{b["value"]!r}">'
                    f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}" stroke-width="1.6"{dash}>'
                    f'<title>{esc(title)}</title></line>'
                    f'<text x="{lx:.1f}" y="{ly:.1f}" transform="rotate({ang:.2f} {lx:.1f} {ly:.1f})" class="cl" '
@@ -163,32 +179,39 @@ def _short(name: Any, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def _hover(f: Mapping[str, Any], lvl_name: str, x: float) -> str:
-    return (f"{f.get('family')}\n{lvl_name}: {x:.3g} FLOP/byte · {fmt_num(f.get('achieved_flops_s'), 'FLOP/s')}\n"
-            f"{fmt_pct(f.get('time_share'))} of kernel time · {f.get('launches')} launch(es)\n"
-            f"{f.get('label')} / {f.get('limiter')}")
+def _hover(f: FamilyRow, lvl_name: str, x: float) -> str:
+    return (f"{f['family']}\n{lvl_name}: {x:.3g} FLOP/byte · {fmt_num(f['achieved_flops_s'], 'FLOP/s')}\n"
+            f"{fmt_pct(f['time_share'])} of kernel time · {f['launches']} launch(es)\n"
+            f"{f['label']} / {f['limiter']}")
 
 
-_Point = tuple[int, str, float, float]
-_Window = tuple[float, float, Mapping[str, Any]]
 
 
-def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]], *, title: str = "") -> str:
-    """The panel as a standalone SVG document fragment (``<svg xmlns=...>...</svg>``)."""
-    ceilings = list(panel.get("ceilings") or [])
-    pts = _points(panel, families)
-    wpts: list[_Window] = [(x, y, w) for w in panel.get("windows") or []
-                           if (x := num(w.get("intensity"))) and (y := num(w.get("flops_s"))) and x > 0 and y > 0]
-    ax = _Axes(*_ranges(ceilings, [(x, y) for _, _, x, y in pts] + [(x, y) for x, y, _ in wpts]))
-    labelled = list(panel.get("labelled") or [])
+def roofline_svg(panel: RooflinePanel, families: Sequence[FamilyRow], *, title: str = "") -> str:
+    """A kernel roofline panel as a standalone SVG document fragment (``<svg xmlns=...>...</svg>``):
+    its ceilings and placed families (``families``: the document's family rows)."""
     names = {lvl: lname for lvl, lname, _ in LEVELS}
-    no_roof = [names.get(str(lvl), str(lvl)) for lvl in panel.get("no_roof") or []]
+    no_roof = [names.get(lvl, lvl) for lvl in panel["no_roof"]]
+    return _svg(panel["id"], panel["ceilings"], _points(panel, families), [], panel["labelled"], families,
+                no_roof, title)
+
+
+def window_roofline_svg(panel: WindowPanel, *, title: str = "") -> str:
+    """A DCGM window roofline panel as a standalone SVG: its ceilings and estimated window points."""
+    wpts: list[_Window] = [(x, y, w) for w in panel["windows"]
+                           if (x := num(w["intensity"])) and (y := num(w["flops_s"])) and x > 0 and y > 0]
+    return _svg(panel["id"], panel["ceilings"], [], wpts, [], [], [], title)
+
+
+def _svg(pid: str, ceilings: Sequence[RooflineCeiling], pts: Sequence[_Point], wpts: Sequence[_Window],
+         labelled: Sequence[int], families: Sequence[FamilyRow], no_roof: Sequence[str], title: str) -> str:
+    ax = _Axes(*_ranges(ceilings, [(x, y) for _, _, x, y in pts] + [(x, y) for x, y, _ in wpts]))
     key_lines = len(labelled) + 2 + (1 if no_roof else 0)
     total_h = H + 18 * key_lines + 8
-    cid = f"clip-{esc(panel.get('id', 'p'))}"
+    cid = f"clip-{esc(pid)}"
     body: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {total_h}" width="{W}" height="{total_h}" '
-        f'class="roofline" data-panel="{esc(panel.get("id"))}" role="img" font-family="system-ui,-apple-system,Segoe UI,sans-serif">',
+        f'class="roofline" data-panel="{esc(pid)}" role="img" font-family="system-ui,-apple-system,Segoe UI,sans-serif">',
         f"<title>{esc(title or 'roofline')}</title>",
         "<style>.tk{font-size:11px;fill:#444}.ax{font-size:12px;fill:#222}.cl{font-size:11.5px;font-weight:600;"
         "paint-order:stroke;stroke:#fff;stroke-width:3px}.fl{font-size:11.5px;paint-order:stroke;stroke:#fff;"
@@ -208,9 +231,9 @@ def roofline_svg(panel: Mapping[str, Any], families: Sequence[Mapping[str, Any]]
     return "".join(body)
 
 
-def _markers_svg(ax: _Axes, pts: Sequence[_Point], families: Sequence[Mapping[str, Any]]) -> list[str]:
+def _markers_svg(ax: _Axes, pts: Sequence[_Point], families: Sequence[FamilyRow]) -> list[str]:
     """One group ``lvl-<level>`` of family markers per memory level, sized by share of time."""
-    shares = [num(families[i].get("time_share")) or 0.0 for i, _, _, _ in pts]
+    shares = [num(families[i]["time_share"]) or 0.0 for i, _, _, _ in pts]
     smax = max(shares, default=0.0) or 1.0
     body: list[str] = []
     for lvl, lname, shape in LEVELS:
@@ -220,7 +243,7 @@ def _markers_svg(ax: _Axes, pts: Sequence[_Point], families: Sequence[Mapping[st
                 continue
             f = families[i]
             r = 3.5 + 11 * math.sqrt(s / smax)
-            color = LABEL_COLORS.get(str(f.get("label")), "#555")
+            color = LABEL_COLORS.get(f["label"], "#555")
             group.append(_marker(shape, ax.px(x), ax.py(y), r, color, _hover(f, lname, x)))
         group.append("</g>")
         if len(group) > 2:
@@ -235,10 +258,10 @@ def _windows_svg(ax: _Axes, wpts: Sequence[_Window]) -> list[str]:
     body = ['<g class="lvl lvl-windows" data-level="windows">']
     for x, y, w in wpts:
         px, py = ax.px(x), ax.py(y)
-        color = LABEL_COLORS.get(str(w.get("label")), "#555")
-        title = (f"GPU {w.get('gpu')} · {w.get('label')} · {w.get('windows')} window(s)"
-                 f"{' from ' + str(w.get('start')) if w.get('start') else ''}\n{x:.3g} FLOP/byte (DRAM) · "
-                 f"{fmt_num(y, 'FLOP/s')} · {fmt_num(w.get('dram_bytes_s'), 'B/s')} (estimates)")
+        color = LABEL_COLORS.get(str(w["label"]), "#555")
+        title = (f"GPU {w['gpu']} · {w['label']} · {w['windows']} window(s)"
+                 f"{' from ' + str(w['start']) if w['start'] else ''}\n{x:.3g} FLOP/byte (DRAM) · "
+                 f"{fmt_num(y, 'FLOP/s')} · {fmt_num(w['dram_bytes_s'], 'B/s')} (estimates)")
         body.append(f'<path d="M{px:.1f} {py - 6:.1f}L{px + 5.5:.1f} {py + 4:.1f}L{px - 5.5:.1f} {py + 4:.1f}Z" '
                     f'fill="{color}" fill-opacity="0.6" stroke="#111" stroke-width="0.5"><title>{esc(title)}</title></path>')
     body.append("</g>")
@@ -246,14 +269,14 @@ def _windows_svg(ax: _Axes, wpts: Sequence[_Window]) -> list[str]:
 
 
 def _point_labels_svg(ax: _Axes, pts: Sequence[_Point], labelled: Sequence[int],
-                      families: Sequence[Mapping[str, Any]]) -> list[str]:
+                      families: Sequence[FamilyRow]) -> list[str]:
     """The numbered names of the labelled families, next to their first level's marker."""
     body: list[str] = []
     first_level = {i: (lv, x, y) for i, lv, x, y in reversed(pts)}
     for n, i in enumerate(labelled, 1):
         if i in first_level:
             _lv, x, y = first_level[i]
-            text = f"{n} {_short(families[i].get('family'), NAME_ON_CHART)}"
+            text = f"{n} {_short(families[i]['family'], NAME_ON_CHART)}"
             px = ax.px(x)
             # stay inside the plot (the right margin holds the compute ceiling labels): left of the marker if needed
             right = px + 9 + 6.6 * len(text) > ML + ax.pw
@@ -264,12 +287,12 @@ def _point_labels_svg(ax: _Axes, pts: Sequence[_Point], labelled: Sequence[int],
 
 
 def _key_svg(pts: Sequence[_Point], wpts: Sequence[_Window], labelled: Sequence[int],
-             families: Sequence[Mapping[str, Any]], no_roof: Sequence[str]) -> list[str]:
+             families: Sequence[FamilyRow], no_roof: Sequence[str]) -> list[str]:
     """The key under the chart: legend and colours, how to read it, missing roofs, the labelled families."""
     body: list[str] = []
     ky = H + 4
     legend = "  ".join(f"{sym} {name}" for (_, name, _), sym in zip(LEVELS, ("●", "■", "◆"), strict=True))
-    labels = sorted({str(families[i].get("label")) for i, _, _, _ in pts} | {str(w.get("label")) for _, _, w in wpts})
+    labels = sorted({str(families[i]["label"]) for i, _, _, _ in pts} | {str(w["label"]) for _, _, w in wpts})
     if wpts:
         legend = "▲ DCGM window (estimated FLOP/s vs DRAM bytes/s)"
     body.append(f'<text x="{ML}" y="{ky}" class="ky">{esc(legend)} · colour: '
@@ -288,6 +311,6 @@ def _key_svg(pts: Sequence[_Point], wpts: Sequence[_Window], labelled: Sequence[
         f = families[i]
         ky += 18
         body.append(f'<text x="{ML}" y="{ky}" class="ky"><tspan font-weight="600">{n}</tspan> '
-                    f"{esc(_short(f.get('family'), NAME_IN_KEY))} — {esc(f.get('label'))} ({esc(f.get('limiter'))}), "
-                    f"{esc(fmt_pct(f.get('time_share')))} of kernel time</text>")
+                    f"{esc(_short(f['family'], NAME_IN_KEY))} — {esc(f['label'])} ({esc(f['limiter'])}), "
+                    f"{esc(fmt_pct(f['time_share']))} of kernel time</text>")
     return body

@@ -11,7 +11,10 @@ import re
 import shutil
 import unicodedata
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rooftop.analyzer.schema import Document, Finding
 
 NAME_LIMIT = 90
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})  # controls, format (bidi), separators
@@ -43,16 +46,16 @@ def plain(value: Any, limit: int | None = NAME_LIMIT) -> str:
     return s
 
 
-def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None = None) -> str:
+def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None) -> str:
     """The summary printed after a run."""
     from rooftop.reports.formatting import device_sources, fmt_time, kernel_label_shares, num
 
-    kind = str(doc.get("kind") or "analyze")
-    kernels = doc.get("kernels") or []
-    windows = doc.get("windows") or []
-    lines = [f"rooftop {kind}: {len(doc.get('inputs') or [])} input(s), "
-             f"{len(doc.get('rejected') or [])} rejected record(s)"]
-    for name, sources in device_sources(doc.get("devices") or []):
+    kind = doc["kind"]
+    kernels = doc["kernels"]
+    windows = doc["windows"]
+    lines = [f"rooftop {kind}: {len(doc['inputs'])} input(s), "
+             f"{len(doc['rejected'])} rejected record(s)"]
+    for name, sources in device_sources(doc["devices"]):
         lines.append(f"  device: {plain(name)} (ceilings: {plain(sources)})")
     if kernels:
         shares, total = kernel_label_shares(kernels)
@@ -63,15 +66,14 @@ def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None =
     if windows:
         counts: dict[str, int] = {}
         for w in windows:
-            lab = str(w.get("label") or "mixed")
-            counts[lab] = counts.get(lab, 0) + 1
+            counts[w["label"]] = counts.get(w["label"], 0) + 1
         lines.append(f"  DCGM windows: {len(windows)} (" + ", ".join(
             f"{plain(k)} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) + ")")
-    if kind == "diff" and isinstance(doc.get("verdict"), dict):
-        v = doc["verdict"]
-        lines.append(f"  verdict: {plain(v.get('summary') or ('FAIL' if v.get('fail') else 'ok'))}")
+    verdict = doc.get("verdict")
+    if kind == "diff" and verdict is not None:
+        lines.append(f"  verdict: {plain(verdict.get('summary') or ('FAIL' if verdict['fail'] else 'ok'))}")
     lines += _unusable_lines(doc)
-    findings = (doc.get("findings") or [])[: max(top, 0)]
+    findings = doc["findings"][: max(top, 0)]
     if findings:
         lines.append("top findings:")
         width = max(60, shutil.get_terminal_size((100, 24)).columns)
@@ -83,11 +85,10 @@ def summary_text(doc: dict[str, Any], top: int = 10, outputs: list[str] | None =
     return "\n".join(lines)
 
 
-def _unusable_lines(doc: dict[str, Any], limit: int = 5) -> list[str]:
+def _unusable_lines(doc: Document, limit: int = 5) -> list[str]:
     """Inputs that could not be used, each named with its reason (not only counted)."""
-    bad = [str(i.get("path")) for i in doc.get("inputs") or [] if i.get("format") == "unusable"]
-    reasons = {str(r.get("path")): str(r.get("reason")) for r in doc.get("rejected") or []
-               if str(r.get("path")) in bad}
+    bad = [i["path"] for i in doc["inputs"] if i["format"] == "unusable"]
+    reasons = {r["path"]: r["reason"] for r in doc["rejected"] if r["path"] in bad}
     out = [f"  unusable: {plain(p, None)}: {plain(reasons.get(p, 'not a format rooftop reads'), None)}"
            for p in bad[:limit]]
     if len(bad) > limit:
@@ -110,21 +111,21 @@ def shorten_name(text: str, limit: int) -> str:
     return base[:keep] + "…" + tail
 
 
-def _finding_line(f: dict[str, Any], width: int, fmt_time: Callable[[Any], str],
+def _finding_line(f: Finding, width: int, fmt_time: Callable[[Any], str],
                   num: Callable[[Any], float | None]) -> str:
     """``N. [severity] label (limiter) · share · saving · name``: the label and the numbers always
     whole; the name shortened in the middle to fit ``width``."""
-    share = num(f.get("time_share"))
-    saving = f.get("est_saving_s")
+    share = num(f["time_share"])
+    saving = f["est_saving_s"]
     facts = [f"{100 * share:.1f}% of time"] if share is not None else []
     if saving is not None:
         facts.append(f"est. saving {fmt_time(saving)}")
     label = f.get("label")
     if label:
         verdict = plain(label, None) + (f" ({plain(f.get('limiter'), None)})" if f.get("limiter") else "")
-        name = plain(f.get("family") or f.get("title"), None)
+        name = plain(f.get("family") or f["title"], None)
     else:  # window and fleet findings carry their verdict in the title
-        verdict, name = "", plain(f.get("title"), None)
-    head = f"  {f.get('rank')}. [{plain(f.get('severity'), 10)}] " + " · ".join([x for x in (verdict, *facts) if x])
+        verdict, name = "", plain(f["title"], None)
+    head = f"  {f['rank']}. [{plain(f['severity'], 10)}] " + " · ".join([x for x in (verdict, *facts) if x])
     room = width - len(head) - 3
     return f"{head} · {shorten_name(name, max(room, 40))}"

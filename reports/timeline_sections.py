@@ -4,8 +4,10 @@ document's ``timeline``/``steps``/``waterfall`` (rules: docs/formulas.md#timelin
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rooftop.analyzer.schema import Document, Step, TimelineEntry
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_pct, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
@@ -18,24 +20,27 @@ MD_STEP_ROWS = 20
 _BUCKETS = ("< 1 µs", "1-10 µs", "10-100 µs", "0.1-1 ms", "1-10 ms", "10-100 ms", "0.1-1 s", "> 1 s")
 
 
-def _where(e: dict[str, Any]) -> str:
+def _where(e: Mapping[str, Any]) -> str:
+    """``file · GPU n`` of a timeline entry or a waterfall row (both have ``input`` and ``device``)."""
     name = str(e.get("input") or "").rsplit("/", 1)[-1]
     dev = e.get("device")
     return f"{name} · GPU {dev}" if dev is not None else name
 
 
-def _rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for e in entries:
-        gaps = e.get("gaps") or {}
-        sk = e.get("short_kernels") or {}
-        top = (e.get("top_kernels") or [{}])[0]
-        out.append({"where": _where(e), "step": e.get("name"), "gpu": e.get("gpu_name"),
-                    "label": e.get("label"), "limiter": e.get("limiter"), "kernels": e.get("kernels"),
-                    "span": e.get("span_s"), "wall": e.get("wall_s"), "idle": e.get("idle_fraction"),
-                    "gaps": gaps.get("count"), "short": sk.get("share_of_kernel_busy"),
-                    "top": top.get("name"), "evidence": "; ".join(e.get("evidence") or [])})
-    return out
+def _row(e: TimelineEntry) -> dict[str, Any]:
+    gaps, sk, top = e["gaps"], e["short_kernels"], e["top_kernels"]
+    return {"where": _where(e), "gpu": e["gpu_name"], "label": e["label"], "limiter": e["limiter"],
+            "kernels": e["kernels"], "span": e["span_s"], "idle": e["idle_fraction"],
+            "gaps": gaps["count"] if gaps else None, "short": sk["share_of_kernel_busy"] if sk else None,
+            "top": top[0]["name"] if top else None, "evidence": "; ".join(e["evidence"])}
+
+
+def _rows(entries: Sequence[TimelineEntry]) -> list[dict[str, Any]]:
+    return [_row(e) for e in entries]
+
+
+def _step_rows(steps: Sequence[Step]) -> list[dict[str, Any]]:
+    return [{**_row(s), "step": s["name"], "wall": s["wall_s"]} for s in steps]
 
 
 _COLUMNS = [Column("where", "input · device"), Column("gpu", "GPU"), Column("label", "label"),
@@ -53,15 +58,14 @@ def _busy_color(frac: float) -> str:
     return "#" + "".join(f"{round(a + (b - a) * f):02x}" for a, b in zip(lo, hi, strict=True))
 
 
-def _strip_chart(entries: list[dict[str, Any]]) -> str | None:
+def _strip_chart(entries: Sequence[TimelineEntry]) -> str | None:
     """Per device, its span in the document's bins, each coloured by its busy fraction (static SVG)."""
-    rows = [e for e in entries if e.get("busy_strip")]
+    rows = [(e, st) for e in entries if (st := e.get("busy_strip"))]
     if not rows:
         return None
     drawn = []
     end = 0.0
-    for e in rows:
-        st = e["busy_strip"]
+    for e, st in rows:
         frac, bin_s = list(st["busy_fraction"]), float(st["bin_s"])
         end = max(end, bin_s * len(frac))
         spans: list[Span] = []
@@ -82,22 +86,22 @@ def _strip_chart(entries: list[dict[str, Any]]) -> str | None:
                        "stretch for its times and share.")
 
 
-def _gap_chart(entries: list[dict[str, Any]]) -> str | None:
-    rows = [e for e in entries if e.get("gap_histogram") and sum(e["gap_histogram"]["count"])]
+def _gap_chart(entries: Sequence[TimelineEntry]) -> str | None:
+    rows = [(e, h) for e in entries if (h := e.get("gap_histogram")) and sum(h["count"])]
     if not rows:
         return None
-    series = [(_where(e), color(n), [float(v) for v in e["gap_histogram"]["idle_s"]],
-               [f"{c} gaps, {fmt_time(s)} idle" for c, s in zip(e["gap_histogram"]["count"],
-                                                                 e["gap_histogram"]["idle_s"], strict=True)])
-              for n, e in enumerate(rows)]
+    series = [(_where(e), color(n), [float(v) for v in h["idle_s"]],
+               [f"{c} gaps, {fmt_time(s)} idle" for c, s in zip(h["count"], h["idle_s"], strict=True)])
+              for n, (e, h) in enumerate(rows)]
     svg = vbars("Idle gaps between GPU activity", list(_BUCKETS), series, unit="s",
                 y_title="idle seconds in gaps of this length")
     return figure_html(svg, "Idle seconds between GPU activity, by gap length (the document's gap histogram); "
                        "hover a bar for the number of gaps.")
 
 
-def timeline_sections(doc: dict[str, Any]) -> list[Section] | None:
-    entries = list(doc.get("timeline") or [])
+def timeline_sections(doc: Document) -> list[Section] | None:
+    """Busy strip, gap histogram and table per input and device; steps; the waterfall."""
+    entries = doc.get("timeline") or []
     if not entries:
         return None
     charts = "".join(f for f in (_strip_chart(entries), _gap_chart(entries)) if f)
@@ -106,11 +110,11 @@ def timeline_sections(doc: dict[str, Any]) -> list[Section] | None:
             "(docs/formulas.md#timelines). Summary-only inputs (nsys stats) have no time axis.</p>"
             + charts + table(_rows(entries), _COLUMNS))
     out = [Section("Timelines", body, anchor="timelines")]
-    steps = list(doc.get("steps") or [])
+    steps = doc.get("steps") or []
     if steps:
         cols = [Column("step", "step / range", css="name"), Column("wall", "wall", fmt_time, numeric=True),
                 *_COLUMNS[:-2]]
-        out.append(Section("Steps", table(_rows(steps[:STEP_ROWS]), cols), anchor="steps",
+        out.append(Section("Steps", table(_step_rows(steps[:STEP_ROWS]), cols), anchor="steps",
                            note="" if len(steps) <= STEP_ROWS else f"first {STEP_ROWS} of {len(steps)}"))
     wf = waterfall_section(doc)
     if wf is not None:
@@ -118,9 +122,9 @@ def timeline_sections(doc: dict[str, Any]) -> list[Section] | None:
     return out
 
 
-def waterfall_section(doc: dict[str, Any]) -> Section | None:
+def waterfall_section(doc: Document) -> Section | None:
     """Where each device's wall time goes, joined to ncu (``waterfall``)."""
-    parts = list(doc.get("waterfall") or [])
+    parts = doc.get("waterfall") or []
     if not parts:
         return None
     names = list(dict.fromkeys(str(p["part"]) for w in parts for p in w["parts"]))
@@ -140,8 +144,9 @@ def waterfall_section(doc: dict[str, Any]) -> Section | None:
         "differently (docs/formulas.md#timelines).") + "</p>" + chart + body, anchor="waterfall")
 
 
-def timeline_md_sections(doc: dict[str, Any]) -> list[MdSection] | None:
-    entries = list(doc.get("timeline") or [])
+def timeline_md_sections(doc: Document) -> list[MdSection] | None:
+    """The timeline, step and waterfall tables for a ticket."""
+    entries = doc.get("timeline") or []
     if not entries:
         return None
     cols: list[Any] = [("where", "input · device"), ("label", "label"), ("limiter", "limiter"),
@@ -149,13 +154,13 @@ def timeline_md_sections(doc: dict[str, Any]) -> list[MdSection] | None:
                        ("gaps", "gaps"), ("short", "short-kernel share", fmt_pct), ("top", "top kernel")]
     out = [MdSection("Timelines", md_table(_rows(entries), cols, limit=120)
                      + "\n\nRules: docs/formulas.md#timelines.")]
-    steps = list(doc.get("steps") or [])
+    steps = doc.get("steps") or []
     if steps:
         more = f"\n\nFirst {MD_STEP_ROWS} of {len(steps)}." if len(steps) > MD_STEP_ROWS else ""
-        out.append(MdSection("Steps", md_table(_rows(steps[:MD_STEP_ROWS]),
+        out.append(MdSection("Steps", md_table(_step_rows(steps[:MD_STEP_ROWS]),
                                                [("step", "step / range"), ("wall", "wall", fmt_time), *cols],
                                                limit=120) + more))
-    parts = list(doc.get("waterfall") or [])
+    parts = doc.get("waterfall") or []
     if parts:
         rows = [{"where": _where(w), "part": p["part"], "seconds": p["seconds"], "share": p.get("share")}
                 for w in parts for p in w["parts"]]
@@ -165,7 +170,7 @@ def timeline_md_sections(doc: dict[str, Any]) -> list[MdSection] | None:
     return out
 
 
-def _diff_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _diff_rows(doc: Document) -> list[dict[str, Any]]:
     out = []
     for r in doc.get("timeline_diff") or []:
         idle, ks, span = r.get("idle_fraction") or {}, r.get("kernel_sum_s") or {}, r.get("span_s") or {}
@@ -178,7 +183,7 @@ def _diff_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _series_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _series_rows(doc: Document) -> list[dict[str, Any]]:
     rows = [s for s in doc.get("timeline_series") or [] if s.get("significant")]
     return sorted(rows, key=lambda s: -abs(s.get("change") or 0.0))
 
@@ -191,7 +196,7 @@ _SERIES_MD: list[Any] = [("device", "GPU"), ("series", "kernel / gaps"), ("n_bas
                          ("n_cand", "n after"), ("change", "median change", fmt_pct), ("p_adjusted", "p (Holm)")]
 
 
-def timeline_diff_sections(doc: dict[str, Any]) -> list[Section] | None:
+def timeline_diff_sections(doc: Document) -> list[Section] | None:
     """``rooftop diff`` of two timelines: per-device numbers and the series beyond noise."""
     if not doc.get("timeline_diff"):
         return None
@@ -205,7 +210,7 @@ def timeline_diff_sections(doc: dict[str, Any]) -> list[Section] | None:
     return out
 
 
-def timeline_diff_md_sections(doc: dict[str, Any]) -> list[MdSection] | None:
+def timeline_diff_md_sections(doc: Document) -> list[MdSection] | None:
     if not doc.get("timeline_diff"):
         return None
     return [MdSection("Timelines: before → after", md_table(_diff_rows(doc), _DIFF_MD)),

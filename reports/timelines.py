@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.schema import WINDOW_LABELS_SHOWN, Document, Window
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, num_column
 from rooftop.reports.svg_axes import TimeAxis
@@ -31,37 +32,36 @@ from rooftop.reports.widgets import LABEL_COLORS, Column, Section, finding_html,
 
 MAX_TIMELINES = 16          # GPUs drawn as series (the rest are in the label-share tables)
 PIXELS = W - ML - MR         # width of the label rows (see svg_charts.span_rows)
-WINDOW_LABELS = ("compute-bound", "memory-bound", "overhead-bound", "mixed", "idle", "unknown")
 LIST_ROWS = 300           # rows per label-share table shown in the page
 
 
-_FRAME_CACHE: list[tuple[Sequence[Mapping[str, Any]], int, pd.DataFrame]] = []
+_FRAME_CACHE: list[tuple[Sequence[Window], int, pd.DataFrame]] = []
 
 
-def window_frame(windows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def window_frame(windows: Sequence[Window]) -> pd.DataFrame:
     """Windows as columns (host, gpu, gpu_key, namespace, pod, label, start, end, seconds,
     flops_s, dram_s, m = metrics dict). Built once per windows list and render (cached)."""
     for cached, n, frame in _FRAME_CACHE:
         if cached is windows and n == len(windows):
             return frame
     hosts = [w.get("host") for w in windows]
-    gpus = [w.get("gpu") for w in windows]
+    gpus = [w["gpu"] for w in windows]
     # the analyzer's gpu_key (host/gpu/mig) when the document has it; older documents: host:gpu
-    keys = [str(w["gpu_key"]) if w.get("gpu_key") else f"{h}:{g}" if h not in (None, "") else str(g)
+    keys = [w.get("gpu_key") or (f"{h}:{g}" if h not in (None, "") else g)
             for w, h, g in zip(windows, hosts, gpus, strict=True)]
     df = pd.DataFrame({
         "host": pd.Series(hosts, dtype=object), "gpu": pd.Series(gpus, dtype=object),
         "gpu_key": pd.Series(keys, dtype=object),
         "namespace": pd.Series([w.get("namespace") for w in windows], dtype=object),
         "pod": pd.Series([w.get("pod") for w in windows], dtype=object),
-        "label": pd.Series([str(w.get("label") or "mixed") for w in windows], dtype=object),
-        "start": pd.to_datetime(pd.Series([w.get("start") for w in windows], dtype=object), utc=True,
+        "label": pd.Series([w["label"] for w in windows], dtype=object),
+        "start": pd.to_datetime(pd.Series([w["start"] for w in windows], dtype=object), utc=True,
                                 errors="coerce", format="ISO8601"),
-        "end": pd.to_datetime(pd.Series([w.get("end") for w in windows], dtype=object), utc=True,
+        "end": pd.to_datetime(pd.Series([w["end"] for w in windows], dtype=object), utc=True,
                               errors="coerce", format="ISO8601"),
         "flops_s": num_column(windows, "est_flops_s"),
         "dram_s": num_column(windows, "est_dram_bytes_s"),
-        "m": pd.Series([w.get("metrics") or {} for w in windows], dtype=object),
+        "m": pd.Series([w["metrics"] for w in windows], dtype=object),
     })
     secs = (df["end"] - df["start"]).dt.total_seconds()
     df["seconds"] = secs.where(secs > 0, 0.0).fillna(0.0)
@@ -69,7 +69,7 @@ def window_frame(windows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def windows_share_rows(windows: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def windows_share_rows(windows: Sequence[Window]) -> dict[str, list[dict[str, Any]]]:
     """Label shares of window time per GPU, host, namespace and pod (rows sorted by GPU-hours)."""
     df = window_frame(windows)
     out: dict[str, list[dict[str, Any]]] = {}
@@ -134,10 +134,10 @@ def _floats(values: Sequence[Any], factor: float) -> np.ndarray:
                      for v in values], dtype=float)
 
 
-def _series_by_gpu(doc: Mapping[str, Any], keys: Sequence[str],
+def _series_by_gpu(doc: Document, keys: Sequence[str],
                    by_key: Mapping[str, pd.DataFrame]) -> dict[str, tuple[np.ndarray, dict[str, list[Any]]]]:
     """Per GPU: window start times (epoch s) and the metric lists, from ``doc["timelines"]`` or the windows."""
-    timelines = doc.get("timelines") if isinstance(doc.get("timelines"), Mapping) else None
+    timelines = doc.get("timelines")
     out: dict[str, tuple[np.ndarray, dict[str, list[Any]]]] = {}
     for key in keys:
         if timelines:
@@ -212,12 +212,12 @@ def _family_caption(fam: str, reduced: bool, coarse: bool) -> str:
     return cap
 
 
-def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
+def timeline_charts(doc: Document) -> tuple[list[Chart], str]:
     """The GPU timelines as static SVG: one row of window labels per GPU, then one chart per metric
     family with the GPUs as series (``doc["timelines"]`` when present, else the window metrics)."""
-    windows = doc.get("windows") or []
+    windows = doc["windows"]
     df = window_frame(windows)
-    timelines = doc.get("timelines") if isinstance(doc.get("timelines"), Mapping) else None
+    timelines = doc.get("timelines")
     by_key = {str(k): g.sort_values("start") for k, g in df.groupby("gpu_key", sort=False)}
     keys = [str(k) for k in timelines] if timelines else sorted(by_key, key=lambda k: -by_key[k]["seconds"].sum())
     notes = []
@@ -227,7 +227,7 @@ def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
         keys = keys[:MAX_TIMELINES]
     if not windows:
         notes.append("No DCGM windows.")
-    window = doc.get("window") if isinstance(doc.get("window"), Mapping) else None
+    window = doc.get("window")
     if window and window.get("reason"):
         notes.append(f"Windows: {window.get('reason')}.")
     data = _series_by_gpu(doc, keys, by_key)
@@ -270,8 +270,9 @@ def timeline_charts(doc: Mapping[str, Any]) -> tuple[list[Chart], str]:
     return charts, " ".join(notes)
 
 
-def dcgm_sections(doc: dict[str, Any]) -> list[Section] | None:
-    windows = doc.get("windows") or []
+def dcgm_sections(doc: Document) -> list[Section] | None:
+    """GPU timelines, label shares of window time per group, and the window findings."""
+    windows = doc["windows"]
     if not windows:
         return None
     out: list[Section] = []
@@ -283,15 +284,15 @@ def dcgm_sections(doc: dict[str, Any]) -> list[Section] | None:
         if len(rows) < 1:
             continue
         body.append(f"<h3>Label share of GPU time by {esc(key)}</h3>")
-        cols = [Column("group", key)] + [Column(lab, lab, fmt_pct, numeric=True) for lab in WINDOW_LABELS]
+        cols = [Column("group", key)] + [Column(lab, lab, fmt_pct, numeric=True) for lab in WINDOW_LABELS_SHOWN]
         cols.append(Column("hours", "GPU-hours", lambda v: fmt_num(v), numeric=True))
         if key in ("gpu", "host") and 1 < len(rows) <= 200:
-            body.append(label_share_chart(rows, key, WINDOW_LABELS))
+            body.append(label_share_chart(rows, key, WINDOW_LABELS_SHOWN))
         body.append(f'<div class="tablewrap">{table(rows[:LIST_ROWS], cols)}</div>')
     out.append(Section("GPU label shares", "".join(body), anchor="shares"))
-    wf = [f for f in doc.get("findings") or [] if f.get("source") == "dcgm"]
+    wf = [f for f in doc["findings"] if f.get("source") == "dcgm"]
     if wf:
-        kernels = list(doc.get("kernels") or [])
+        kernels = doc["kernels"]
         items = "".join(finding_html(f, kernels) for f in wf)
         out.append(Section("Window findings", f'<ol class="findings">{items}</ol>', anchor="wfindings"))
     return out

@@ -12,7 +12,7 @@ A page is a list of :class:`Section` objects, built from the document by *sectio
   every input-derived string escaped; hover is SVG ``<title>``.
 - No ``<script>`` and no ``on*=`` attributes in ``html_body`` (the page has a single script).
 
-A builder is ``Callable[[dict], Section | list[Section] | None]`` (``None``: nothing to show).
+A builder is ``Callable[[Document], Section | list[Section] | None]`` (``None``: nothing to show).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rooftop.analyzer.schema import Document, Finding, Kernel
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_pct, fmt_time
 
@@ -49,7 +50,7 @@ class Section:
     note: str = ""
 
 
-SectionBuilder = Callable[[dict[str, Any]], "Section | list[Section] | None"]
+SectionBuilder = Callable[[Document], "Section | list[Section] | None"]
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,14 @@ def kpi(value: str, caption: str) -> str:
     return f'<div class="kpi"><b>{esc(value)}</b><span>{esc(caption)}</span></div>'
 
 
-def finding_html(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) -> str:
-    sev = str(f.get("severity") or "info")
-    ks = f.get("kernels") or []
-    meta = [f"rule {esc(f.get('rule'))}", f"{fmt_pct(f.get('time_share'))} of GPU time"]
-    if f.get("est_saving_s") is not None:
-        meta.append(f"est. saving {esc(fmt_time(f.get('est_saving_s')))}")
+def finding_html(f: Finding, kernels: Sequence[Kernel]) -> str:
+    """One finding as a list item: severity, title, numbers, an example launch, the recommendation
+    and its evidence (collapsed)."""
+    sev = f["severity"]
+    ks = f["kernels"]
+    meta = [f"rule {esc(f['rule'])}", f"{fmt_pct(f['time_share'])} of GPU time"]
+    if f["est_saving_s"] is not None:
+        meta.append(f"est. saving {esc(fmt_time(f['est_saving_s']))}")
     if ks:
         meta.append(f"{len(ks)} launch{'es' if len(ks) != 1 else ''}")
     if f.get("label"):
@@ -132,8 +135,8 @@ def finding_html(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) -> 
     names = ""
     if ks:
         first = ks[0]
-        if isinstance(first, int) and 0 <= first < len(kernels):
-            name = str(kernels[first].get("name") or "")
+        if 0 <= first < len(kernels):
+            name = kernels[first]["name"]
             name = name if len(name) <= 400 else name[:399] + "…"
             names = f'<div class="meta">e.g. <span class="kname">{esc(name)}</span></div>'
     ev = f.get("evidence") or []
@@ -141,5 +144,5 @@ def finding_html(f: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]) -> 
     ev_html = (f'<details class="ev"><summary>evidence ({len(ev)})</summary><ul>'
                + "".join(f"<li>{esc(e)}</li>" for e in ev[:8]) + "</ul></details>") if ev else ""
     return (f'<li class="finding"><div class="t"><span class="sev sev-{esc(sev)}">{esc(sev)}</span>'
-            f'{esc(f.get("title"))}</div><div class="meta">{" · ".join(meta)}</div>{names}'
-            f'<div class="rec">{esc(f.get("recommendation"))}</div>{ev_html}</li>')
+            f'{esc(f["title"])}</div><div class="meta">{" · ".join(meta)}</div>{names}'
+            f'<div class="rec">{esc(f["recommendation"])}</div>{ev_html}</li>')

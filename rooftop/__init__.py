@@ -6,18 +6,23 @@ findings → one analysis document) and ``rooftop.reports`` (HTML, Markdown, JSO
 document) — and this small API:
 
 >>> import rooftop
->>> doc = rooftop.analyze(["run.ncu-rep"], device=None)      # the analysis document (a dict)
+>>> doc = rooftop.analyze(["run.ncu-rep"], device=None)      # the analysis document (a typed dict)
 >>> doc["kernels"][0]["label"]
 >>> same = rooftop.load("analysis.json")                   # a saved ``--json`` document
 
-The document follows ``docs/contract.md`` (``schema_version: 1``).
+The document follows ``docs/contract.md`` (``schema_version: 1``); its type is
+:class:`rooftop.analyzer.schema.Document` (a ``TypedDict``: the package ships ``py.typed``, so
+mypy checks what a caller reads from it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rooftop.analyzer.schema import Document
 
 from rooftop._version import __version__
 from rooftop.errors import InputError
@@ -26,7 +31,7 @@ __all__ = ["InputError", "__version__", "analyze", "load"]
 
 
 def analyze(paths: Iterable[str | PathLike[str]] | str | PathLike[str], device: str | None = None,
-            *, top: int = 10, window_s: float | None = None) -> dict[str, Any]:
+            *, top: int = 10, window_s: float | None = None) -> Document:
     """Analyse files or folders of any format rooftop reads; returns the analysis document.
 
     ``device`` is a built-in device name or a JSON/YAML ceilings file, as ``--device`` on the
@@ -39,10 +44,14 @@ def analyze(paths: Iterable[str | PathLike[str]] | str | PathLike[str], device: 
                         command="rooftop.analyze()")
 
 
-def load(path: str | PathLike[str]) -> dict[str, Any]:
-    """Load a document saved with ``--json`` (analyze, fleet or diff), checking its schema version."""
+def load(path: str | PathLike[str]) -> Document:
+    """Load a document saved with ``--json`` (analyze, fleet or diff), checking its schema version
+    and then its type (``validate_document``: a key of the wrong type raises
+    :class:`rooftop.InputError` naming it)."""
     import json
 
+    from rooftop.analyzer.schema import checked_document
+    from rooftop.errors import SchemaError
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -52,4 +61,7 @@ def load(path: str | PathLike[str]) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("schema_version") != 1:
         raise InputError(str(path), "not a rooftop document of schema_version 1",
                          "write one with `rooftop analyze … --json PATH`")
-    return doc
+    try:
+        return checked_document(doc)
+    except SchemaError as exc:
+        raise InputError(str(path), str(exc), "write it again with this rooftop's `--json`") from exc

@@ -25,6 +25,13 @@ HOSTILE_NAMES = [
 ]
 
 
+def empty_document(**keys: Any) -> dict[str, Any]:
+    """The smallest valid analyze document (every required key, nothing in it), with ``keys`` set."""
+    return {"schema_version": 1, "tool": {"name": "rooftop", "version": "0.1.0"}, "kind": "analyze",
+            "run": {"command": "", "created": "1970-01-01T00:00:00Z", "input_sha256": {}}, "inputs": [],
+            "rejected": [], "devices": [], "kernels": [], "findings": [], "windows": [], "lint": [], **keys}
+
+
 def _kernel(i: int, name: str, family: str, *, dur: float, flops: float | None, dram: float | None,
             l2: float | None, l1: float | None, attainable: float | None, label: str, limiter: str,
             evidence: list[str], rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:

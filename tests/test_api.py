@@ -54,6 +54,23 @@ def test_load_round_trips_a_saved_document_and_refuses_others(tmp_path: Path) ->
         rooftop.load(bad)
     with pytest.raises(InputError, match="cannot read"):
         rooftop.load(tmp_path / "missing.json")
+    cli["kernels"][0]["label"] = "slow"  # schema_version 1, but not a Document: refused, naming the key
+    bad.write_text(json.dumps(cli), encoding="utf-8")
+    with pytest.raises(InputError, match=r"\$\.kernels\[0\]\.label: expected one of"):
+        rooftop.load(bad)
+
+
+def test_the_package_ships_its_types() -> None:
+    """PEP 561: ``py.typed`` is in the package and in its package data, so ``rooftop.analyze()``'s
+    ``Document`` reaches a caller's type checker."""
+    assert (ROOT / "rooftop" / "py.typed").is_file()
+    data = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[tool.setuptools.package-data]")[1]
+    assert '"rooftop" = ["py.typed"]' in data.split("\n[")[0]
+    from rooftop.analyzer.schema import Document
+
+    hints = {"Document": Document}  # imported for type checkers only: `import rooftop` stays cheap
+    assert eval(rooftop.analyze.__annotations__["return"], hints) is Document
+    assert eval(rooftop.load.__annotations__["return"], hints) is Document
 
 
 def test_python_dash_m_rooftop_is_the_command_line() -> None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from rooftop.reports.escape import dumps, dumps_bytes, script_json
 from rooftop.reports.json_report import COMPACT_ABOVE, render_json, render_json_bytes
+from tests.regen_golden import empty_document
 
 
 def test_nonfinite_and_numpy_nested() -> None:
@@ -29,7 +30,7 @@ def test_default_and_fallback_paths() -> None:
 
 
 def test_bytes_end_with_newline_and_match_text() -> None:
-    doc = {"kernels": [{"name": "é ≥"}], "x": 1e-05}
+    doc = empty_document(kernels=[{"name": "é ≥"}], x=1e-05)
     b = render_json_bytes(doc)
     assert b.endswith(b"}\n") and b.decode("utf-8") == render_json(doc)
     assert "é ≥" in render_json(doc)  # UTF-8 kept, not \u-escaped
@@ -37,9 +38,9 @@ def test_bytes_end_with_newline_and_match_text() -> None:
 
 
 def test_indent_only_for_small_documents() -> None:
-    small = {"kernels": [{"i": 1}]}
-    assert render_json(small).startswith('{\n  "kernels"')
-    big = {"kernels": [{"i": i} for i in range(COMPACT_ABOVE + 1)]}
+    small = empty_document(kernels=[{"i": 1}])
+    assert render_json(small).startswith('{\n  "schema_version"')
+    big = empty_document(kernels=[{"i": i} for i in range(COMPACT_ABOVE + 1)])
     assert "\n" not in render_json(big).rstrip("\n")
 
 

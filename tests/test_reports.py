@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rooftop.analyzer.schema import validate_document
 from rooftop.analyzer.view import document_view
 from rooftop.reports.escape import esc, md, script_json
 from rooftop.reports.html import SECTIONS_BY_KIND, render_html
@@ -19,7 +20,7 @@ from rooftop.reports.markdown import MD_SECTIONS_BY_KIND, render_markdown
 from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.outputs import print_summary, write_outputs
 from rooftop.reports.widgets import Column, Section, table
-from tests.regen_golden import GOLDEN, HOSTILE_NAMES, big_document, sample_document
+from tests.regen_golden import GOLDEN, HOSTILE_NAMES, big_document, empty_document, sample_document
 
 PLOTLY_MARK = "plotly.js v"  # the banner comment at the top of every plotly.js bundle
 
@@ -44,9 +45,9 @@ def test_json_matches_golden_and_round_trips() -> None:
 
 
 def test_json_is_strict_nan_becomes_null() -> None:
-    doc = {"kind": "analyze", "x": float("nan"), "y": [float("inf"), 1.5], "z": {"w": -math.inf}}
+    doc = empty_document(x=float("nan"), y=[float("inf"), 1.5], z={"w": -math.inf})
     back = json.loads(render_json(doc))
-    assert back == {"kind": "analyze", "x": None, "y": [None, 1.5], "z": {"w": None}}
+    assert back == {**doc, "x": None, "y": [None, 1.5], "z": {"w": None}}
     assert "NaN" not in render_json(doc) and "Infinity" not in render_json(doc)
 
 
@@ -163,8 +164,13 @@ def test_summary_counts_what_the_inputs_hold() -> None:
     doc.update(kernels=[], findings=[])
     doc.update(document_view(doc))
     assert "kernel launches" not in _kpis(render_html(doc)) and _kpis(render_html(doc))["DCGM windows"]
-    doc.update(windows=[], timelines={}, timeline=[{"input": "t.sqlite", "device": "0", "kernels": 1993},
-                                                   {"input": "t.sqlite", "device": "1", "kernels": 2017}])
+    entry = {"input": "t.sqlite", "gpu_name": None, "memcpy": None, "memset": None, "span_s": None,
+             "kernel_sum_s": None, "kernel_busy_s": None, "gpu_busy_s": None, "idle_s": None, "idle_fraction": None,
+             "gaps": None, "short_kernels": None, "top_kernels": [], "label": "unknown", "limiter": "unknown",
+             "evidence": []}
+    doc.update(windows=[], timelines={}, timeline=[{**entry, "device": "0", "kernels": 1993},
+                                                   {**entry, "device": "1", "kernels": 2017}])
+    validate_document(doc)
     assert _kpis(render_html(doc)).get("traced kernels") == "4010" and "kernel launches" not in _kpis(render_html(doc))
     doc.update(timeline=[])
     assert _kpis(render_html(doc))["kernel launches"] == "0"  # nothing else: the count says so
@@ -268,20 +274,32 @@ def test_write_outputs_missing_folder_raises_output_error(tmp_path: Path) -> Non
         write_outputs(sample_document(), html=None, md=str(tmp_path / "nope" / "r.md"), json_path=None)
 
 
-def test_ceilings_of_contract_and_nested_shapes() -> None:
-    from rooftop.reports.roofline import ceilings_of
+def test_ceilings_of_takes_each_kind_from_the_vocabulary() -> None:
+    """A ceiling is a peak or a bandwidth by the vocabulary its key belongs to (analyzer/schema/vocab.py),
+    not by how the key is spelled: every compute key is FLOP/s, every bandwidth key B/s."""
+    from rooftop.analyzer import schema
+    from rooftop.reports.roofline import ceilings_of, roofs_of
 
     dev = {"name": "X", "source": "builtin",
-           "ceilings": {"fp64": 1e13, "fp32": 2e13, "tensor_fp16acc": 4e14, "dram": 2e12, "l2": 5e12, "l1": 1e13},
+           "ceilings": {"fp64": 1e13, "fp32": 2e13, "tensor_fp16acc": 4e14, "int8": 8e14, "dram": 2e12,
+                        "l2": 5e12, "l1": 1e13},
            "sources": {"fp32": "datasheet", "dram": "HBM3 spec"}, "sm_count": 132, "cc": "9.0"}
+    schema.validate_document(empty_document(devices=[dev]))
     compute, bandwidth = ceilings_of(dev)
-    assert [c.name for c in compute] == ["tensor_fp16acc", "fp32", "fp64"]
+    assert [c.name for c in compute] == ["int8", "tensor_fp16acc", "fp32", "fp64"]
     assert [(b.name, b.value) for b in bandwidth] == [("DRAM", 2e12), ("L2", 5e12), ("L1", 1e13)]
-    assert compute[1].source == "datasheet" and bandwidth[0].source == "HBM3 spec"
-    nested = {"ceilings": {"flops_s": {"fp32": {"value": 3e13, "source": "ncu"}}, "bytes_s": {"dram": 1e12}}}
-    c2, b2 = ceilings_of(nested)
-    assert (c2[0].name, c2[0].value, c2[0].source) == ("fp32", 3e13, "ncu") and b2[0].value == 1e12
-    assert ceilings_of({"ceilings": {"fp32": float("nan"), "dram": -1, "l2": "x"}}) == ([], [])
+    assert compute[2].source == "datasheet" and bandwidth[0].source == "HBM3 spec"
+    roofs = roofs_of(dev)
+    assert {(r["key"], r["kind"], r["unit"]) for r in roofs} >= {("int8", "compute", "FLOP/s"),
+                                                                   ("l1", "bandwidth", "B/s")}
+    every = dict.fromkeys(schema.CEILING_KEYS, 1e12)
+    c_all, b_all = ceilings_of({"name": "Y", "source": "user", "ceilings": every})
+    assert {c.key for c in c_all} == set(schema.COMPUTE_CEILINGS)
+    assert [b.key for b in b_all] == list(schema.BANDWIDTH_CEILINGS)
+    assert ceilings_of({"name": "Z", "source": "user", "ceilings": {"fp32": None, "dram": -1.0}}) == ([], [])
+    with pytest.raises(schema.SchemaError, match=r"\$\.devices\[0\]\.ceilings\.dram_bytes_s: unknown key"):
+        schema.validate_document(empty_document(devices=[{"name": "W", "source": "user",
+                                                          "ceilings": {"dram_bytes_s": 1e12}}]))
 
 
 def test_many_dcgm_windows_stay_small() -> None:
@@ -328,11 +346,11 @@ def test_large_documents_are_compact_but_equal() -> None:
     from rooftop.reports.json_report import COMPACT_ABOVE
 
     kernels = [{"index": i, "name": f"k{i}", "duration_s": 1e-6} for i in range(COMPACT_ABOVE + 1)]
-    big = {"schema_version": 1, "kernels": kernels}
+    big = empty_document(kernels=kernels)
     text = render_json(big)
     assert "\n " not in text  # no indentation
     assert json.loads(text) == big
-    small = {"schema_version": 1, "kernels": kernels[:2]}
+    small = empty_document(kernels=kernels[:2])
     assert "\n " in render_json(small)
 
 

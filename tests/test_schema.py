@@ -62,6 +62,38 @@ def test_vocabularies_are_the_literals() -> None:
     assert "unknown" in schema.KERNEL_LABELS and "unknown" in schema.WINDOW_LABELS
     assert schema.TIMELINE_LABELS == ("overhead-bound", "transfer-bound", "kernel-bound", "idle", "unknown")
     assert {"launch", "sync", "host", "transfer"} <= set(schema.TIMELINE_LIMITERS)
+    assert sorted(schema.WINDOW_LABELS_SHOWN) == sorted(schema.WINDOW_LABELS)
+    assert set(schema.BOUND_LABELS) < set(schema.KERNEL_LABELS) and set(schema.BOUND_LABELS) < set(schema.WINDOW_LABELS)
+    assert set(schema.MEMORY_LEVELS) == set(schema.BANDWIDTH_CEILINGS)
+    assert set(schema.FLOP_CLASSES) < set(schema.COMPUTE_CEILINGS)
+    assert set(schema.CEILING_KEYS) == set(schema.COMPUTE_CEILINGS) | set(schema.BANDWIDTH_CEILINGS)
+    assert {schema.ceiling_kind(k) for k in schema.COMPUTE_CEILINGS} == {"compute"}
+    assert {schema.ceiling_kind(k) for k in schema.BANDWIDTH_CEILINGS} == {"bandwidth"}
+
+
+def test_vocabularies_are_defined_once() -> None:
+    """No module of the analyzer or the reports spells a whole vocabulary as its own constant: they
+    import it from analyzer/schema/vocab.py (a second spelling drifts when a word is added)."""
+    import ast
+
+    from rooftop.analyzer.schema import vocab
+
+    words = {n: set(v) for n, v in vars(vocab).items() if n.isupper() and isinstance(v, tuple) and len(v) > 1}
+    found = []
+    for stage in ("analyzer", "reports"):
+        for path in sorted((ROOT / stage).rglob("*.py")):
+            if path == ROOT / "analyzer" / "schema" / "vocab.py":
+                continue
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+                if not isinstance(value, (ast.Tuple, ast.List, ast.Set)) or not value.elts:
+                    continue
+                if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+                    continue
+                spelled = {e.value for e in value.elts if isinstance(e, ast.Constant)}
+                found += [f"{path.relative_to(ROOT)}:{node.lineno} spells {name}"
+                          for name, vocab_words in words.items() if spelled == vocab_words]
+    assert not found, found
 
 
 # The fast check and the reference walk agree on mutated documents.

@@ -29,11 +29,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rooftop.analyzer.schema.vocab import BANDWIDTH_CEILINGS, COMPUTE_CEILINGS
 from rooftop.errors import InputError
 
-PEAK_KEYS = ("fp64", "fp32", "fp16", "tensor", "tf32", "bf16", "fp8", "int8", "fp64_tensor",
-             "tensor_fp16acc")
-BANDWIDTH_KEYS = ("dram", "l2", "l1")
+PEAK_KEYS: tuple[str, ...] = COMPUTE_CEILINGS  # the ceiling vocabularies (analyzer/schema/vocab.py)
+BANDWIDTH_KEYS: tuple[str, ...] = BANDWIDTH_CEILINGS
 _DROP_WORDS = {"nvidia", "tesla", "geforce", "quadro", "corporation"}
 
 

@@ -28,8 +28,9 @@ from rooftop.analyzer.ceilings.export import export_bw, export_fp_peaks
 from rooftop.analyzer.ceilings.table import device_keys, spec_per_row, spec_values
 from rooftop.analyzer.metrics.columns import LEVELS, column
 from rooftop.analyzer.metrics.work import clock_hz
+from rooftop.analyzer.schema.vocab import FLOP_CLASSES
 
-PEAK_CLASSES = ("fp64", "fp32", "fp16", "tensor")
+PEAK_CLASSES = FLOP_CLASSES
 CEILING_COLUMNS = tuple(f"peak_{c}" for c in PEAK_CLASSES) + tuple(f"bw_{lvl}" for lvl in LEVELS)
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-PEAK_CLASSES = ("fp64", "fp32", "fp16", "tensor")
-LEVELS = ("l1", "l2", "dram")
+from rooftop.analyzer.schema.vocab import FLOP_CLASSES, MEMORY_LEVELS
+
+PEAK_CLASSES = FLOP_CLASSES
+LEVELS = MEMORY_LEVELS
 
 
 def _refs(ref: str | None) -> dict[str, tuple[str, str] | None]:
@@ -33,8 +35,8 @@ def _refs(ref: str | None) -> dict[str, tuple[str, str] | None]:
         else:
             n, _, s = who.rpartition("|")
             target = (n, s)
-        for k in keys.split(","):
-            out[k] = target
+        for key in keys.split(","):
+            out[key] = target
     return out
 
 

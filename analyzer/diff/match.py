@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.kernels.families import family_key
+from rooftop.analyzer.schema.vocab import SIDES as _SIDES
 
-SIDES = ("baseline", "candidate")
+SIDES = _SIDES
 KEY = ["family", "grid", "block", "nvtx"]
 """Series key. A pair also matches on ``ordinal`` (position within the series, launch order)."""
 

@@ -14,6 +14,7 @@ from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
 from rooftop.analyzer.diff.match import _HINT, NUMERIC, SIDES, _str_col
 from rooftop.analyzer.diff.records import diff_payload, findings, listing_lint
 from rooftop.analyzer.document import KERNEL_FIELDS, build_document
+from rooftop.analyzer.schema import Document
 from rooftop.errors import InputError
 
 
@@ -154,7 +155,7 @@ def _device_lint(b: pd.DataFrame, c: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def run_diff(baseline: str, candidate: str, *, fail_on: float | None, device: str | None,
-             command: str, gate: str = "total", min_effect: float = MIN_EFFECT_PCT) -> dict[str, Any]:
+             command: str, gate: str = "total", min_effect: float = MIN_EFFECT_PCT) -> Document:
     """The whole ``diff`` job; returns the contract document of kind ``diff``."""
     Gate(fail_on, min_effect)  # both options checked before any input is read
     from rooftop.analyzer.timeline.diff import is_trace_pair, run_trace_diff

@@ -20,10 +20,11 @@ from rooftop.analyzer.diff.deltas import pct
 from rooftop.analyzer.diff.gate import Gate, decide
 from rooftop.analyzer.diff.verdict import short_name
 from rooftop.analyzer.kernels.families import qualified_name
+from rooftop.analyzer.schema.vocab import SIDES as _SIDES
 from rooftop.analyzer.timeline import TimelineAnalysis
 from rooftop.analyzer.timeline.metrics import GAP_LONG_NS, GAP_SHORT_NS
 
-SIDES = ("baseline", "candidate")
+SIDES = _SIDES
 SEP = "\x1f"
 """Joins a series key's parts (device, kind, family, grid, block) into the statistics' series id."""
 

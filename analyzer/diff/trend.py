@@ -31,6 +31,7 @@ import pandas as pd
 from rooftop.analyzer.diff.deltas import pct
 from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, check_pct
 from rooftop.analyzer.kernels.families import display_name
+from rooftop.analyzer.schema import Document
 from rooftop.errors import InputError
 
 K_SIGMA = 3.0
@@ -233,7 +234,7 @@ def _run_lint(runs: Sequence[Run]) -> list[dict[str, Any]]:
 
 
 def run_trend(paths: Sequence[str], *, device: str | None = None, min_effect: float = MIN_EFFECT_PCT,
-              command: str = "") -> dict[str, Any]:
+              command: str = "") -> Document:
     """The whole ``trend`` job: the contract document of kind ``trend`` (docs/contract.md)."""
     from rooftop.analyzer.document import build_document
 

@@ -3,6 +3,7 @@ and the whole ``diff`` of two such sides (docs/formulas.md#windows-diff)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
 from rooftop.analyzer.diff.sides import read_document
 from rooftop.analyzer.diff.verdict import decided_counts, how_text, noise_text, test_text
 from rooftop.analyzer.document import build_document
+from rooftop.analyzer.schema import Document
 from rooftop.errors import InputError
 
 SIDES = wd.SIDES
@@ -67,7 +69,7 @@ def window_side(path: str) -> WindowSide | None:
         return None
     from rooftop.analyzer.pipeline import run_analysis
 
-    a = run_analysis([path])
+    a: Mapping[str, Any] = run_analysis([path])
     return WindowSide(path=path, source="dcgm", windows=list(a.get("windows") or []), inputs=list(a["inputs"]),
                       rejected=list(a["rejected"]), lint=list(a.get("lint") or []))
 
@@ -109,7 +111,7 @@ def _verdict(table: pd.DataFrame, hs: dict[str, Any], gate: Gate, alpha: float) 
 
 
 def run_windows_diff(sides: list[WindowSide], *, fail_on: float | None, command: str,
-                     min_effect: float = MIN_EFFECT_PCT, alpha: float = stats.ALPHA) -> dict[str, Any]:
+                     min_effect: float = MIN_EFFECT_PCT, alpha: float = stats.ALPHA) -> Document:
     """The ``diff`` document of two sides of windows."""
     gate = Gate(fail_on, min_effect)
     for side in sides:

@@ -18,13 +18,15 @@ import pandas as pd
 from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff.deltas import pct
 from rooftop.analyzer.diff.gate import Gate, decide, p_text
+from rooftop.analyzer.schema.vocab import SIDES as _SIDES
+from rooftop.analyzer.schema.vocab import WINDOW_LABELS
 
-SIDES = ("baseline", "candidate")
+SIDES = _SIDES
 OWNER_KEYS = ("namespace", "job", "pod")
 """The owner of a window: the first of these it names, else its host and GPU."""
 EFFICIENCY = ("sm_active", "gr_active")
 """Efficiency per window: SM activity (DCGM_FI_PROF_SM_ACTIVE), else graphics-engine activity."""
-LABELS = ("idle", "compute-bound", "memory-bound", "overhead-bound", "mixed", "unknown")
+LABELS = WINDOW_LABELS
 
 
 def owner(w: dict[str, Any], by: Sequence[str] = ()) -> tuple[str, str]:

@@ -24,6 +24,7 @@ from rooftop.analyzer.fleet.rollup import (
     rollup,
     trend,
 )
+from rooftop.analyzer.schema import Document
 from rooftop.analyzer.store.layout import MS_PER_DAY, file_date, iso_ms, parse_iso
 from rooftop.analyzer.store.manifest import Manifest
 from rooftop.errors import InputError
@@ -93,7 +94,7 @@ def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, 
 def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, by: list[str],
               engine: str, scheduler: str | None, workers: int, window_s: float,
               device: str | None, top: int, command: str,
-              join: JoinRequest | None = None) -> dict[str, Any]:
+              join: JoinRequest | None = None) -> Document:
     """The whole ``fleet`` job; returns the contract document (kind ``fleet``); with ``join``,
     its ``kernel_join`` compares the profiled kernels with the selected windows.
 

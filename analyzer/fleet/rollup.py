@@ -27,11 +27,12 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.metrics.columns import column
+from rooftop.analyzer.schema.vocab import WINDOW_LABELS
 from rooftop.analyzer.windows.findings import hours_text, severity_by_hours
 
 GROUPABLE = ("host", "model", "gpu", "namespace", "pod", "container", "job")
 GPU_IDENTITY = ("host", "gpu", "mig")
-LABELS = ("idle", "compute-bound", "memory-bound", "overhead-bound", "mixed", "unknown")
+LABELS = WINDOW_LABELS  # in this order: the keys of groups[].labels
 METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active",
            "fp64_active", "fp32_active", "fp16_active")
 NONE_KEY = "(none)"

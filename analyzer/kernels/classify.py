@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.metrics.columns import FLOP_CLASSES, LEVELS
+from rooftop.analyzer.schema.vocab import KERNEL_LABELS
 
 HIGH = 80.0  # SOLBottleneck no_bound_threshold
 LATENCY = 60.0  # latency_bound_threshold
@@ -45,7 +46,7 @@ LAUNCH_S = 5e-6  # docs/research/formulas.md §5.3: kernels below ~5 µs are com
 TAIL_SPEEDUP = 20.0  # LaunchStatistics speedup_threshold (percent)
 TAIL_MIN_PCT = 10.0  # rooftop: the tail's idle share must be worth >= 10 % of the runtime
 
-LABELS = ("compute-bound", "memory-bound", "overhead-bound", "unknown")
+LABELS = KERNEL_LABELS
 LEVEL_NAMES = {"l1": "L1", "l2": "L2", "dram": "DRAM"}
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.metrics.columns import column
+from rooftop.analyzer.schema.vocab import MEMORY_LEVELS
 
 ANON = "(anonymous)"
 _ANON_FORMS = re.compile(
@@ -270,7 +271,7 @@ FAMILY_COLUMNS = (
     "launches", "time_s", "time_share", "flops", "bytes_l1", "bytes_l2", "bytes_dram",
     "intensity_l1", "intensity_l2", "intensity_dram", "achieved_flops_s", "attainable_flops_s", "nvtx",
 )
-_LEVELS = ("l1", "l2", "dram")
+_LEVELS = MEMORY_LEVELS
 
 
 

@@ -10,9 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.schema.vocab import FLOP_CLASSES as _FLOP_CLASSES
+from rooftop.analyzer.schema.vocab import MEMORY_LEVELS
+
 FP_CLASSES = ("fp64", "fp32", "fp16")
-FLOP_CLASSES = ("fp64", "fp32", "fp16", "tensor")
-LEVELS = ("l1", "l2", "dram")
+FLOP_CLASSES = _FLOP_CLASSES
+LEVELS = MEMORY_LEVELS  # innermost first
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ This package imports only the standard library: the command line imports it chea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rooftop.analyzer.schema.check import check_value, describe
 from rooftop.analyzer.schema.document import Document
@@ -46,7 +46,6 @@ from rooftop.analyzer.schema.parts import (
 )
 from rooftop.analyzer.schema.views import (
     BusyStrip,
-    CeilingKind,
     FamilyRow,
     GapHistogram,
     Gaps,
@@ -61,38 +60,121 @@ from rooftop.analyzer.schema.views import (
     WindowPoint,
 )
 from rooftop.analyzer.schema.vocab import (
+    BANDWIDTH_CEILINGS,
+    BOUND_LABELS,
+    CEILING_KEYS,
+    CEILING_UNITS,
+    COMPUTE_CEILINGS,
     DEVICE_SOURCES,
+    FLOP_CLASSES,
     KERNEL_LABELS,
     KERNEL_LIMITERS,
     KINDS,
+    MEMORY_LEVELS,
     SEVERITIES,
     SIDES,
     TIMELINE_LABELS,
     TIMELINE_LIMITERS,
     WINDOW_LABELS,
+    WINDOW_LABELS_SHOWN,
     WINDOW_LIMITERS,
+    BandwidthCeiling,
+    BoundLabel,
+    CeilingKey,
+    CeilingKind,
+    CeilingUnit,
+    ComputeCeiling,
     DeviceSource,
+    FlopClass,
     KernelLabel,
     KernelLimiter,
     Kind,
     LintSide,
+    MemoryLevel,
     Severity,
     Side,
     TimelineLabel,
     TimelineLimiter,
     WindowLabel,
     WindowLimiter,
+    ceiling_kind,
 )
 from rooftop.errors import SchemaError
 
 __all__ = [
-    "DEVICE_SOURCES", "KERNEL_LABELS", "KERNEL_LIMITERS", "KINDS", "SEVERITIES", "SIDES", "TIMELINE_LABELS",
-    "TIMELINE_LIMITERS", "WINDOW_LABELS", "WINDOW_LIMITERS", "BusyStrip", "CeilingKind", "Device", "DeviceSource",
-    "Document", "FamilyRow", "Finding", "FlopsByClass", "GapHistogram", "Gaps", "Input", "Json", "Kernel",
-    "KernelLabel", "KernelLimiter", "Kind", "Levels", "Lint", "LintSide", "NcuRule", "Num", "Rejected",
-    "RooflineCeiling", "RooflinePanel", "RooflineView", "Run", "Severity", "ShortKernels", "Side",
-    "Sol", "Step", "TimelineEntry", "TimelineLabel", "TimelineLimiter", "Tool", "TopKernel", "Verdict", "Window",
-    "WindowLabel", "WindowLimiter", "WindowPanel", "WindowPoint", "_ok", "check_value", "describe",
+    "BANDWIDTH_CEILINGS",
+    "BOUND_LABELS",
+    "CEILING_KEYS",
+    "CEILING_UNITS",
+    "COMPUTE_CEILINGS",
+    "DEVICE_SOURCES",
+    "FLOP_CLASSES",
+    "KERNEL_LABELS",
+    "KERNEL_LIMITERS",
+    "KINDS",
+    "MEMORY_LEVELS",
+    "SEVERITIES",
+    "SIDES",
+    "TIMELINE_LABELS",
+    "TIMELINE_LIMITERS",
+    "WINDOW_LABELS",
+    "WINDOW_LABELS_SHOWN",
+    "WINDOW_LIMITERS",
+    "BandwidthCeiling",
+    "BoundLabel",
+    "BusyStrip",
+    "CeilingKey",
+    "CeilingKind",
+    "CeilingUnit",
+    "ComputeCeiling",
+    "Device",
+    "DeviceSource",
+    "Document",
+    "FamilyRow",
+    "Finding",
+    "FlopClass",
+    "FlopsByClass",
+    "GapHistogram",
+    "Gaps",
+    "Input",
+    "Json",
+    "Kernel",
+    "KernelLabel",
+    "KernelLimiter",
+    "Kind",
+    "Levels",
+    "Lint",
+    "LintSide",
+    "MemoryLevel",
+    "NcuRule",
+    "Num",
+    "Rejected",
+    "RooflineCeiling",
+    "RooflinePanel",
+    "RooflineView",
+    "Run",
+    "SchemaError",
+    "Severity",
+    "ShortKernels",
+    "Side",
+    "Sol",
+    "Step",
+    "TimelineEntry",
+    "TimelineLabel",
+    "TimelineLimiter",
+    "Tool",
+    "TopKernel",
+    "Verdict",
+    "Window",
+    "WindowLabel",
+    "WindowLimiter",
+    "WindowPanel",
+    "WindowPoint",
+    "_ok",
+    "ceiling_kind",
+    "check_value",
+    "checked_document",
+    "describe",
     "validate_document",
 ]
 
@@ -105,3 +187,9 @@ def validate_document(doc: Any) -> None:
         return
     check_value(Document, doc, "$")
     raise SchemaError("failed the column-wise check but not the reference walk (a bug in the schema check)", path="$")
+
+
+def checked_document(value: Any) -> Document:
+    """``value`` (e.g. parsed JSON) as a :class:`Document`, after :func:`validate_document` checked it."""
+    validate_document(value)
+    return cast(Document, value)

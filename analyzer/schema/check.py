@@ -95,10 +95,13 @@ def _check_object(tp: Any, v: Any, path: str) -> None:
     if type(v) is not dict:
         raise SchemaError(f"expected {describe(tp)}, got {_show(v)}", path=path)
     if get_origin(tp) is dict:
+        key_tp, item_tp = get_args(tp)
         for k, item in v.items():
             if type(k) is not str:
                 raise SchemaError(f"key {_show(k)} is not a string", path=path)
-            check_value(get_args(tp)[1], item, f"{path}.{k}")
+            if get_origin(key_tp) is Literal and k not in get_args(key_tp):
+                raise SchemaError(f"unknown key (expected {describe(key_tp)})", path=f"{path}.{k}")
+            check_value(item_tp, item, f"{path}.{k}")
         return
     missing = [k for k in tp.__required_keys__ if k not in v]
     if missing:

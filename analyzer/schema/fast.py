@@ -41,8 +41,11 @@ def _ok(tp: Any, values: list[Any]) -> bool:
     if kinds - {dict}:
         return False
     if origin is dict:
-        return (set(map(type, chain.from_iterable(values))) <= {str}
-                and _ok(get_args(tp)[1], list(chain.from_iterable(map(dict.values, values)))))
+        key_tp, item_tp = get_args(tp)
+        keys = set(chain.from_iterable(values))
+        return (set(map(type, keys)) <= {str}
+                and (get_origin(key_tp) is not Literal or keys <= set(get_args(key_tp)))
+                and _ok(item_tp, list(chain.from_iterable(map(dict.values, values)))))
     if is_typeddict(tp):
         return _ok_object(tp, values)
     return False

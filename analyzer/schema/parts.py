@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from rooftop.analyzer.schema.vocab import (
+    CeilingKey,
     DeviceSource,
     KernelLabel,
     KernelLimiter,
@@ -59,7 +60,7 @@ class Rejected(_RejectedBase, total=False):
 class _DeviceBase(TypedDict):
     name: str
     source: DeviceSource
-    ceilings: dict[str, Num]
+    ceilings: dict[CeilingKey, Num]  # a key's kind (FLOP/s or B/s) is its vocabulary (vocab.ceiling_kind)
 
 
 class Device(_DeviceBase, total=False):

@@ -7,9 +7,14 @@ from typing import Literal, TypedDict
 
 from rooftop.analyzer.schema.parts import Json, Num
 from rooftop.analyzer.schema.vocab import (
+    CeilingKey,
+    CeilingKind,
+    CeilingUnit,
+    ComputeCeiling,
     DeviceSource,
     KernelLabel,
     KernelLimiter,
+    MemoryLevel,
     TimelineLabel,
     TimelineLimiter,
     WindowLabel,
@@ -127,19 +132,18 @@ class Step(TimelineEntry):
 
 
 # docs/formulas.md#report-view (analyzer/view.py): what the reports draw for kernels.
-CeilingKind = Literal["compute", "bandwidth"]
 
 
 class RooflineCeiling(TypedDict):
-    key: str  # fp64 fp32 fp16 tensor dram l2 l1
+    key: CeilingKey  # fp64 fp32 fp16 tensor dram l2 l1
     name: str
     kind: CeilingKind
-    precision: str | None
-    level: str | None
+    precision: ComputeCeiling | None
+    level: MemoryLevel | None
     value: float
     min: float
     max: float
-    unit: Literal["FLOP/s", "B/s"]
+    unit: CeilingUnit
     source: DeviceSource | None
     entry: str  # "<device name>|<source>" of the devices[] entry it came from
     provenance: str | None
@@ -156,7 +160,7 @@ class RooflinePanel(TypedDict):
     families: list[int]  # positions in the document's families
     placed: list[int]
     labelled: list[int]
-    no_roof: list[Literal["dram", "l2", "l1"]]  # levels with placed points but no bandwidth ceiling
+    no_roof: list[MemoryLevel]  # levels with placed points but no bandwidth ceiling
 
 
 class WindowPoint(TypedDict):

@@ -22,6 +22,7 @@ from rooftop.analyzer.diff.deltas import pct
 from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
 from rooftop.analyzer.diff.verdict import decided_counts, how_text, named, noise_text, test_text
 from rooftop.analyzer.document import build_document
+from rooftop.analyzer.schema import Document
 from rooftop.analyzer.timeline import TimelineAnalysis, analyze_timelines
 from rooftop.errors import InputError
 from rooftop.parsers import open_input, parse_input
@@ -148,7 +149,7 @@ def _verdict(series: pd.DataFrame, gate: Gate, alpha: float, changes: list[dict[
 
 
 def run_trace_diff(baseline: str, candidate: str, *, fail_on: float | None, command: str,
-                   min_effect: float = MIN_EFFECT_PCT, alpha: float = stats.ALPHA) -> dict[str, Any]:
+                   min_effect: float = MIN_EFFECT_PCT, alpha: float = stats.ALPHA) -> Document:
     """The ``diff`` document of two timelines."""
     gate = Gate(fail_on, min_effect)
     results: list[ParseResult] = [parse_input(open_input(p)) for p in (baseline, candidate)]

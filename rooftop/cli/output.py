@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -15,10 +15,13 @@ from rooftop.cli.options import STDOUT, Outputs
 from rooftop.errors import InputError
 from rooftop.reports.terminal import escape_terminal
 
+if TYPE_CHECKING:
+    from rooftop.analyzer.schema import Document
+
 T = TypeVar("T")
 
 
-def emit(doc: dict[str, Any], outputs: Outputs, top: int) -> None:
+def emit(doc: Document, outputs: Outputs, top: int) -> None:
     """Write the report files, the stdout document if asked, then the terminal summary (to stderr
     when stdout carries a document)."""
     from rooftop.reports.outputs import write_outputs
@@ -38,7 +41,7 @@ def emit(doc: dict[str, Any], outputs: Outputs, top: int) -> None:
         echo(summary_text(doc, top=top, outputs=outputs.files), err=outputs.to_stdout)
 
 
-def emit_ci(doc: dict[str, Any], junit: str | None, outputs: Outputs) -> None:
+def emit_ci(doc: Document, junit: str | None, outputs: Outputs) -> None:
     """What CI reads (docs/contract.md#ci): ``--junit``; on GitHub Actions the job summary appended
     to ``$GITHUB_STEP_SUMMARY`` and annotations (``GITHUB_ACTIONS=true``) on stdout, or on stderr
     when stdout carries a document."""
