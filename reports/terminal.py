@@ -69,6 +69,7 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None)
             counts[w["label"]] = counts.get(w["label"], 0) + 1
         lines.append(f"  DCGM windows: {len(windows)} (" + ", ".join(
             f"{plain(k)} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) + ")")
+    lines += _timeline_lines(doc)
     verdict = doc.get("verdict")
     if kind == "diff" and verdict is not None:
         lines.append(f"  verdict: {plain(verdict.get('summary') or ('FAIL' if verdict['fail'] else 'ok'))}")
@@ -83,6 +84,25 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None)
     if outputs:
         lines.append("wrote: " + ", ".join(plain(p, None) for p in outputs))
     return "\n".join(lines)
+
+
+def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:
+    """Per traced device: its label (limiter), idle share and its top finding (docs/formulas.md#timelines)."""
+    entries = [e for e in doc.get("timeline") or [] if e["device"] is not None]
+    out = []
+    for e in entries[:limit]:
+        where = f"{str(e['input']).rsplit('/', 1)[-1]} GPU {e['device']}"
+        idle = e["idle_fraction"]
+        short = f"{plain(str(e['input']).rsplit('/', 1)[-1], 40)} GPU {plain(e['device'], 12)}"
+        line = (f"  timeline {short}: {plain(e['label'], None)} ({plain(e['limiter'], None)})"
+                + (f", idle {100 * idle:.1f}%" if idle is not None else ""))
+        top = next((f for f in doc["findings"] if f.get("group") == where), None)
+        if top is not None:
+            line += f"; top: {plain(str(top['title']).removeprefix(where + ': '), 120)}"
+        out.append(line)
+    if len(entries) > limit:
+        out.append(f"  … and {len(entries) - limit} more traced device(s) (listed in the report and the JSON)")
+    return out
 
 
 def _unusable_lines(doc: Document, limit: int = 5) -> list[str]:

@@ -40,7 +40,15 @@ def _rows(entries: Sequence[TimelineEntry]) -> list[dict[str, Any]]:
 
 
 def _step_rows(steps: Sequence[Step]) -> list[dict[str, Any]]:
-    return [{**_row(s), "step": s["name"], "wall": s["wall_s"]} for s in steps]
+    """The step table's rows; with one input its name is said once above the table, not per row."""
+    one = len({s["input"] for s in steps}) == 1
+    return [{**_row(s), "step": s["name"], "wall": s["wall_s"],
+             "where": f"GPU {s['device']}" if one else _where(s)} for s in steps]
+
+
+def _steps_note(steps: Sequence[Step]) -> str:
+    inputs = sorted({str(s["input"]).rsplit("/", 1)[-1] for s in steps})
+    return f"input: {inputs[0]}" if len(inputs) == 1 else ""
 
 
 _COLUMNS = [Column("where", "input · device"), Column("gpu", "GPU"), Column("label", "label"),
@@ -52,9 +60,10 @@ _COLUMNS = [Column("where", "input · device"), Column("gpu", "GPU"), Column("la
 
 
 def _busy_color(frac: float) -> str:
-    """#f1f3f5 (idle) to the compute-bound blue (busy), linear in the busy fraction."""
+    """#f1f3f5 (idle) to the compute-bound blue (busy) on a square-root scale, so that a bin with a
+    little work is still seen on a mostly idle strip (1 % busy is 10 % of the way)."""
     lo, hi = (0xF1, 0xF3, 0xF5), (0x19, 0x71, 0xC2)
-    f = min(max(frac, 0.0), 1.0)
+    f = min(max(frac, 0.0), 1.0) ** 0.5
     return "#" + "".join(f"{round(a + (b - a) * f):02x}" for a, b in zip(lo, hi, strict=True))
 
 
@@ -82,8 +91,8 @@ def _strip_chart(entries: Sequence[TimelineEntry]) -> str | None:
     svg = span_rows("GPU busy / idle per device", drawn, TimeAxis(0.0, end or 1.0, epoch=False),
                     [("idle", _busy_color(0.0)), ("50 % busy", _busy_color(0.5)), ("busy", _busy_color(1.0))])
     return figure_html(svg, "Each device's span from its first to its last GPU activity in the document's equal "
-                       "bins, coloured by the share of the bin the GPU was busy (kernels, copies, sets); hover a "
-                       "stretch for its times and share.")
+                       "bins, coloured by the share of the bin the GPU was busy (kernels, copies, sets; square-root "
+                       "scale, so a little work still shows); hover a stretch for its times and share.")
 
 
 def _gap_chart(entries: Sequence[TimelineEntry]) -> str | None:
@@ -112,10 +121,12 @@ def timeline_sections(doc: Document) -> list[Section] | None:
     out = [Section("Timelines", body, anchor="timelines")]
     steps = doc.get("steps") or []
     if steps:
+        one = len({x["input"] for x in steps}) == 1
         cols = [Column("step", "step / range", css="name"), Column("wall", "wall", fmt_time, numeric=True),
-                *_COLUMNS[:-2]]
-        out.append(Section("Steps", table(_step_rows(steps[:STEP_ROWS]), cols), anchor="steps",
-                           note="" if len(steps) <= STEP_ROWS else f"first {STEP_ROWS} of {len(steps)}"))
+                Column("where", "device" if one else "input · device"), *_COLUMNS[2:-2]]
+        note = "; ".join(n for n in (_steps_note(steps), "" if len(steps) <= STEP_ROWS else
+                                     f"first {STEP_ROWS} of {len(steps)}") if n)
+        out.append(Section("Steps", table(_step_rows(steps[:STEP_ROWS]), cols), anchor="steps", note=note))
     wf = waterfall_section(doc)
     if wf is not None:
         out.append(wf)
@@ -157,9 +168,11 @@ def timeline_md_sections(doc: Document) -> list[MdSection] | None:
     steps = doc.get("steps") or []
     if steps:
         more = f"\n\nFirst {MD_STEP_ROWS} of {len(steps)}." if len(steps) > MD_STEP_ROWS else ""
-        out.append(MdSection("Steps", md_table(_step_rows(steps[:MD_STEP_ROWS]),
-                                               [("step", "step / range"), ("wall", "wall", fmt_time), *cols],
-                                               limit=120) + more))
+        head = f"{_steps_note(steps)}.\n\n" if _steps_note(steps) else ""
+        where = ("where", "device" if head else "input · device")
+        out.append(MdSection("Steps", head + md_table(_step_rows(steps[:MD_STEP_ROWS]),
+                                                      [("step", "step / range"), ("wall", "wall", fmt_time),
+                                                       where, *cols[1:]], limit=120) + more))
     parts = doc.get("waterfall") or []
     if parts:
         rows = [{"where": _where(w), "part": p["part"], "seconds": p["seconds"], "share": p.get("share")}
