@@ -255,9 +255,11 @@ def build_document(
     lint: Sequence[Mapping[str, Any]] | None = None,
     command: str = "",
     extra: Mapping[str, Any] | None = None,
+    plain: Mapping[str, Any] | None = None,
 ) -> Document:
     """Assemble the contract document. ``kind`` is ``analyze``, ``fleet`` or ``diff``; ``extra`` holds
-    the optional keys of :class:`Document` the command writes."""
+    the optional keys of :class:`Document` the command writes; ``plain`` more of them that are
+    already plain JSON values (large column-wise parts: not walked by :func:`jsonable` again)."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "rooftop", "version": __version__},
@@ -280,4 +282,5 @@ def build_document(
     out: Document = jsonable(doc)  # the parts as plain JSON values, of the types Document declares
     if kernels is not None and len(kernels) and not (extra and "kernels" in extra):
         out["kernels"] = kernel_records(kernels)  # already plain: not walked again
+    out.update(plain or {})  # type: ignore[typeddict-item]
     return out

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from rooftop.analyzer.kernels.evidence import Facts
 
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.schema import Document
@@ -127,6 +130,7 @@ class AnalyzedInputs:
     devices: list[dict[str, Any]] = field(default_factory=list)
     lint: list[dict[str, Any]] = field(default_factory=list)
     ceilings: pd.DataFrame | None = None  # every kernel's full ceilings (analyzer.kernels.analyze.KernelAnalysis)
+    evidence: Facts | None = None  # every kernel's evidence facts (analyzer.kernels.evidence)
 
 
 def analyze_inputs(inputs: list[str], device: str | None = None, *, options: ParseOptions | None = None,
@@ -143,7 +147,7 @@ def analyze_inputs(inputs: list[str], device: str | None = None, *, options: Par
     if len(results):
         results = results.assign(family=assign_families(results))
     return AnalyzedInputs(parsed=parsed, kernels=kernels, results=results, devices=list(ka.devices),
-                          lint=list(ka.lint), ceilings=ka.ceilings)
+                          lint=list(ka.lint), ceilings=ka.ceilings, evidence=ka.evidence)
 
 
 def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
@@ -166,13 +170,20 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
 
     own = trace_findings(ta.timeline, ta.steps) + straggler_findings(ta.collectives, ta.timeline)
     joined = bool(ta.devices and len(results))
-    findings = rank_findings(results, wa, top=top, others=() if joined else own)
+    findings = rank_findings(results, wa, top=top, others=() if joined else own,
+                             evidence=ai.evidence)
     devices = ai.devices + [d for d in wa.devices if d not in ai.devices]
     has_windows = wa.windows is not None and len(wa.windows) > 0
     from rooftop.analyzer.view import kernel_view
 
     records = wa.records()
     extra: dict[str, Any] = dict(kernel_view(results, ai.ceilings, records, device))
+    plain: dict[str, Any] = {}
+    if ai.evidence is not None and ai.evidence.groups:  # docs/contract.md#evidence
+        from rooftop.analyzer.schema.evidence import rules_used
+
+        plain["evidence_facts"] = ai.evidence.document()
+        plain["evidence_rules"] = rules_used(plain["evidence_facts"])
     if ta.timeline:
         extra.update(timeline=ta.timeline, steps=ta.steps)
     if ta.collectives:  # docs/formulas.md#timeline-communication
@@ -211,6 +222,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         lint=ai.lint + wa.lint + parsed.stream_lint() + ta.lint,
         command=command,
         extra=extra or None,
+        plain=plain,
     )
 
 

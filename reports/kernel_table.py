@@ -12,12 +12,13 @@ from pathlib import PurePath
 from typing import Any
 
 from rooftop.analyzer.schema import Document, Kernel
+from rooftop.analyzer.schema.evidence import SENTENCE_KERNELS
 from rooftop.reports.analyze_sections import family_rows
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
 from rooftop.reports.widgets import Column, Section, table
 
-TABLE_ROWS = 500          # top rows by time (full data in the JSON output)
+TABLE_ROWS = SENTENCE_KERNELS  # top rows by time: the launches whose evidence sentences the document holds
 
 
 def file_name(path: Any) -> str:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from rooftop.analyzer.kernels.evidence import Facts
 
 from rooftop.analyzer.findings.estimate import (
     RuleClaim,
@@ -95,7 +98,8 @@ def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.Da
     }
 
 
-def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dict[str, Any]]:
+def kernel_findings(results: pd.DataFrame, limit: int | None = None,
+                    evidence: Facts | None = None) -> list[dict[str, Any]]:
     """Findings, one per family of :func:`analyzer.kernels.families.family_table`, best first (at most
     ``limit``), each with a ``_score``. Per-launch savings are weighted by the launches a row
     stands for (``invocations``). Scores and order are computed for all families at once; dicts
@@ -117,6 +121,10 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None) -> list[dic
     rules_by_family, rule_df = _rules_by_family(est.best, est.nv, pos_family, set(agg.index))
     fam_rows = fams.set_index("family").to_dict("index")
     evidence_col = results["evidence"].tolist() if "evidence" in results else [None] * n
+    if evidence is not None:  # the facts (analyzer.kernels.evidence.Facts): draw what is not drawn yet
+        reps = [int(r) for r in agg["representative"] if evidence_col[int(r)] is None]
+        for pos, sentences in evidence.sentences(reps).items():
+            evidence_col[pos] = sentences
     total = total_time(est)
     return [_finding(fam, row, fam_rows.get(fam, {}), rules_by_family.get(fam, rule_df.iloc[:0]), results,
                      evidence_col[int(row["representative"])], total,
@@ -141,13 +149,14 @@ def _window_score(f: Mapping[str, Any]) -> float:
 
 
 def rank_findings(results: pd.DataFrame, windows: Any, top: int = 10,
-                  others: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+                  others: Sequence[Mapping[str, Any]] = (), evidence: Facts | None = None) -> list[dict[str, Any]]:
     """Contract findings (kernel families + DCGM windows + ``others``, e.g. a trace's own findings,
-    each with a ``time_share`` or ``score``), ranked, at most ``top``.
+    each with a ``time_share`` or ``score``), ranked, at most ``top``; ``evidence``: the kernels'
+    evidence facts, for a representative launch whose sentences ``results`` does not hold.
 
     When both kernel and other findings exist, each keeps at least ``top // 3`` slots if it has that many.
     """
-    kf = kernel_findings(results, limit=max(int(top), 0)) if results is not None and len(results) else []
+    kf = kernel_findings(results, limit=max(int(top), 0), evidence=evidence) if results is not None and len(results) else []
     wf = []
     for f in [*list(getattr(windows, "findings", None) or []), *others]:
         g = dict(f)

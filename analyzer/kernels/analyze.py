@@ -14,9 +14,12 @@
   (export/builtin/user), ``detail_<ceiling>``, ``ceiling_device``, ``sm_count``.
 * ``lint``: contract lint items; ``kernels`` are row positions in ``results`` (= positions in
   the document's ``kernels`` list).
+* ``evidence``: every kernel's evidence as facts (:class:`analyzer.kernels.evidence.Facts`); the
+  ``evidence`` column of ``results`` holds the sentences drawn from them for the
+  :data:`~analyzer.schema.evidence.SENTENCE_KERNELS` longest launches (None for the others).
 
 The steps live in their own modules: :mod:`analyzer.kernels.facts` (every number behind a label),
-:mod:`analyzer.kernels.classify` (the label), :mod:`analyzer.kernels.evidence` (the sentences),
+:mod:`analyzer.kernels.classify` (the label), :mod:`analyzer.kernels.evidence` (the evidence facts),
 :mod:`analyzer.kernels.ncu_results` (NCU's own rule results), :mod:`analyzer.ceilings.per_kernel` (the ceilings).
 """
 
@@ -31,7 +34,7 @@ import pandas as pd
 from rooftop.analyzer.ceilings.per_kernel import CEILING_COLUMNS
 from rooftop.analyzer.ceilings.refs import ceiling_refs
 from rooftop.analyzer.kernels.classify import classify
-from rooftop.analyzer.kernels.evidence import explain
+from rooftop.analyzer.kernels.evidence import Facts, kernel_facts, shown
 from rooftop.analyzer.kernels.facts import facts_for
 from rooftop.analyzer.kernels.lint import lint_kernels
 from rooftop.analyzer.kernels.ncu_results import ncu_rule_items, rule_pipes, stored_sol_verdicts
@@ -47,6 +50,7 @@ class KernelAnalysis:
     devices: list[dict[str, Any]] = field(default_factory=list)
     lint: list[dict[str, Any]] = field(default_factory=list)
     ceilings: pd.DataFrame | None = None
+    evidence: Facts | None = None
 
 
 def _bind_to_label(f: pd.DataFrame, c: pd.DataFrame) -> None:
@@ -89,10 +93,11 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     c = classify(f)
     c.loc[failed.to_numpy(), ["label", "limiter", "basis"]] = ["unknown", "unknown", "failed"]
     _bind_to_label(f, c)
-    ev = explain(f, c)
-    for i in np.flatnonzero(failed.to_numpy(dtype=bool)).tolist():
-        ev[i] = ["Profile failed: NCU collected no metrics for this launch (no duration; its rule results are "
-                 "errors), so no label, saving or advice is given (lint failed-profile; docs/formulas.md#kernel-labels)"]
+    facts = kernel_facts(f, c)
+    facts.only(failed.to_numpy(dtype=bool), "profile-failed")
+    ev: list[list[str] | None] = [None] * len(f)
+    for i, sentences in facts.sentences(shown(f["duration_s"])).items():
+        ev[i] = sentences
     extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
               "memory_util", "bytes_convention", "busiest_pct", "top_unit", "top_unit_word", "top_unit_name",
               "top_unit_side", "top_unit_level", "bw_time_s", "bw_time_complete", "zero_flops"]
@@ -127,4 +132,4 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     failed_item = failed_profile_lint(failed, f, meta)
     if failed_item is not None:
         lint.insert(0, failed_item)
-    return KernelAnalysis(res, devices, lint, f[full].copy())
+    return KernelAnalysis(res, devices, lint, f[full].copy(), facts)

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from rooftop.analyzer.schema.check import check_value, describe
 from rooftop.analyzer.schema.document import Document
+from rooftop.analyzer.schema.evidence import EvidenceFacts, EvidenceRule
 from rooftop.analyzer.schema.fast import _ok
 from rooftop.analyzer.schema.parts import (
     Device,
@@ -130,6 +131,8 @@ __all__ = [
     "Device",
     "DeviceSource",
     "Document",
+    "EvidenceFacts",
+    "EvidenceRule",
     "FamilyRow",
     "Finding",
     "FlopClass",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+from rooftop.analyzer.schema.evidence import EvidenceFacts, EvidenceRule
 from rooftop.analyzer.schema.ops import OpEntry, OpsCoverage
 from rooftop.analyzer.schema.parts import (
     Device,
@@ -70,3 +71,6 @@ class Document(_DocumentBase, total=False):
     ops: list[OpEntry]
     ops_coverage: list[OpsCoverage]
     trend: dict[str, Json]  # trend: runs, per family run values, noise bands, changes (docs/formulas.md#trend)
+    # analyze: every kernel's evidence as facts, column-wise, and the rules that draw their sentences
+    evidence_facts: list[EvidenceFacts]
+    evidence_rules: dict[str, EvidenceRule]

@@ -36,8 +36,8 @@ def _ok(tp: Any, values: list[Any]) -> bool:
         return kinds <= {tp}
     if origin is Literal:
         return kinds <= {str, int} and set(values) <= set(get_args(tp))
-    if origin is list:
-        return kinds <= {list} and _ok(get_args(tp)[0], list(chain.from_iterable(values)))
+    if origin is list:  # (a list of any JSON value is not flattened to be checked: evidence_facts columns)
+        return kinds <= {list} and (get_args(tp)[0] is Any or _ok(get_args(tp)[0], list(chain.from_iterable(values))))
     if kinds - {dict}:
         return False
     if origin is dict:
