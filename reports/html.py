@@ -23,7 +23,13 @@ from collections.abc import Sequence
 from rooftop.analyzer.schema import Document, Kind
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
-from rooftop.reports import diff_sections, fleet_sections, timeline_sections, timelines
+from rooftop.reports import (
+    diff_sections,
+    fleet_sections,
+    timeline_sections,
+    timelines,
+    trend_sections,
+)
 from rooftop.reports.escape import esc
 from rooftop.reports.kernel_table import kernel_table_section
 from rooftop.reports.widgets import Section, SectionBuilder
@@ -73,6 +79,7 @@ SECTIONS_BY_KIND: dict[Kind, list[SectionBuilder]] = {
     "diff": [common.overview_section, timeline_sections.timeline_diff_sections, diff_sections.sections,
              common.lint_section,
              common.inputs_section, common.provenance_section],
+    "trend": [trend_sections.sections, common.lint_section, common.inputs_section, common.provenance_section],
 }
 
 
@@ -86,7 +93,7 @@ def _template(name: str) -> str:
 
 
 TITLES: dict[Kind, str] = {"analyze": "rooftop report", "fleet": "rooftop fleet report",
-                           "diff": "rooftop diff report"}
+                           "diff": "rooftop diff report", "trend": "rooftop trend report"}
 
 
 def render_page(doc: Document, sections: Sequence[Section]) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from rooftop.analyzer.schema import Document, Kind
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
-from rooftop.reports import diff_sections, fleet_sections, timeline_sections
+from rooftop.reports import diff_sections, fleet_sections, timeline_sections, trend_sections
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.md_widgets import MdBuilder
 
@@ -28,10 +28,11 @@ MD_SECTIONS_BY_KIND: dict[Kind, list[MdBuilder]] = {
               common.findings_md_section, common.lint_md_section, common.reproduce_md_section],
     "diff": [common.key_numbers_section, timeline_sections.timeline_diff_md_sections, diff_sections.markdown_sections, common.lint_md_section,
              common.reproduce_md_section],
+    "trend": [trend_sections.markdown_sections, common.lint_md_section, common.reproduce_md_section],
 }
 
 TITLES: dict[Kind, str] = {"analyze": "rooftop report", "fleet": "rooftop fleet report",
-                           "diff": "rooftop diff report"}
+                           "diff": "rooftop diff report", "trend": "rooftop trend report"}
 
 
 def roofline_svg_files(doc: Document, md_path: str) -> list[tuple[str, str]]:

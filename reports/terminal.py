@@ -73,6 +73,9 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None)
     verdict = doc.get("verdict")
     if kind == "diff" and verdict is not None:
         lines.append(f"  verdict: {plain(verdict.get('summary') or ('FAIL' if verdict['fail'] else 'ok'))}")
+    trend = doc.get("trend")
+    if kind == "trend" and trend is not None:
+        lines.append(f"  {plain(str(trend.get('summary') or ''), 600)}")
     lines += _unusable_lines(doc)
     findings = doc["findings"][: max(top, 0)]
     if findings:

@@ -95,3 +95,45 @@ def test_run_values_drop_launches_without_duration(tmp_path: Path) -> None:
         paths.append(str(p))
     (fam,) = run_trend(paths)["trend"]["families"]
     assert fam["runs"][0] == {"n": 1, "median_s": 1e-3, "total_s": 1e-3}
+
+
+def test_trend_cli_writes_small_multiples_and_json(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from click.testing import CliRunner
+
+    from rooftop.cli.commands import main
+
+    paths = _runs(tmp_path, n=6)
+    out = {e: tmp_path / f"t.{e}" for e in ("html", "md", "json")}
+    r = CliRunner().invoke(main, ["trend", *paths, "--html", str(out["html"]), "--md", str(out["md"]),
+                                  "--json", str(out["json"])])
+    assert r.exit_code == 0, r.output
+    assert "1 change(s) over 6 runs: stepped" in r.output
+    doc = json.loads(out["json"].read_text())
+    assert doc["kind"] == "trend" and len(doc["trend"]["families"]) == 3
+    page = out["html"].read_text()
+    svgs = [m for m in page.split('<svg xmlns="http://www.w3.org/2000/svg"')[1:] if 'class="multiple"' in m[:200]]
+    assert len(svgs) == 3  # one small multiple per family
+    for s in svgs:
+        ET.fromstring('<svg xmlns="http://www.w3.org/2000/svg"' + s.split("</svg>")[0] + "</svg>")  # well-formed
+    stepped = next(s for s in svgs if "stepped" in s[:600])
+    assert stepped.count('stroke="#c92a2a"') == 1  # the change ring, at run 5
+    assert "run 5: slower +25" in stepped
+    md = out["md"].read_text()
+    assert "| stepped (grid 64, block 256) | 5 | slower |" in md
+    assert CliRunner().invoke(main, ["trend", paths[0]]).exit_code == 2  # one run: a usage error
+
+
+def test_trend_report_escapes_family_names(tmp_path: Path) -> None:
+    from rooftop.reports.html import render_html
+
+    evil = '<script>alert(1)</script>"&'
+    rows = [kernel(evil, 1e-3) for _ in range(3)]
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"r{i}.json"
+        p.write_text(json.dumps(_analysis_doc(frame(rows))), encoding="utf-8")
+        paths.append(str(p))
+    page = render_html(run_trend(paths))
+    assert "<script>alert(1)" not in page and "&lt;script&gt;" in page

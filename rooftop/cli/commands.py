@@ -205,5 +205,21 @@ def diff(baseline: str, candidate: str, fail_on: float | None, min_effect: float
         sys.exit(EXIT_REGRESSION)
 
 
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@click.option("--min-effect", "min_effect", type=PERCENT, default=5.0, show_default=True,
+              help="Smallest change (%) that leaves a family's noise band (docs/formulas.md#trend).")
+@click.option("--device", help="Device name or ceilings file for ncu exports.")
+@output_options("rooftop-trend.html")
+def trend(runs: tuple[str, ...], min_effect: float, device: str | None, outputs: Outputs) -> None:
+    """Each kernel family's time across N runs (oldest first: saved analyses, ncu exports or traces),
+    its between-run noise band, and the run where a change started."""
+    with frozen_imports():
+        from rooftop.analyzer.diff.trend import run_trend
+
+    guard_outputs(list(runs), outputs.files)
+    emit(run_trend(list(runs), device=device, min_effect=min_effect, command=_command_line()), outputs, 10)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
