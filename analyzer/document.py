@@ -14,12 +14,12 @@ import gc
 import hashlib
 import math
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import chain, repeat
 from operator import is_not
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -223,14 +223,25 @@ def _add_extras(records: list[dict[str, Any]], extra: dict[str, list[Any]], spar
 
 
 def file_sha256(path: str) -> str | None:
+    """The SHA-256 of the regular file ``path``; None for anything else (a FIFO, device or folder
+    is never opened for reading: it could block or never end) or when it cannot be read."""
     try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.set_blocking(fd, True)
         h = hashlib.sha256()
-        with Path(path).open("rb") as fh:
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
         return h.hexdigest()
     except OSError:
         return None
+    finally:
+        os.close(fd)
 
 
 def created_now() -> str:

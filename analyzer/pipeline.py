@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.schema import Document
 from rooftop.errors import InputError
-from rooftop.parsers import expand_inputs, parse_path
+from rooftop.parsers import parse_path
+from rooftop.parsers.folders import scan_inputs
 from rooftop.parsers.model import (
     SAMPLE_SCHEMA,
     ParseResult,
@@ -100,10 +101,14 @@ def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg 
     from rooftop.parsers.prometheus.http import is_url, read_server
 
     servers = [i for i in dict.fromkeys(inputs) if is_url(i)]  # http(s)://: a Prometheus server
-    paths = list(dict.fromkeys(expand_inputs([i for i in inputs if not is_url(i)])))  # a file given twice is read once
+    scanned = scan_inputs([i for i in inputs if not is_url(i)], skip_unreadable=options.skip_unreadable)
+    paths = list(dict.fromkeys(scanned.files))  # a file given twice is read once
     if not paths and not servers:
+        if scanned.skipped:
+            raise scanned.skipped[0]
         raise InputError(", ".join(inputs), "holds no files", "pass export files or a folder of them")
     parsed = ParsedInputs()
+    parsed.unusable.extend(scanned.skipped)  # folder entries not read: named with the unusable inputs
     for server in servers:
         try:
             parsed.results.extend(read_server(server, options))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from rooftop.errors import InputError
+from rooftop.parsers.folders import scan_inputs
 from rooftop.parsers.formats import FORMATS, Format, detect, known_formats
 from rooftop.parsers.model import SAMPLE_SCHEMA, ParseResult, validate_samples
 from rooftop.parsers.source import ParseOptions, Source
@@ -189,12 +190,6 @@ def stream_input(inp: Input, options: ParseOptions | None = None, limit: int | N
 
 
 def expand_inputs(paths: list[str] | tuple[str, ...]) -> list[Path]:
-    """Files named on the command line; a directory means every regular file in it, sorted."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")))
-        else:
-            out.append(p)
-    return out
+    """Files named on the command line; a directory means every regular file in it, sorted
+    (:func:`parsers.folders.scan_inputs`, whose skipped entries the commands list)."""
+    return scan_inputs(paths).files

@@ -35,6 +35,7 @@ class ParseOptions:
     host: str | None = None  # host name for streams that do not name one (dmon)
     decimal_comma: bool | None = None  # None: detect per file
     prometheus: PromQuery | None = None  # range, selectors, auth for http(s):// inputs (parsers.prometheus.http)
+    skip_unreadable: bool = False  # a folder's subfolder that cannot be listed: listed, not fatal (parsers.folders)
 
     def interval_or_default(self) -> float:
         """The given interval, else :data:`DEFAULT_INTERVAL_S` (``dcgmi dmon -d`` and ``nvidia-smi dmon -d``

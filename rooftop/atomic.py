@@ -13,9 +13,9 @@ from pathlib import Path
 
 from rooftop.errors import OutputError
 
-__all__ = ["TMP_SUFFIX", "fsync_dir", "replace_file", "write_atomic"]
+__all__ = ["TMP_SUFFIX", "fsync_dir", "replace_file", "sweep_stale", "write_atomic"]
 
-TMP_SUFFIX = ".tmp"  # every temporary name ends so: ``.<name>.<random>.tmp`` (what an orphan sweep removes)
+TMP_SUFFIX = ".tmp"  # every temporary name ends so: ``.<name>.<pid>-<random>.tmp`` (what an orphan sweep removes)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -50,11 +50,42 @@ def _mode(path: Path) -> int:
     return 0o666 & ~_umask()
 
 
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one we may not signal counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def sweep_stale(path: Path) -> int:
+    """Remove the temporaries of ``path`` that a killed writer left (``kill -9``: no clean-up ran):
+    those whose process id, in their name, runs no more on this machine. Returns how many."""
+    prefix = f".{path.name}."
+    removed = 0
+    with contextlib.suppress(OSError), os.scandir(path.parent) as it:
+        for e in it:
+            if not (e.name.startswith(prefix) and e.name.endswith(TMP_SUFFIX)):
+                continue
+            pid_text = e.name[len(prefix):].split("-", 1)[0]
+            if pid_text.isdigit() and int(pid_text) != os.getpid() and not _alive(int(pid_text)) \
+                    and e.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(e.path)
+                    removed += 1
+    return removed
+
+
 def replace_file(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (a symlink at ``path`` is replaced, not followed).
-    On any failure the temporary file is removed and the error raised as it came."""
+    On any failure the temporary file is removed and the error raised as it came; temporaries of
+    ``path`` a killed writer left are removed first (:func:`sweep_stale`)."""
     mode = _mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    sweep_stale(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=TMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             if hasattr(os, "fchmod"):

@@ -65,7 +65,8 @@ from rooftop.analyzer.store.layout import parse_iso
 from rooftop.analyzer.store.lock import ingest_lock
 from rooftop.analyzer.store.manifest import Manifest, canonical
 from rooftop.errors import InputError
-from rooftop.parsers import Input, expand_inputs, open_input, stream_input
+from rooftop.parsers import Input, open_input, stream_input
+from rooftop.parsers.folders import scan_inputs
 from rooftop.parsers.formats import FORMATS
 from rooftop.parsers.prometheus.http import PromQuery, is_url, pull, source_dir
 from rooftop.parsers.source import ParseOptions
@@ -88,7 +89,10 @@ def ingest_sources(inputs: Sequence[str], dataset: Path, options: ParseOptions, 
     stored; then everything is ingested as files (:func:`ingest_files`); the summary's
     :attr:`~IngestSummary.pulled` says what each server gave."""
     servers = list(dict.fromkeys(i for i in inputs if is_url(i)))
-    files, pulled = expand_inputs([i for i in inputs if not is_url(i)]), []
+    scanned = scan_inputs([i for i in inputs if not is_url(i)], skip_unreadable=options.skip_unreadable)
+    files, pulled = scanned.files, []
+    if not files and not servers and scanned.skipped:
+        raise scanned.skipped[0]
     if servers:
         if query is None:
             raise InputError(servers[0], "is a Prometheus server address, and reading it needs a range",
@@ -100,6 +104,7 @@ def ingest_sources(inputs: Sequence[str], dataset: Path, options: ParseOptions, 
     summary = ingest_files(files, Path(dataset), options=options, progress=progress, finished=finished,
                            repair=repair)
     summary.pulled = pulled
+    summary.unusable[:0] = scanned.skipped  # folder entries not read: named with the unusable inputs
     return summary
 
 

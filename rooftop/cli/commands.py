@@ -61,9 +61,12 @@ def main() -> None:
 @click.option("--start", type=IsoTime(),
               help="Wall-clock time of the first dmon sample (ISO 8601; default: file time).")
 @click.option("--host", help="Host name for streams that do not carry one (dmon).")
+@click.option("--skip-unreadable", is_flag=True,
+              help="Go on past a subfolder that cannot be listed (it is listed as unusable).")
 @prometheus_options
 def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: int, window_s: float | None,
-            interval_s: float | None, start: Any, host: str | None, prom_since: datetime | None = None,
+            interval_s: float | None, start: Any, host: str | None, skip_unreadable: bool = False,
+            prom_since: datetime | None = None,
             prom_until: datetime | None = None, prom_match: tuple[str, ...] = (),
             prom_step: float | None = None, prom_token_file: str | None = None) -> None:
     """Analyze ncu exports and DCGM streams (format detected from content), or a Prometheus server
@@ -74,7 +77,7 @@ def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: 
         from rooftop.parsers.source import ParseOptions
 
     guard_outputs(list(inputs), outputs.files)
-    options = ParseOptions(interval_s=interval_s, start=start, host=host,
+    options = ParseOptions(interval_s=interval_s, start=start, host=host, skip_unreadable=skip_unreadable,
                            prometheus=range_query(inputs, prom_since, prom_until, prom_match, prom_step,
                                                   prom_token_file))
     doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
@@ -105,9 +108,11 @@ def devices(as_json: bool) -> None:
 @click.option("--repair", is_flag=True,
               help="Drop entries whose partition files are missing or unreadable and ingest their inputs again.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar.")
+@click.option("--skip-unreadable", is_flag=True,
+              help="Go on past a subfolder that cannot be listed (it is listed as unusable).")
 @prometheus_options
 def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, start: Any,
-           host: str | None, finished: bool, repair: bool, quiet: bool,
+           host: str | None, finished: bool, repair: bool, quiet: bool, skip_unreadable: bool = False,
            prom_since: datetime | None = None, prom_until: datetime | None = None,
            prom_match: tuple[str, ...] = (), prom_step: float | None = None,
            prom_token_file: str | None = None) -> None:
@@ -125,7 +130,8 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, star
     if not inputs and not repair:
         raise click.UsageError("give INPUT files or folders (or --repair)")
     query = range_query(inputs, prom_since, prom_until, prom_match, prom_step, prom_token_file)
-    summary = ingest_sources(inputs, Path(dataset), ParseOptions(interval_s=interval_s, start=start, host=host),
+    summary = ingest_sources(inputs, Path(dataset), ParseOptions(interval_s=interval_s, start=start, host=host,
+                                                                 skip_unreadable=skip_unreadable),
                              query, progress=progress_bar if show_progress(quiet) else None,
                              finished=finished, repair=repair)
     if not quiet:

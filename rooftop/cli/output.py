@@ -80,9 +80,9 @@ def echo(text: str | list[str], err: bool = False) -> None:
 
 def guard_outputs(inputs: list[str], outputs: list[str]) -> None:
     """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
-    from rooftop.parsers import expand_inputs  # pandas: imported by the command, not by --help
+    from rooftop.parsers.folders import scan_inputs
 
-    given = {Path(p).resolve() for p in expand_inputs(inputs)}
+    given = {Path(p).resolve() for p in scan_inputs(inputs, skip_unreadable=True).files}  # the reading says the rest
     for out in outputs:
         if Path(out).resolve() in given:
             raise InputError(out, "is also an input; refusing to overwrite it", "choose another output path")
