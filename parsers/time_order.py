@@ -34,6 +34,7 @@ KEY_COLUMNS = ("host", "gpu", "uuid", "mig", "field_id")
 KINDS = ("duplicate", "conflict", "stepped_back")
 _SHIFT = 43  # bits of time (ms since 1990: 278 years) below the series code in the sort key
 _T0 = 631_152_000_000  # 1990-01-01T00:00:00Z in ms
+SMALL_ROWS = 512  # a table this small is checked row by row
 
 
 @dataclass
@@ -52,6 +53,8 @@ class TimeOrder:
         n = table.num_rows
         if n == 0:
             return table
+        if n <= SMALL_ROWS:
+            return self._keep_small(table)
         gid = self._series_ids(table)
         ts = table.column("timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
         t = np.clip(ts - _T0, 0, (1 << _SHIFT) - 1)
@@ -85,6 +88,42 @@ class TimeOrder:
         keep = np.zeros(n, dtype=bool)
         keep[order[ok]] = True
         return table.filter(pa.array(keep))
+
+    def _keep_small(self, table: pa.Table) -> pa.Table:
+        """:meth:`keep` for a small table, row by row (the vectorised path's fixed cost, ~1 ms,
+        is most of a small file's parse)."""
+        cols = [table.column(c).to_pylist() for c in KEY_COLUMNS]
+        ts = table.column("timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False).tolist()
+        values = table.column("value").to_pylist()
+        keep = []
+        dropped: dict[str, list[int]] = {}
+        for i, combo in enumerate(zip(*cols, strict=True)):
+            sid = self.series.get(combo)
+            if sid is None:
+                sid = self.series[combo] = len(self.series)
+                self.last_t.append(-1)
+                self.last_v.append(np.nan)
+            key = (sid << _SHIFT) + min(max(ts[i] - _T0, 0), (1 << _SHIFT) - 1)
+            last = self.last_t[sid]
+            if key > last:
+                self.last_t[sid], self.last_v[sid] = key, values[i]
+                keep.append(True)
+                continue
+            keep.append(False)
+            kind = "stepped_back" if key < last else "duplicate" if values[i] == self.last_v[sid] else "conflict"
+            dropped.setdefault(kind, []).append(i)
+        if all(keep):
+            return table
+        for kind, rows in dropped.items():
+            self.counts[kind] += len(rows)
+            if kind not in self.first:
+                self.first[kind] = self._example(table, rows[0], ts[rows[0]])
+        return table.filter(pa.array(keep))
+
+    @staticmethod
+    def _example(table: pa.Table, row: int, ms: int) -> str:
+        host, gpu, fld = (table.column(x)[row].as_py() for x in ("host", "gpu", "field"))
+        return f"host {host}, GPU {gpu}, {fld} at {pd.Timestamp(int(ms), unit='ms', tz='UTC').isoformat()}"
 
     def _in_order(self, gid: np.ndarray, t: np.ndarray, key: np.ndarray, value: np.ndarray) -> bool:
         """The common case without a sort: times never decrease in the batch, no series repeats
@@ -176,10 +215,8 @@ class TimeOrder:
                 continue
             self.counts[kind] += c
             if kind not in self.first:
-                row = int(order[np.flatnonzero(sel)[0]])
-                host, gpu, fld = (table.column(x)[row].as_py() for x in ("host", "gpu", "field"))
-                when = pd.Timestamp(int(ts[np.flatnonzero(sel)[0]]), unit="ms", tz="UTC").isoformat()
-                self.first[kind] = f"host {host}, GPU {gpu}, {fld} at {when}"
+                at = int(np.flatnonzero(sel)[0])
+                self.first[kind] = self._example(table, int(order[at]), int(ts[at]))
 
     @property
     def dropped(self) -> int:

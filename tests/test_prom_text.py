@@ -179,3 +179,26 @@ def test_invalid_utf8_is_replaced_not_fatal(tmp_path: Path) -> None:
     p.write_bytes(b'DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",Hostname="h\xff"} 0.5\n')
     r = pt.parse(Source(p), ParseOptions(start=START))
     assert r.samples.column("host").to_pylist() == ["h\ufffd"] and r.accounting.records == 1
+
+
+def test_small_label_blocks_read_as_the_arrow_path_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few distinct label blocks are read with ``re`` (a small file's fixed cost, issue 30 item 15):
+    the same values, nulls and label names seen as the Arrow path."""
+    import random
+
+    from rooftop.parsers.prometheus import heads
+
+    rng = random.Random(5)
+    parts = ['gpu="0"', 'gpu="1"', 'Hostname="h"', 'hostname="x\\"y"', 'UUID="<<<NULL>>>"', 'pod=""',
+             'exported_pod="p\\\\q"', ' modelName="A100"', '*gpu="7"', 'xgpu="9"', 'namespace="n,s"']
+    blocks = [",".join(rng.sample(parts, rng.randint(0, 4))) for _ in range(40)] + [None]
+    arr = pa.array(blocks, pa.string())
+    for col, names in heads.LABELS.items():
+        seen_small: set[str] = set()
+        seen_arrow: set[str] = set()
+        small = heads.label_values(arr, names, seen_small)
+        monkeypatch.setattr(heads, "SMALL_BLOCKS", -1)
+        arrow = heads.label_values(arr, names, seen_arrow)
+        monkeypatch.undo()
+        assert small.to_pylist() == arrow.to_pylist(), col
+        assert seen_small == seen_arrow, col

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from rooftop.cli.commands import main
-from rooftop.parsers import parse_path, stream_path
+from rooftop.parsers import parse_path, stream_path, time_order
 from rooftop.parsers.model import SAMPLE_SCHEMA
 from rooftop.parsers.time_order import TimeOrder
 
@@ -48,7 +48,9 @@ def _reference(rows: list[tuple[str, str, int, int, float]]) -> tuple[list[int],
     return kept, counts
 
 
-def test_the_rule_equals_its_plain_loop_in_any_batching() -> None:
+@pytest.mark.parametrize("small_rows", [0, 512])  # the vectorised path, and the row-by-row one
+def test_the_rule_equals_its_plain_loop_in_any_batching(monkeypatch: pytest.MonkeyPatch, small_rows: int) -> None:
+    monkeypatch.setattr(time_order, "SMALL_ROWS", small_rows)
     rng = random.Random(4)
     for _ in range(300):
         n = rng.randint(1, 60)
