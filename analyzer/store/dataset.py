@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
+import stat
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ import pyarrow.parquet as pq
 from rooftop.analyzer.store.layout import MS_PER_DAY, day_of, partition_dir
 from rooftop.analyzer.store.manifest import MANIFEST, Manifest
 from rooftop.atomic import TMP_SUFFIX, fsync_dir
+from rooftop.errors import InputError
 from rooftop.parsers.model import SAMPLE_SCHEMA
 
 __all__ = [
@@ -55,6 +57,7 @@ ENCODINGS: dict[str, Any] = {
 }
 ROW_GROUP_ROWS = 1 << 18  # rows per Parquet row group a partition buffer is written as
 MAX_BUFFERED_BYTES = 64 << 20  # Arrow bytes buffered over all partitions (then the largest are written)
+MAX_OPEN_WRITERS = 256  # partition files open at once (ulimit -n is often 1024)
 
 
 def canonical_samples(table: pa.Table) -> pa.Table:
@@ -74,14 +77,19 @@ class PartitionWriter:
     the dataset-relative paths; :meth:`abort` removes them. Rows are buffered per partition and
     written as one row group once a partition holds :data:`ROW_GROUP_ROWS` rows, so small input
     batches still give full row groups. Memory: at most about :data:`MAX_BUFFERED_BYTES` buffered
-    over all partitions (beyond it the largest buffers are written), plus one open writer per
-    partition.
+    over all partitions (beyond it the largest buffers are written), plus at most
+    :data:`MAX_OPEN_WRITERS` open files: a writer beyond them closes the oldest, and a partition
+    written again after its file was closed gets a further file (``part-<stem>-1.parquet``), so an
+    input of 1,500 hosts ingests under ``ulimit -n 1024``. A partition folder that is a symlink is
+    refused, never written through.
     """
 
     def __init__(self, root: Path, stem: str) -> None:
         self.root = root
         self.stem = stem
         self._writers: dict[str, tuple[pq.ParquetWriter, Path, Path]] = {}
+        self._closed: list[tuple[Path, Path]] = []  # (temporary, final) of files closed to bound open files
+        self._files: dict[str, int] = {}  # files begun per partition
         self._buffers: dict[str, list[pa.Table]] = {}
         self._buffered: dict[str, int] = {}  # rows per partition buffer
         self._bytes: dict[str, int] = {}
@@ -134,28 +142,39 @@ class PartitionWriter:
 
     def _writer(self, part: str) -> pq.ParquetWriter:
         if part not in self._writers:
-            folder = self.root / part
-            folder.mkdir(parents=True, exist_ok=True)
-            final = folder / f"part-{self.stem}.parquet"
-            tmp = folder / f".part-{self.stem}.parquet{TMP_SUFFIX}"
+            while len(self._writers) >= MAX_OPEN_WRITERS:
+                self._close(next(iter(self._writers)))
+            folder = _make_partition(self.root, part)
+            k = self._files.get(part, 0)
+            self._files[part] = k + 1
+            name = f"part-{self.stem}.parquet" if k == 0 else f"part-{self.stem}-{k}.parquet"
+            final = folder / name
+            tmp = folder / f".{name}{TMP_SUFFIX}"
             writer = pq.ParquetWriter(tmp, SAMPLE_SCHEMA, compression=COMPRESSION, **ENCODINGS)
             self._writers[part] = (writer, tmp, final)
         return self._writers[part][0]
+
+    def _close(self, part: str) -> None:
+        """Close (and fsync) the open file of ``part``; it is renamed at :meth:`commit`."""
+        writer, tmp, final = self._writers.pop(part)
+        writer.close()
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        self._closed.append((tmp, final))
 
     def commit(self) -> list[str]:
         """Close and fsync every file, then rename them into place; returns relative paths."""
         for part in list(self._buffers):
             self._flush(part)
         out: list[str] = []
-        for writer, tmp, _final in self._writers.values():
-            writer.close()
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-        for _writer, tmp, final in self._writers.values():
+        for part in list(self._writers):
+            self._close(part)
+        for tmp, final in self._closed:
             os.replace(tmp, final)
             fsync_dir(final.parent)
             out.append(final.relative_to(self.root).as_posix())
-        self._writers.clear()
+        self._closed.clear()
+        self._files.clear()
         return sorted(out)
 
     def abort(self) -> None:
@@ -167,21 +186,75 @@ class PartitionWriter:
                 writer.close()
             with contextlib.suppress(OSError):
                 tmp.unlink()
+        for tmp, _final in self._closed:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         self._writers.clear()
+        self._closed.clear()
+        self._files.clear()
+
+
+def _make_partition(root: Path, part: str) -> Path:
+    """The partition folder ``date=…/host=…`` under ``root``, made one level at a time; each level
+    must be a real folder (:class:`InputError` for a symlink: nothing is made or written through it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    here = root
+    for name in PurePosixPath(part).parts:
+        here = here / name
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(here)
+        if not _real_dir(here):
+            raise InputError(str(here), "is a symbolic link (or not a folder): rooftop never writes through it "
+                             "(it could lead out of the dataset)", "remove it, then run the ingest again")
+    return here
 
 
 def remove_orphans(root: Path, manifest: Manifest) -> int:
-    """Delete temporary files and partition files no manifest entry names (left by a crash)."""
+    """Delete what a crashed ingest left: manifest temporaries in the root, and in the partition
+    folders the partition files (``part-*.parquet``) no manifest entry names and their
+    temporaries (``.part-*.tmp``). Only regular files of those names, only in real folders: a
+    symlinked ``date=``/``host=`` folder is never entered and a symlink never removed through, so
+    the sweep cannot reach outside the dataset (docs/formulas.md#fleet-ingest)."""
     keep = set(manifest.files())
     removed = 0
-    for p in root.glob(f".{MANIFEST}.*{TMP_SUFFIX}"):  # a manifest save killed before its rename
-        with contextlib.suppress(OSError):
-            p.unlink()
-            removed += 1
-    for p in root.glob("date=*/host=*/*"):
-        rel = p.relative_to(root).as_posix()
-        if p.is_file() and (p.name.endswith(TMP_SUFFIX) or (p.suffix == ".parquet" and rel not in keep)):
-            with contextlib.suppress(OSError):
-                p.unlink()
-                removed += 1
+    for name in _entries(root):
+        if name.startswith(f".{MANIFEST}.") and name.endswith(TMP_SUFFIX):
+            removed += _unlink_regular(root / name)  # a manifest save killed before its rename
+    for date in _entries(root):
+        if not date.startswith("date=") or not _real_dir(root / date):
+            continue
+        for host in _entries(root / date):
+            if not host.startswith("host=") or not _real_dir(root / date / host):
+                continue
+            for name in _entries(root / date / host):
+                rel = f"{date}/{host}/{name}"
+                ours = (name.startswith(".part-") and name.endswith(TMP_SUFFIX)) or \
+                    (name.startswith("part-") and name.endswith(".parquet") and rel not in keep)
+                if ours:
+                    removed += _unlink_regular(root / date / host / name)
     return removed
+
+
+def _entries(folder: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _unlink_regular(path: Path) -> int:
+    """Remove ``path`` when it is a regular file (not a link); 1 when removed."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return 0
+        os.unlink(path)
+    except OSError:
+        return 0
+    return 1

@@ -131,14 +131,17 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
         raise InputError(str(dataset), "no input files given", "pass DCGM exports or a folder of them")
     summary = IngestSummary(dataset)
     with ingest_lock(dataset) as lock:
-        manifest = Manifest.load(dataset)
         jobs = [(Path(p), options) for p in paths]
         if repair:
-            from rooftop.analyzer.store.repair import repair_manifest
+            from rooftop.analyzer.store.repair import load_for_repair, repair_manifest
 
+            manifest, again = load_for_repair(dataset, summary)
             given = {canonical(p) for p in paths}
-            jobs += [(Path(path), replace(options, host=host)) for host, path in repair_manifest(manifest, summary)
+            jobs += [(Path(path), replace(options, host=host))
+                     for host, path in dict.fromkeys([*again, *repair_manifest(manifest, summary)])
                      if path not in given or host != options.host]
+        else:
+            manifest = Manifest.load(dataset)
         summary.orphans_removed = remove_orphans(dataset, manifest)
         pending = pending_bytes = 0
         group = Group(dataset)  # small inputs written together before each commit
@@ -159,7 +162,7 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
                     lock.check()
                     manifest.save()
                     pending = pending_bytes = 0
-        if pending or summary.repaired or not (dataset / "_manifest.json").exists():
+        if pending or summary.repaired or summary.manifest_notes or not (dataset / "_manifest.json").exists():
             group.flush()
             lock.check()
             manifest.save()

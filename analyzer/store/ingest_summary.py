@@ -26,6 +26,7 @@ class IngestSummary:
     rotated: list[str] = field(default_factory=list)  # a rotated copy of a stored version: its tail appended
     repaired: list[str] = field(default_factory=list)  # entries dropped by --repair (partitions gone)
     lost: list[str] = field(default_factory=list)  # repaired entries whose input is gone too
+    manifest_notes: list[str] = field(default_factory=list)  # repair: what was done with an invalid manifest
     orphans_removed: int = 0
     seconds: float = 0.0
     pulled: list[str] = field(default_factory=list)  # what each Prometheus server gave (one line each)
@@ -63,6 +64,7 @@ class IngestSummary:
         if self.rotated:
             lines.append(f"{len(self.rotated)} input(s) are rotated copies (logrotate) of a stored version: only "
                          "the samples after the stored ones were added: " + _first(self.rotated))
+        lines += [f"repair: {note}" for note in self.manifest_notes]
         if self.repaired:
             lines.append(f"repair: dropped {len(self.repaired)} entr(ies) whose partition files were missing or "
                          "unreadable; their inputs were ingested again where they still exist: "

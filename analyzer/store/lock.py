@@ -10,6 +10,9 @@ Rules (docs/formulas.md#fleet-ingest):
 * After locking, the holder checks that the path still names the file it locked (another process
   may have unlinked it meanwhile) and retries otherwise; it unlinks the file while still holding it.
 * The owner line (``host pid``) written into the file is for messages only.
+* The lock is opened with ``O_NOFOLLOW`` and must be a regular file with one link: a lock path
+  replaced by a symlink (or a hard link) to a file outside the dataset is refused, never
+  truncated through.
 * Before every manifest commit the holder re-checks that the path still names its locked file
   (:meth:`IngestLock.check`); if someone deleted the lock by hand and another ingest started, the
   commit is refused instead of overwriting the other's.
@@ -18,8 +21,10 @@ Rules (docs/formulas.md#fleet-ingest):
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +53,30 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
+def _open_lock(path: Path) -> int:
+    """The lock file opened for writing, never through a link: ``O_NOFOLLOW`` (a symlink at the
+    path is refused, not followed out of the dataset), and it must be a regular file with one link
+    (a hard link to a file elsewhere would be truncated with it)."""
+    flags = os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise _foreign(path, "is a symbolic link") from exc
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        raise _foreign(path, "is not a regular file" if not stat.S_ISREG(st.st_mode) else
+                       f"has {st.st_nlink} hard links")
+    return fd
+
+
+def _foreign(path: Path, what: str) -> InputError:
+    return InputError(str(path), f"{what}: rooftop never writes through it (it could lead out of the dataset)",
+                      "remove it (no ingest is running if none holds it), then run the ingest again")
+
+
 def _same_file(fd: int, path: Path) -> bool:
     try:
         st = os.stat(path)
@@ -67,7 +96,7 @@ class IngestLock:
 
     def acquire(self) -> None:
         for _ in range(_RETRIES):
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            fd = _open_lock(self.path)
             if not _try_lock(fd):
                 owner = _read_owner(fd)
                 os.close(fd)

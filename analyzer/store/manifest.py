@@ -2,10 +2,12 @@
 
 Rules (docs/formulas.md#fleet-ingest):
 
-* **Validation.** A manifest that is valid JSON but not the documented shape (``inputs`` not a list,
-  an entry not an object, ``files`` not a list of dataset-relative paths, a count not a
-  non-negative integer, ``sha256`` not 64 hex digits) is refused with the entry and key named,
-  *before* anything is deleted: the orphan sweep only ever trusts a validated manifest.
+* **Validation.** A manifest that is not JSON or not the documented shape (top level other than
+  ``version`` and an ``inputs`` list, an entry not an object, ``files`` not a list of
+  dataset-relative paths, ``size``/``records`` missing or a count not a non-negative integer,
+  ``sha256`` not 64 hex digits, a time that is not ISO 8601) is refused with the entry and key
+  named and the fix (``rooftop ingest --repair``), *before* anything is deleted: the orphan sweep
+  only ever trusts a validated manifest.
 * **Identity.** An input is ``(host, path)``: the ``--host`` it was ingested with (``None``: the
   samples name their host) and its canonical path (symlinks and relative parts resolved). Content
   (size + SHA-256) then tells growth from rewrite. Entries written before identities were recorded
@@ -21,6 +23,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -34,6 +37,7 @@ REPAIR_HINT = "run `rooftop ingest --repair --to {root}` (re-ingests the inputs 
 Identity = tuple[str | None, str]
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _COUNTS = ("size", "records", "missing", "rejected")
+_REQUIRED = ("size", "records")  # every manifest ever written has them (ingest reads entry["size"])
 # logrotate names of a rotated copy (`rotate N`, `dateext`): dmon.log.1, dmon.log.2.gz, dmon.log-20261123
 _ROTATED = re.compile(r"(?:\.\d{1,3}|-\d{8}(?:\d{2})?)+(?:\.(?:gz|xz|bz2|zst|lz4))?\Z")
 
@@ -59,35 +63,68 @@ def entry_identity(entry: dict[str, Any]) -> Identity:
     return (host if isinstance(host, str) else None, os.path.abspath(entry["path"]))
 
 
+def repair_hint(root: Path) -> str:
+    return (f"run `rooftop ingest --repair --to {root}`: it keeps the valid entries, ingests again the "
+            "inputs of the others that still exist and names those that are gone (nothing was changed or "
+            "deleted)")
+
+
 def _bad(path: Path, where: str, what: str) -> InputError:
-    return InputError(str(path), f"is not a valid manifest: {where} {what}",
-                      "restore _manifest.json from a backup (nothing was changed or deleted)")
+    return InputError(str(path), f"is not a valid manifest: {where} {what}", repair_hint(path.parent))
+
+
+def check_top(path: Path, data: Any) -> list[Any]:
+    """The ``inputs`` of a parsed manifest whose top level is the documented one (``version`` and
+    ``inputs``, nothing else: a report written over the manifest is not taken for an empty one)."""
+    if not isinstance(data, dict) or not isinstance(data.get("inputs"), list):
+        raise _bad(path, "the top level", "is not an object with an `inputs` list")
+    extra = sorted(set(data) - {"version", "inputs"})
+    if extra:
+        raise _bad(path, "the top level", f"holds keys a manifest never has ({', '.join(map(repr, extra[:3]))}: "
+                   "another file written over it?)")
+    if data.get("version") != MANIFEST_VERSION:
+        raise _bad(path, "`version`", f"is {data.get('version')!r}, not {MANIFEST_VERSION}")
+    inputs: list[Any] = data["inputs"]
+    return inputs
+
+
+def check_entry(path: Path, i: int, e: Any) -> dict[str, Any]:
+    """One manifest entry, checked (:class:`InputError` naming the entry and key)."""
+    where = f"inputs[{i}]"
+    if not isinstance(e, dict):
+        raise _bad(path, where, "is not an object")
+    if not isinstance(e.get("path"), str) or not e["path"]:
+        raise _bad(path, where, "has no `path` string")
+    if not isinstance(e.get("sha256"), str) or not _HEX64.match(e["sha256"]):
+        raise _bad(path, where, "has no `sha256` of 64 hex digits")
+    for key in _COUNTS:
+        if key not in e and key in _REQUIRED:
+            raise _bad(path, f"{where}.{key}", "is missing")
+        v = e.get(key, 0)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise _bad(path, f"{where}.{key}", "is not a non-negative integer")
+    files = e.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) and _relative(f) for f in files):
+        raise _bad(path, f"{where}.files", "is not a list of dataset-relative file paths")
+    for key in ("host", "prefix_sha256", "format", "kind", "time_origin", "start", "end"):
+        if e.get(key) is not None and not isinstance(e[key], str):
+            raise _bad(path, f"{where}.{key}", "is not a string")
+    for key in ("time_origin", "start", "end"):
+        if e.get(key):
+            try:
+                datetime.fromisoformat(str(e[key]).replace("Z", "+00:00"))
+            except ValueError:
+                raise _bad(path, f"{where}.{key}", f"is {str(e[key])[:40]!r}, not an ISO 8601 time") from None
+    pi = e.get("prefix_input")
+    if pi is not None and not (isinstance(pi, list) and len(pi) == 2 and isinstance(pi[1], str)
+                               and (pi[0] is None or isinstance(pi[0], str))):
+        raise _bad(path, f"{where}.prefix_input", "is not [host, path]")
+    return e
 
 
 def validate(path: Path, data: Any) -> list[dict[str, Any]]:
     """The entries of a parsed manifest, or :class:`InputError` naming the first bad entry/key."""
-    if not isinstance(data, dict) or not isinstance(data.get("inputs"), list):
-        raise _bad(path, "the top level", "is not an object with an `inputs` list")
-    entries: list[dict[str, Any]] = data["inputs"]
-    for i, e in enumerate(entries):
-        where = f"inputs[{i}]"
-        if not isinstance(e, dict):
-            raise _bad(path, where, "is not an object")
-        if not isinstance(e.get("path"), str) or not e["path"]:
-            raise _bad(path, where, "has no `path` string")
-        if not isinstance(e.get("sha256"), str) or not _HEX64.match(e["sha256"]):
-            raise _bad(path, where, "has no `sha256` of 64 hex digits")
-        for key in _COUNTS:
-            v = e.get(key, 0)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise _bad(path, f"{where}.{key}", "is not a non-negative integer")
-        files = e.get("files", [])
-        if not isinstance(files, list) or not all(isinstance(f, str) and _relative(f) for f in files):
-            raise _bad(path, f"{where}.files", "is not a list of dataset-relative file paths")
-        for key in ("host", "prefix_sha256", "format", "kind", "time_origin", "start", "end"):
-            if e.get(key) is not None and not isinstance(e[key], str):
-                raise _bad(path, f"{where}.{key}", "is not a string")
-    return entries
+    return [check_entry(path, i, e) for i, e in enumerate(check_top(path, data))]
 
 
 def _relative(f: str) -> bool:
@@ -121,9 +158,9 @@ class Manifest:
             return cls(root)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(str(path), f"is not a readable manifest ({exc})",
-                             "restore it from a backup (nothing was changed or deleted)") from exc
+        except (OSError, ValueError, RecursionError) as exc:
+            raise InputError(str(path), f"is not a readable manifest ({str(exc)[:200]})",
+                             repair_hint(root)) from exc
         return cls(root, validate(path, data))
 
     def save(self) -> None:

@@ -1,6 +1,13 @@
 """``rooftop ingest --repair``: drop manifest entries whose partition files are missing or unreadable,
 and ingest their inputs again (docs/formulas.md#fleet-ingest).
 
+The manifest itself may be what is broken (:func:`load_for_repair`): an entry that does not
+validate is dropped and its input ingested again when its path still exists (else named as
+lost); a manifest that is not JSON, or not a manifest at all (a report written over it), is kept
+as ``_manifest.json.broken-<time>``, and since nothing then says which inputs its partition files
+hold, those are moved (renamed, not deleted) to ``_unreferenced/<time>/`` and the summary says so:
+the dataset is readable again (empty), and the inputs can be ingested again.
+
 An entry is broken when one of its files is absent or its Parquet footer cannot be read. A broken
 entry takes its whole input with it (every entry of the same identity, and every append whose chain
 leads to it), since an append's files hold only its tail: the input is then ingested again whole from
@@ -10,14 +17,24 @@ are deleted by the orphan sweep that follows.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rooftop.analyzer.store.manifest import Identity, Manifest, entry_identity
+from rooftop.analyzer.store.manifest import (
+    MANIFEST,
+    Identity,
+    Manifest,
+    check_entry,
+    check_top,
+    entry_identity,
+)
+from rooftop.errors import InputError
 
 if TYPE_CHECKING:
     from rooftop.analyzer.store.ingest_summary import IngestSummary
@@ -65,3 +82,53 @@ def repair_manifest(manifest: Manifest, summary: IngestSummary) -> list[Identity
         else:
             summary.lost.append(ident[1])
     return out
+
+
+def load_for_repair(root: Path, summary: IngestSummary) -> tuple[Manifest, list[Identity]]:
+    """The manifest for ``--repair`` (see the module docstring) and the identities of inputs whose
+    entries were invalid and whose path still exists, to be ingested again."""
+    path = root / MANIFEST
+    if not path.exists():
+        _set_aside(root, None, summary, "there is no _manifest.json")
+        return Manifest(root), []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = check_top(path, data)
+    except (OSError, ValueError, RecursionError, InputError) as exc:
+        _set_aside(root, path, summary, f"_manifest.json is not a manifest ({str(exc)[:160]})")
+        return Manifest(root), []
+    kept: list[dict[str, Any]] = []
+    again: list[Identity] = []
+    for i, e in enumerate(raw):
+        try:
+            kept.append(check_entry(path, i, e))
+        except InputError as exc:
+            where: str = str(e["path"]) if isinstance(e, dict) and isinstance(e.get("path"), str) else f"inputs[{i}]"
+            summary.manifest_notes.append(f"dropped the invalid entry {where} ({exc.reason})")
+            summary.repaired.append(where)
+            host = e.get("host") if isinstance(e, dict) and isinstance(e.get("host"), str) else None
+            if isinstance(e, dict) and isinstance(e.get("path"), str) and os.path.isfile(e["path"]):
+                again.append((host, os.path.abspath(e["path"])))
+            else:
+                summary.lost.append(where)
+    return Manifest(root, kept), again
+
+
+def _set_aside(root: Path, manifest: Path | None, summary: IngestSummary, why: str) -> None:
+    """Keep a broken manifest as ``_manifest.json.broken-<time>`` and move the partition folders
+    it may have named to ``_unreferenced/<time>/`` (nothing deleted); say so in the summary."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    if manifest is not None:
+        kept = root / f"{MANIFEST}.broken-{stamp}"
+        os.replace(manifest, kept)
+        summary.manifest_notes.append(f"{why}: kept as {kept.name}")
+    folders = sorted(p for p in root.glob("date=*") if p.is_dir() and not p.is_symlink())
+    if not folders:
+        return
+    aside = root / "_unreferenced" / stamp
+    aside.mkdir(parents=True, exist_ok=True)
+    for p in folders:
+        os.replace(p, aside / p.name)
+    n = sum(1 for _ in aside.rglob("*.parquet"))
+    summary.manifest_notes.append(f"{why}, so nothing says which inputs its {n} partition file(s) hold: moved "
+                                  f"to {aside.relative_to(root)} (not deleted, not read); ingest the inputs again")

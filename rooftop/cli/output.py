@@ -86,6 +86,25 @@ def guard_outputs(inputs: list[str], outputs: list[str]) -> None:
     for out in outputs:
         if Path(out).resolve() in given:
             raise InputError(out, "is also an input; refusing to overwrite it", "choose another output path")
+        root = dataset_holding(out)
+        if root is not None:
+            raise InputError(out, f"is one of the fleet dataset {root}'s own files (its commit record, lock, "
+                             "partitions or pulled hours); refusing to write over it",
+                             "write reports outside the dataset's files")
+
+
+def dataset_holding(out: str) -> Path | None:
+    """The fleet dataset whose own files ``out`` would overwrite (``_manifest.json``, ``_ingest.lock``,
+    their temporaries, ``_prometheus/…``, ``date=…/…``), or None. A dataset is a folder holding a
+    ``_manifest.json`` or an ``_ingest.lock``; another file in its top folder is not its own."""
+    path = Path(out).resolve()
+    for root in path.parents:
+        if not ((root / "_manifest.json").exists() or (root / "_ingest.lock").exists()):
+            continue
+        first = path.relative_to(root).parts[0]
+        if first in ("_manifest.json", "_ingest.lock", "_prometheus") or first.startswith(("date=", "._manifest.json.")):
+            return root
+    return None
 
 
 # ----------------------------------------------------------------------------- progress
