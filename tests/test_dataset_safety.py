@@ -103,7 +103,7 @@ def test_a_manifest_overwritten_by_a_report_deletes_nothing_and_repair_restores(
 @pytest.mark.parametrize(("key", "value"), [("start", "yesterday"), ("end", "2025-13-45"), ("size", None)])
 def test_a_malformed_manifest_is_named_with_the_fix_and_repair_restores_it(tmp_path: Path, key: str,
                                                                             value: Any) -> None:
-    src, ds = _dataset(tmp_path)
+    _src, ds = _dataset(tmp_path)
     rows = _fleet_rows(ds, tmp_path)
     data = json.loads((ds / "_manifest.json").read_text())
     if value is None:
@@ -137,7 +137,7 @@ def test_repair_says_which_inputs_are_gone(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("how", ["symlink", "hardlink"])
 def test_a_lock_that_links_out_of_the_dataset_is_refused_not_truncated(tmp_path: Path, how: str) -> None:
-    src, ds = _dataset(tmp_path)
+    _src, ds = _dataset(tmp_path)
     outside = tmp_path / "precious.txt"
     outside.write_text("keep me\n")
     (ds / "_ingest.lock").unlink(missing_ok=True)
@@ -155,7 +155,7 @@ def test_a_lock_that_links_out_of_the_dataset_is_refused_not_truncated(tmp_path:
 
 
 def test_the_orphan_sweep_never_follows_a_linked_partition_folder(tmp_path: Path) -> None:
-    src, ds = _dataset(tmp_path)
+    _src, ds = _dataset(tmp_path)
     outside = tmp_path / "elsewhere"
     (outside / "host=x").mkdir(parents=True)
     for name in ("part-0123.parquet", ".part-0123.parquet.tmp", "notes.txt"):
@@ -171,7 +171,7 @@ def test_the_orphan_sweep_never_follows_a_linked_partition_folder(tmp_path: Path
 
 
 def test_the_sweep_removes_only_its_own_leftovers(tmp_path: Path) -> None:
-    src, ds = _dataset(tmp_path)
+    _src, ds = _dataset(tmp_path)
     folder = next(ds.glob("date=*/host=*"))
     (folder / "part-deadbeef.parquet").write_text("an interrupted ingest's file")
     (folder / ".part-deadbeef.parquet.tmp").write_text("its temporary")
