@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pandas as pd
 
@@ -39,21 +40,95 @@ def _ms(t: datetime) -> int:
 
 
 def resolve_period(manifest: Manifest, since: datetime | None,
-                   until: datetime | None) -> tuple[int, int]:
-    """``[since, until)`` in epoch ms; defaults: until = newest sample + 1 ms, since = until - 24 h."""
+                   until: datetime | None) -> tuple[int, int, list[dict[str, Any]]]:
+    """``[since, until)`` in epoch ms and the lint of hosts set aside while choosing it; defaults:
+    until = newest sample + 1 ms, since = until - 24 h. The newest sample is taken over the hosts
+    whose clock is not ahead of the others' (:func:`ahead_of_the_others`): one host with a skewed
+    clock does not move the whole fleet's day (docs/formulas.md#fleet, "Period")."""
+    lint: list[dict[str, Any]] = []
     if until is None:
-        ends = [parse_iso(e.get("end")) for e in manifest.entries]
-        newest = max((t for t in ends if t is not None), default=None)
-        if newest is None:
+        newest_by_host = host_newest(manifest)
+        ahead = ahead_of_the_others(newest_by_host)
+        kept = [t for h, t in newest_by_host.items() if h not in ahead]
+        if not kept:  # no readable partition statistics: the entries' recorded ends
+            kept = [t for e in manifest.entries if (t := parse_iso(e.get("end"))) is not None]
+        if not kept:
             raise InputError(str(manifest.root), "holds no samples", "ingest DCGM inputs first")
+        newest = max(kept)
         hi = _ms(newest) + 1
+        if ahead:
+            shown = ", ".join(f"{unquote(h)} (to {t.isoformat()})" for h, t in list(ahead.items())[:3])
+            lint.append({"code": "fleet-clock-ahead", "kernels": [],
+                         "message": f"{len(ahead)} host(s) hold samples more than {AHEAD.total_seconds() / 3600:g} h "
+                                    f"ahead of every other host's newest ({newest.isoformat()}): a clock ahead? "
+                                    f"They do not choose the default period: {shown}. Give --until to include "
+                                    "them"})
     else:
         hi = _ms(until)
     lo = _ms(since) if since is not None else hi - int(DEFAULT_PERIOD.total_seconds() * 1000)
     if lo >= hi:
         raise InputError("--since/--until", "the period is empty (since is not before until)",
                          "give --since earlier than --until")
-    return lo, hi
+    return lo, hi, lint
+
+
+AHEAD = timedelta(hours=6)  # a host's newest sample this far past every other host's: a clock ahead
+
+
+def host_newest(manifest: Manifest) -> dict[str, datetime]:
+    """The newest sample time of each host (its ``host=`` partition folder), from the Parquet
+    statistics of its files in its newest ``date=`` partition (footers only: no data is read)."""
+    import pyarrow.parquet as pq
+
+    newest_day: dict[str, tuple[str, list[str]]] = {}
+    for rel in manifest.files():
+        parts = rel.split("/")
+        if len(parts) != 3 or not parts[0].startswith("date=") or not parts[1].startswith("host="):
+            continue
+        day, host = parts[0][5:], parts[1][5:]
+        have = newest_day.get(host)
+        if have is None or day > have[0]:
+            newest_day[host] = (day, [rel])
+        elif day == have[0]:
+            have[1].append(rel)
+    out: dict[str, datetime] = {}
+    for host, (_day, rels) in newest_day.items():
+        for rel in rels:
+            try:
+                meta = pq.read_metadata(manifest.root / rel)
+                col = meta.schema.names.index("timestamp")
+                for g in range(meta.num_row_groups):
+                    stats = meta.row_group(g).column(col).statistics
+                    if stats is None or not stats.has_min_max:
+                        continue
+                    t = _as_utc(stats.max)
+                    if t is not None and (host not in out or t > out[host]):
+                        out[host] = t
+            except (OSError, ValueError, KeyError):
+                continue
+    return out
+
+
+def _as_utc(v: Any) -> datetime | None:
+    if isinstance(v, datetime):
+        return v if v.tzinfo else v.replace(tzinfo=timezone.utc)
+    if isinstance(v, int):
+        return datetime.fromtimestamp(v / 1000, timezone.utc)
+    return None
+
+
+def ahead_of_the_others(newest: dict[str, datetime]) -> dict[str, datetime]:
+    """The hosts whose newest sample lies more than :data:`AHEAD` after the newest of every host
+    not ahead (newest first, while the gap to the next holds); never every host, so a fleet of one
+    host, or of one host per night, is never set aside."""
+    order = sorted(newest.items(), key=lambda ht: ht[1], reverse=True)
+    ahead: dict[str, datetime] = {}
+    for i, (h, t) in enumerate(order[:-1]):
+        if t - order[i + 1][1] > AHEAD:
+            ahead[h] = t
+        else:
+            break
+    return ahead
 
 
 def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
@@ -74,9 +149,11 @@ def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
 
 
 def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, engine: str,
-                    scheduler: str | None, workers: int) -> tuple[pd.DataFrame | None, ...]:
-    """Map-reduce the window partials of every file on ``engine``; finished windows per slice."""
-    from rooftop.analyzer.windows.reduce import finish_windows
+                    scheduler: str | None, workers: int) -> tuple[tuple[pd.DataFrame | None, ...], int]:
+    """Map-reduce the window partials of every file on ``engine``: finished windows per slice, and
+    how many samples of the last slice (the period analysed) named no GPU (set aside:
+    :func:`~rooftop.analyzer.windows.reduce.without_unplaced`)."""
+    from rooftop.analyzer.windows.reduce import finish_windows, without_unplaced
 
     paths = [str(dataset / f) for f in files]
     if engine == "dask":
@@ -87,8 +164,13 @@ def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, 
     else:
         raise InputError("--engine", f"unknown engine {engine!r}", "use local or dask")
     if reduced is None:
-        return tuple(None for _ in spec.slices)
-    return tuple(None if p is None else finish_windows(p) for p in reduced)
+        return tuple(None for _ in spec.slices), 0
+    out: list[pd.DataFrame | None] = []
+    unplaced = 0
+    for p in reduced:
+        wide, unplaced = (None, 0) if p is None else without_unplaced(finish_windows(p))
+        out.append(wide)
+    return tuple(out), unplaced
 
 
 def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, by: list[str],
@@ -112,7 +194,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                          f"choose from {', '.join(GROUPABLE)}")
     dataset = Path(dataset)
     manifest = Manifest.load(dataset, must_exist=True)
-    lo, hi = resolve_period(manifest, since, until)
+    lo, hi, period_lint = resolve_period(manifest, since, until)
     length = hi - lo
     prev_lo = lo - length
     files = select_files(manifest, prev_lo, hi)
@@ -121,9 +203,9 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
         labels.append(join.column)
     spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), labels),
                             slices=((prev_lo, lo), (lo, hi)), window_s=window_s)
-    prev_w, cur_w = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
-                                    workers=workers)
-    lint: list[dict[str, Any]] = []
+    (prev_w, cur_w), unplaced = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
+                                                workers=workers)
+    lint: list[dict[str, Any]] = list(period_lint)
     windows = _classify(cur_w, device, evidence=False)  # roll-ups need labels, not text
     previous = _classify(prev_w, device, evidence=False)
     cur_roll = rollup(windows, by, window_s)
@@ -135,8 +217,9 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                      "message": f"no samples in the previous period ({iso_ms(prev_lo)} to "
                                 f"{iso_ms(lo)}): no night-over-night change", "kernels": []})
     from rooftop.analyzer.windows.lint import coverage_lint
+    from rooftop.analyzer.windows.reduce import unplaced_lint
 
-    lint += coverage_lint(windows)
+    lint += coverage_lint(windows) + unplaced_lint(unplaced)
     if not len(windows):
         lint.append({"code": "fleet-empty-period",
                      "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})
@@ -198,6 +281,6 @@ def _inputs(manifest: Manifest, lo: int, hi: int) -> tuple[list[dict[str, Any]],
         if s is not None and t is not None and (_ms(t) < lo or _ms(s) >= hi):
             continue
         inputs.append({k: e.get(k) for k in ("path", "format", "records", "missing", "rejected")}
-                      | {"sha256": e.get("sha256"), "ingested_at": e.get("ingested_at")})
+                      | {"sha256": e.get("sha256")} | ({"ingested_at": e["ingested_at"]} if e.get("ingested_at") else {}))
         rejected.extend(e.get("rejected_examples", []))
     return inputs, rejected

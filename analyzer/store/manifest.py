@@ -4,7 +4,7 @@ Rules (docs/formulas.md#fleet-ingest):
 
 * **Validation.** A manifest that is not JSON or not the documented shape (top level other than
   ``version`` and an ``inputs`` list, an entry not an object, ``files`` not a list of
-  dataset-relative paths, ``size``/``records`` missing or a count not a non-negative integer,
+  dataset-relative paths, ``format``/``size``/``records`` missing or a count not a non-negative integer,
   ``sha256`` not 64 hex digits, a time that is not ISO 8601) is refused with the entry and key
   named and the fix (``rooftop ingest --repair``), *before* anything is deleted: the orphan sweep
   only ever trusts a validated manifest.
@@ -106,10 +106,18 @@ def check_entry(path: Path, i: int, e: Any) -> dict[str, Any]:
     files = e.get("files", [])
     if not isinstance(files, list) or not all(isinstance(f, str) and _relative(f) for f in files):
         raise _bad(path, f"{where}.files", "is not a list of dataset-relative file paths")
-    for key in ("host", "prefix_sha256", "format", "kind", "time_origin", "start", "end"):
+    if not isinstance(e.get("format"), str):
+        raise _bad(path, f"{where}.format", "is not a string")
+    for key in ("host", "prefix_sha256", "kind", "time_origin", "start", "end", "ingested_at"):
         if e.get(key) is not None and not isinstance(e[key], str):
             raise _bad(path, f"{where}.{key}", "is not a string")
-    for key in ("time_origin", "start", "end"):
+    examples = e.get("rejected_examples", [])
+    if not isinstance(examples, list) or not all(
+            isinstance(x, dict) and isinstance(x.get("path"), str) and isinstance(x.get("reason"), str)
+            and (x.get("line") is None or (isinstance(x["line"], int) and not isinstance(x["line"], bool)))
+            for x in examples):
+        raise _bad(path, f"{where}.rejected_examples", "is not a list of {path, line, reason} objects")
+    for key in ("time_origin", "start", "end", "ingested_at"):
         if e.get(key):
             try:
                 datetime.fromisoformat(str(e[key]).replace("Z", "+00:00"))

@@ -19,7 +19,7 @@ from rooftop.analyzer.windows.fields import (
 )
 from rooftop.analyzer.windows.findings import _findings
 from rooftop.analyzer.windows.lint import _lint, coverage_lint
-from rooftop.analyzer.windows.reduce import finish_windows
+from rooftop.analyzer.windows.reduce import finish_windows, unplaced_lint, without_unplaced
 from rooftop.analyzer.windows.rules import classify_windows, window_devices
 from rooftop.analyzer.windows.scan import window_partials
 from rooftop.analyzer.windows.span import choose_window
@@ -106,10 +106,10 @@ def analyze_windows(samples: pa.Table, window_s: float | None = 60.0, device: st
         window = {"seconds": window_s, "source": "default", "reason": reason}
     else:
         window = {"seconds": float(window_s), "source": "option", "reason": f"{window_s:g} s, set by --window"}
-    wide = finish_windows(window_partials(df, window_s))
+    wide, unplaced = without_unplaced(finish_windows(window_partials(df, window_s)))
     if not len(wide):
-        return WindowAnalysis(windows=pd.DataFrame(), window=window)
+        return WindowAnalysis(windows=pd.DataFrame(), window=window, lint=unplaced_lint(unplaced))
     windows = classify_windows(wide, device)
     return WindowAnalysis(windows=windows, devices=window_devices(windows, device),
-                          lint=_lint(df, windows, device) + coverage_lint(windows),
+                          lint=_lint(df, windows, device) + coverage_lint(windows) + unplaced_lint(unplaced),
                           findings=_findings(windows), window=window)

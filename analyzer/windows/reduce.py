@@ -125,3 +125,25 @@ def finish_windows(partials: WindowPartials | pd.DataFrame) -> pd.DataFrame:
         else:
             cols[lab] = pd.Series(np.full(n, None, dtype=object), dtype=object)
     return pd.DataFrame(cols, copy=False)
+
+
+def without_unplaced(wide: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``wide`` without the windows of samples that name no GPU (an exporter block whose samples
+    carry no label set: no ``gpu``/``UUID``), and how many samples those held: such samples cannot
+    be placed on a GPU, so no window, label or roll-up takes them (docs/formulas.md#windows)."""
+    if not len(wide) or "gpu" not in wide.columns:
+        return wide, 0
+    gpu = wide["gpu"]
+    unplaced = gpu.isna() | gpu.astype(str).eq("")
+    if not unplaced.any():
+        return wide, 0
+    return wide.loc[~unplaced].reset_index(drop=True), int(wide.loc[unplaced, "n_samples"].sum())
+
+
+def unplaced_lint(n: int) -> list[dict[str, object]]:
+    """The lint item for :func:`without_unplaced`'s count (none when 0)."""
+    if not n:
+        return []
+    return [{"code": "samples-without-gpu", "kernels": [],
+             "message": f"{n:,} sample(s) name no GPU (no gpu/UUID label: an exporter block without a label "
+                        "set): not analysed, as no window can place them; check the exporter's labels"}]
