@@ -13,6 +13,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -167,3 +168,19 @@ def test_a_byte_order_mark_mid_file_loses_no_sample(tmp_path: Path, name: str, t
     p.write_text(text, encoding="utf-8")
     r = parse_path(p, OPTS)
     assert (r.accounting.records, r.accounting.rejected) == (records, 0), [x.reason for x in r.rejected]
+
+
+def test_small_and_large_columns_read_units_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    from rooftop.parsers.nvsmi import samples
+
+    cells = pd.Series(["1000 MiB", "2 GiB", "3000 MB", "[N/A]", "inf", "-inf MiB", "7", " 8 KiB ", "x MiB",
+                       "1e3", "", None, "+", "5 %", "nan"], dtype="object")
+    for header in (None, "MiB", "GiB", "MB"):
+        small = samples.parse_unit_cells(cells, "MiB", header)
+        monkeypatch.setattr(samples, "SMALL_COLUMN", -1)
+        large = samples.parse_unit_cells(cells, "MiB", header)
+        monkeypatch.undo()
+        for a, b in zip(small, large, strict=True):
+            assert np.array_equal(a, b, equal_nan=True), (header, a, b)

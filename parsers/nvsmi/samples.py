@@ -3,6 +3,7 @@ ticks of rows without a timestamp, and a segment's samples as a ``SAMPLE_SCHEMA`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
@@ -115,6 +116,42 @@ def query_unit(column: str) -> str | None:
     return None
 
 
+SMALL_COLUMN = 512  # cells read one by one (a small file's column: ~15 pandas calls cost more)
+_VALUE_UNIT = re.compile(r"^(?P<num>.*?)(?:\s*(?P<unit>%|[A-Za-z]+))?$")
+
+
+def _unit_cells_small(cells: list[object], expected: str, header_unit: str | None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`parse_unit_cells` cell by cell, the same rules (and the same number parser)."""
+    table = SMI_UNITS[expected]
+    n = len(cells)
+    missing = np.zeros(n, dtype=bool)
+    factor = np.full(n, np.nan)
+    texts: list[str | None] = []
+    for i, cell in enumerate(cells):
+        t = None if cell is None or (isinstance(cell, float) and cell != cell) else str(cell).strip()
+        if t is None:  # no text at all: not a number (as the vectorised path reads it)
+            factor[i] = table.get(header_unit or expected, np.nan)
+            texts.append(None)
+            continue
+        if t.lower() in MISSING:
+            missing[i] = True
+            texts.append(None)
+            continue
+        m = _VALUE_UNIT.match(t)
+        num, unit = (m.group("num"), m.group("unit")) if m else (t, None)
+        if num.strip() == "" or re.fullmatch(r"[-+]?", num):  # "inf", "nan": no unit, a word
+            num, unit = t, None
+        given = unit if unit is not None else (header_unit or expected)
+        factor[i] = table.get(given, np.nan)
+        texts.append(num)
+    nums = pd.to_numeric(pd.Series(texts, dtype="object"), errors="coerce").to_numpy(dtype="float64")
+    bad_unit = np.isnan(factor) & ~missing
+    nums = nums * np.where(np.isnan(factor), 1.0, factor)
+    bad = (~np.isfinite(nums) & ~missing) | bad_unit
+    return nums, missing, bad, bad_unit
+
+
 def parse_unit_cells(cells: pd.Series, expected: str | None, header_unit: str | None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(numbers in ``expected``'s unit, missing, bad, bad for its unit) of one query column: a
@@ -123,6 +160,8 @@ def parse_unit_cells(cells: pd.Series, expected: str | None, header_unit: str | 
     if expected is None:
         nums, missing, bad = parse_cells(cells)
         return nums, missing, bad, np.zeros(len(nums), dtype=bool)
+    if len(cells) <= SMALL_COLUMN:
+        return _unit_cells_small(cells.tolist(), expected, header_unit)
     s = cells.astype("string").str.strip()
     missing = s.str.lower().isin(MISSING).fillna(True).to_numpy(dtype=bool)
     parts = s.str.extract(r"^(?P<num>.*?)(?:\s*(?P<unit>%|[A-Za-z]+))?$")
