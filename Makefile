@@ -1,23 +1,70 @@
-# `make test` is the README's test command and what CI runs (.ci/run).
+# `make test` is the README's test command and what CI runs (.ci/run). It runs three legs of the
+# support matrix (README "Supported versions"):
+#   dev:    .venv (python3), the newest releases of every dependency: ruff, mypy --strict, the suite
+#   floor:  .venv-floor, the oldest declared Python with every dependency at its declared minimum
+#           (tests/constraints-floor.txt): the suite
+#   newest: .venv-newest, the newest Python we test, newest releases, installed from the sdist: the
+#           suite, run inside the unpacked sdist
+# Each leg runs the whole suite with warnings as errors (pyproject.toml [tool.pytest.ini_options]).
+# `make test-dev` runs the first leg alone (the quick loop while developing).
 VENV ?= .venv
 PY := $(VENV)/bin/python
+FLOOR_PYTHON ?= 3.10
+NEWEST_PYTHON ?= 3.13
 PYTEST_ARGS ?=
+PYTEST = -m pytest -q -n 2 $(PYTEST_ARGS)
+# pytest exits 5 when no test was collected (a -k that matches nothing): say so, not fail
+RUN_PYTEST = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
-.PHONY: test demo lint golden bench clean
+.PHONY: test test-dev test-floor test-newest install venvs demo lint golden bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
 
 install: $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all]'
+	$(PY) -m pip install -q -e '.[all,dev]'
 
-test: install
+# A leg's venv: made with the interpreter tests/find_python.sh finds (again when that changed).
+# $(1) venv, $(2) Python X.Y.
+define leg_venv
+	@py=$$(bash tests/find_python.sh $(2)) || exit 1; \
+	if [ ! -x $(1)/bin/python ] || ! $(1)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(2)".split("."))))'; then \
+	  rm -rf $(1) && "$$py" -m venv $(1); fi
+	$(1)/bin/python -m pip install -q --upgrade pip
+endef
+
+test: test-dev test-floor test-newest
+
+test-dev: install
 	bash tests/setup_browser.sh
 	bash tests/setup_prometheus.sh
 	$(PY) -m ruff check rooftop parsers analyzer reports tests bench
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2 $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+	@echo "== leg dev: $$($(PY) -V), newest dependencies"
+	$(PY) $(PYTEST); $(RUN_PYTEST)
+
+test-floor:
+	$(call leg_venv,.venv-floor,$(FLOOR_PYTHON))
+	.venv-floor/bin/python -m pip install -q -e '.[all,dev]' -c tests/constraints-floor.txt
+	@echo "== leg floor: $$(.venv-floor/bin/python -V), declared minimum versions (tests/constraints-floor.txt)"
+	.venv-floor/bin/python $(PYTEST); $(RUN_PYTEST)
+
+# The newest leg runs from the sdist, unpacked on its own (what a distribution packager does): it
+# proves the sdist carries every test, fixture and doc, and that a non-editable install works.
+SDIST_DIR := .venv-newest/sdist
+ROOFTOP_SHARED ?= $(abspath ../shared)
+export ROOFTOP_SHARED
+
+test-newest: install
+	$(call leg_venv,.venv-newest,$(NEWEST_PYTHON))
+	rm -rf $(SDIST_DIR) && mkdir -p $(SDIST_DIR)
+	$(PY) -m build --sdist --no-isolation -o $(SDIST_DIR) . >/dev/null
+	tar -xzf $(SDIST_DIR)/rooftop-*.tar.gz -C $(SDIST_DIR)
+	.venv-newest/bin/python -m pip uninstall -q -y rooftop 2>/dev/null || true
+	.venv-newest/bin/python -m pip install -q "$$(ls $(SDIST_DIR)/rooftop-*.tar.gz)[all,dev]"
+	@echo "== leg newest: $$(.venv-newest/bin/python -V), newest dependencies, from the unpacked sdist"
+	cd $$(ls -d $(SDIST_DIR)/rooftop-*/) && $(CURDIR)/.venv-newest/bin/python $(PYTEST); $(RUN_PYTEST)
 
 demo: $(PY)
 	$(PY) -m pip install -q -e .
@@ -28,7 +75,8 @@ golden: install
 	$(PY) tests/golden_outputs.py regen
 
 bench: install
+	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache rooftop-report.html
+	rm -rf $(VENV) .venv-floor .venv-newest .pytest_cache .mypy_cache .ruff_cache rooftop-report.html

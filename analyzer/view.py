@@ -42,6 +42,7 @@ from rooftop.analyzer.schema import (
     WindowPanel,
     ceiling_kind,
 )
+from rooftop.parsers.model import concat_frames
 
 MAX_LABELLED = 5
 LEVELS = BANDWIDTH_CEILINGS  # the memory levels, outermost first: dram, l2, l1
@@ -226,7 +227,7 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
         frames.append(fam)
         panels.append({"id": pid, "device": device, "kernels": len(rows), "time_s": float(dur[rows].sum()),
                        "ceilings": _ceiling_rows(ceilings, rows, dur[rows], sources, device, results)})
-    fams = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    fams = concat_frames(frames) if frames else pd.DataFrame()
     total = float(np.nansum(pd.to_numeric(fams["time_s"], errors="coerce"))) if len(fams) else 0.0
     if len(fams):
         t = pd.to_numeric(fams["time_s"], errors="coerce")

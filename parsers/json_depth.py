@@ -73,7 +73,7 @@ class DepthCheck:
         quotes = np.flatnonzero(is_quote)
         prev = quotes - 1
         after_bs = np.where(prev >= 0, b[np.maximum(prev, 0)] == _BACKSLASH, self.backslashes > 0)
-        out = is_quote.copy()
+        out: np.ndarray = is_quote.copy()
         raw = b.tobytes() if len(quotes) else b""
         for q in quotes[after_bs].tolist():  # few: a quote after a backslash is rare in exports
             start = q

@@ -303,3 +303,14 @@ def validate_samples(table: pa.Table) -> pa.Table:
     if not table.schema.equals(SAMPLE_SCHEMA, check_metadata=False):
         raise SchemaError(f"sample table schema differs from SAMPLE_SCHEMA: {table.schema}")
     return table
+
+
+def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat(frames, ignore_index=True)`` without pandas 2.x's FutureWarning about empty or
+    all-NA columns (each pandas version keeps its own dtype rule; the values are the same)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA",
+                                category=FutureWarning)
+        return pd.concat(frames, ignore_index=True)

@@ -38,6 +38,7 @@ class Decompressed(io.RawIOBase):
         self._name = name
         self._what = compression
         self._pos = 0
+        self._raw = raw  # gzip/bz2/lzma leave a file object they were given open: closed here
         self._inner = _decompressor(raw, compression, name)
 
     def readable(self) -> bool:
@@ -70,7 +71,10 @@ class Decompressed(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
-            self._inner.close()
+            try:
+                self._inner.close()
+            finally:
+                self._raw.close()
         super().close()
 
 

@@ -89,7 +89,8 @@ SECTIONS_BY_KIND: dict[Kind, list[SectionBuilder]] = {
 def _template(name: str) -> str:
     from importlib import resources
 
-    return resources.files("rooftop.reports").joinpath("templates", name).read_text(encoding="utf-8")
+    # one name per joinpath() call: several arrived in Python 3.11
+    return resources.files("rooftop.reports").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
 
 
 TITLES: dict[Kind, str] = {"analyze": "rooftop report", "fleet": "rooftop fleet report",

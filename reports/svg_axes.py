@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import numpy as np
 
@@ -101,7 +101,7 @@ class TimeAxis:
     def label(self, t: float, step: float = 1.0) -> str:
         if not self.epoch:
             return fmt_time(t - self.lo) if self.lo else fmt_time(t)
-        d = datetime.fromtimestamp(t, tz=UTC)
+        d = datetime.fromtimestamp(t, tz=timezone.utc)
         if self.hi - self.lo >= 86400:
             return d.strftime("%m-%d %H:%M")
         return d.strftime("%H:%M" if step >= 60 and d.second == 0 else "%H:%M:%S")
@@ -110,13 +110,13 @@ class TimeAxis:
         """A full time for hover text."""
         if not self.epoch:
             return fmt_time(t)
-        return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S") + (
+        return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + (
             f".{round((t % 1) * 1000):03d}" if t % 1 else "") + " UTC"
 
     def title(self) -> str:
         if not self.epoch:
             return "seconds from the first GPU activity"
-        return "time, UTC (from " + datetime.fromtimestamp(self.lo, tz=UTC).strftime("%Y-%m-%d %H:%M:%S") + ")"
+        return "time, UTC (from " + datetime.fromtimestamp(self.lo, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + ")"
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ def test_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
         holder.wait(10)
     finally:
         holder.kill()
+        holder.communicate()  # closes its pipes (an unclosed one is a ResourceWarning: an error here)
     assert (root / LOCK).exists() and str(holder.pid) in (root / LOCK).read_text()
     assert len(ingest_files([log], root, OPTS).ingested) == 1  # no hand deletion needed
 
@@ -102,7 +103,10 @@ def test_concurrent_ingests_never_both_commit_over_each_other(tmp_path: Path) ->
         procs = [subprocess.Popen([sys.executable, "-c", RACE, str(p), str(root)], cwd=ROOT,
                                   env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE)
                  for p in logs]
-        outs = [(p.wait(120), p.stdout.read().decode() if p.stdout else "") for p in procs]
+        outs = []
+        for p in procs:  # communicate() closes the pipe it reads
+            out, _ = p.communicate(timeout=120)
+            outs.append((p.returncode, (out or b"").decode()))
         ok = [logs[i] for i, (rc, _out) in enumerate(outs) if rc == 0]
         assert all(rc in (0, 3) for rc, _ in outs) and ok
         stored = {Path(e["path"]).name for e in Manifest.load(root).entries}

@@ -31,6 +31,9 @@ STUB = DeviceSpec(name="Stub GPU", source="user", sm_count=100, cc="8.0",
                   peaks={"tensor": 1e15, "fp64": 5e13, "fp32": 6e13, "fp16": 1.2e14},
                   bandwidth={"dram": 3e12}, sources={})
 
+# pandas 3's default ``str`` dtype, spelled out (pandas 2.x's "str" is object and prints None as "None")
+_STR = pd.StringDtype("pyarrow", na_value=np.nan)
+
 
 def samples(rows: list[tuple[Any, ...]], **labels: Any) -> pd.DataFrame:
     """(seconds after T0, gpu, field_id, value) -> a SAMPLE_SCHEMA-shaped DataFrame."""
@@ -277,7 +280,7 @@ def test_partials_vectorized_keys_and_labels() -> None:
     s = samples([(0, "2", 1001, 0.5), (1, "10", 1001, 0.5), (2, None, 1001, 0.5)]
                 + [(i, "1", 1001, 0.5) for i in range(5)])
     s["pod"] = [None, None, None, "", "b", "b", "a", "a"]
-    for frame in (s, s.astype({"gpu": "str", "pod": "str", "host": "str"})):  # object and Arrow strings
+    for frame in (s, s.astype({"gpu": _STR, "pod": _STR, "host": _STR})):  # object and Arrow strings
         p = window_partials(frame, 60.0)
         assert p["gpu"].tolist() == ["1", "10", "2", None]
         assert p["gr_active__n"].tolist() == [5, 1, 1, 1]

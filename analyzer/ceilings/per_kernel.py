@@ -202,8 +202,8 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
     src[other] = fallback[other]
     det[other] = "device table tensor peaks (ops-weighted over variants)"
     # no work, no export peak: the table's dense FP16/BF16 roof
-    tbl = (opt[0]["peak_tensor_display"] if opt is not None else pd.Series(np.nan, index=idx)).fillna(builtin[0]["peak_tensor_display"])
-    tbl_det = (opt[1]["peak_tensor_display"] if opt is not None else pd.Series(None, index=idx, dtype="object")).fillna(builtin[1]["peak_tensor_display"])
+    tbl = _first(opt[0]["peak_tensor_display"] if opt is not None else None, builtin[0]["peak_tensor_display"])
+    tbl_det = _first(opt[1]["peak_tensor_display"] if opt is not None else None, builtin[1]["peak_tensor_display"])
     tbl_v = _floats(tbl)
     take = np.isnan(val) & ~did_work & ~np.isnan(tbl_v)
     val[take] = tbl_v[take]
@@ -226,6 +226,16 @@ def _export_dense_tensor_peak(df: pd.DataFrame, hz: np.ndarray) -> tuple[np.ndar
         disp[take] = e[take]
         disp_src[take] = f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second"
     return disp, disp_src
+
+
+def _first(preferred: pd.Series | None, fallback: pd.Series) -> pd.Series:
+    """``preferred`` where present, else ``fallback`` (an object column: fillna() on object dtype
+    downcasts, a FutureWarning on pandas 2.x)."""
+    if preferred is None:
+        return fallback.astype(object)
+    keep = preferred.notna().to_numpy(dtype=bool)
+    return pd.Series(np.where(keep, preferred.to_numpy(dtype=object), fallback.to_numpy(dtype=object)),
+                     index=preferred.index, dtype=object)
 
 
 def _floats(values: pd.Series) -> np.ndarray:

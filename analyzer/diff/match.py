@@ -97,7 +97,7 @@ _CONFIG_SUFFIX = re.compile(r" \(grid [^()]*, block [^()]*\)$")
 
 def base_names(family: pd.Series) -> pd.Series:
     """Family names without the `` (grid G, block B)`` suffix that ``analyzer.kernels.families`` adds."""
-    return family.astype(str).str.replace(_CONFIG_SUFFIX, "", regex=True)
+    return family.astype(str).str.replace(_CONFIG_SUFFIX.pattern, "", regex=True)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Noise-aware comparison of repeated launches: Mann–Whitney U per series, Holm across series.
 
-Why Mann–Whitney U (two-sided, ``scipy.stats.mannwhitneyu``) rather than a bootstrap CI of the
+Why Mann–Whitney U (two-sided, as ``scipy.stats.mannwhitneyu``; computed in :mod:`.mannwhitney`) rather than a bootstrap CI of the
 median ratio: it is distribution-free (kernel durations are skewed, with long right tails), exact
 for small samples without ties, deterministic (no random seed, so a CI verdict never flips between
 two runs of the same command) and cheap. The *size* of a change is the ratio of medians; the test
@@ -25,6 +25,8 @@ from math import comb
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.diff.mannwhitney import mann_whitney_two_sided
+
 ALPHA = 0.05
 """Family-wise error rate for one comparison (all series together)."""
 
@@ -33,8 +35,6 @@ TEST_NAME = "Mann–Whitney U, two-sided, Holm-adjusted"
 
 def mann_whitney_p(baseline: np.ndarray, candidate: np.ndarray) -> float:
     """Two-sided Mann–Whitney U p-value; 1.0 when undefined (an empty side, or all values equal)."""
-    from scipy.stats import mannwhitneyu
-
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(candidate, dtype=float)
     b, c = b[np.isfinite(b)], c[np.isfinite(c)]
@@ -43,8 +43,7 @@ def mann_whitney_p(baseline: np.ndarray, candidate: np.ndarray) -> float:
     both = np.concatenate([b, c])
     if np.all(both == both[0]):
         return 1.0
-    p = float(mannwhitneyu(c, b, alternative="two-sided", method="auto").pvalue)
-    return p if np.isfinite(p) else 1.0
+    return mann_whitney_two_sided(b, c)
 
 
 def min_attainable_p(n1: int, n2: int) -> float:
@@ -83,43 +82,9 @@ def testable(n_base: np.ndarray, n_cand: np.ndarray, alpha: float = ALPHA) -> np
     return candidates & (best <= alpha / m)
 
 
-def _has_ties(rows: np.ndarray) -> np.ndarray:
-    srt = np.sort(rows, axis=1)
-    return np.asarray((np.diff(srt, axis=1) == 0).any(axis=1), dtype=bool)
-
-
 def batch_p_values(samples: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """:func:`mann_whitney_p` for many (baseline, candidate) pairs, vectorized.
-
-    Pairs with the same sizes and tie status go through one 2-D ``mannwhitneyu`` call, so each
-    p-value is exactly what a call on that pair alone would give (scipy chooses the exact or the
-    asymptotic method per call, from sizes and ties).
-    """
-    from scipy.stats import mannwhitneyu
-
-    out = np.ones(len(samples))
-    if not samples:
-        return out
-    nb = np.array([len(b) for b, _ in samples])
-    nc = np.array([len(c) for _, c in samples])
-    usable = (nb > 0) & (nc > 0)
-    ties = np.zeros(len(samples), dtype=bool)
-    for n1, n2 in {(int(a), int(b)) for a, b, u in zip(nb, nc, usable, strict=True) if u}:
-        idx = np.flatnonzero((nb == n1) & (nc == n2))
-        both = np.stack([np.concatenate(samples[i]) for i in idx])
-        ties[idx] = _has_ties(both)
-        for tied in (False, True):
-            sel = idx[ties[idx] == tied]
-            if not len(sel):
-                continue
-            rows = both[ties[idx] == tied]
-            constant = (rows == rows[:, :1]).all(axis=1)
-            b, c = rows[:, :n1], rows[:, n1:]
-            with np.errstate(all="ignore"):
-                p = np.asarray(mannwhitneyu(c, b, alternative="two-sided", method="auto", axis=1).pvalue,
-                               dtype=float)
-            out[sel] = np.where(constant | ~np.isfinite(p), 1.0, p)
-    return out
+    """:func:`mann_whitney_p` for many (baseline, candidate) pairs (1.0 where a side is empty)."""
+    return np.array([mann_whitney_p(b, c) for b, c in samples], dtype=float)
 
 
 def compare_series(durations: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:

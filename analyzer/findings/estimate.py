@@ -191,7 +191,7 @@ def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
     side = np.where(lab == "memory-bound", _column(results, "sol_memory_pct"),
                     np.where(lab == "compute-bound", _column(results, "sol_compute_pct"), np.nan))
     roof_pct = np.where(np.isfinite(side) & ~(roof_pct >= side), side, roof_pct)
-    failed = results["profile_failed"].fillna(False).to_numpy(dtype=bool) if "profile_failed" in results else \
+    failed = results["profile_failed"].to_numpy(dtype=bool, na_value=False) if "profile_failed" in results else \
         np.zeros(n, dtype=bool)
     return LaunchEstimates(dur=dur, gap=gap, gap_bw=from_bw, gap_est=gap_est, sol_cap=sol_cap, nv_raw=nv_raw, nv=nv,
                            nv_bound=nv_bound, nv_kind=nv_kind, capped_nv=capped_nv, roof_pct=roof_pct, failed=failed,

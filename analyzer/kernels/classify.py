@@ -175,7 +175,8 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
     tail = tail_effect(waves)
     if "ncu_tail" in f.columns:  # NCU evaluated its LaunchConfiguration rule: its answer wins
         nt = f["ncu_tail"].astype("object")
-        tail = pd.Series(np.where(nt.notna(), nt.fillna(False).astype(bool), tail), index=idx)
+        tail = pd.Series(np.where(nt.notna(), nt.to_numpy(dtype=object, na_value=False).astype(bool), tail),
+                         index=idx)
 
     both_known = mem.notna() & cmp_.notna()
     mem_wins = mem >= cmp_
@@ -223,4 +224,4 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
 def _flag(f: pd.DataFrame, name: str) -> pd.Series:
     if name not in f.columns:
         return pd.Series(False, index=f.index)
-    return f[name].astype("object").fillna(False).astype(bool)
+    return pd.Series(f[name].to_numpy(dtype=object, na_value=False).astype(bool), index=f.index)

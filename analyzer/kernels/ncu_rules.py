@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# Inline (?i), not re.IGNORECASE, and .str methods get the pattern text: pandas < 3 cannot pass a
+# compiled pattern to Arrow-backed strings (RE2 reads (?i) too).
 _ERROR_TEXT = re.compile(
-    r"returned an error|returned a result with an (?:exception|error) set|Traceback|\.py:\d+|division by zero",
-    re.IGNORECASE)
-_TAIL_TEXT = re.compile(r"^Tail Effect$|A wave of thread blocks is defined|partial wave", re.IGNORECASE)
-_SMALL_GRID_TEXT = re.compile(r"which is less than the GPU's|less than the GPU's \d+ multiprocessors", re.IGNORECASE)
+    r"(?i)returned an error|returned a result with an (?:exception|error) set|Traceback|\.py:\d+|division by zero")
+_TAIL_TEXT = re.compile(r"(?i)^Tail Effect$|A wave of thread blocks is defined|partial wave")
+_SMALL_GRID_TEXT = re.compile(r"(?i)which is less than the GPU's|less than the GPU's \d+ multiprocessors")
 _FAILED_LOG = re.compile(r"LaunchFailed|An error occurred while trying to profile|Failed to profile", re.IGNORECASE)
 LAUNCH_RULES = ("LaunchConfiguration", "Launch Configuration")
 
@@ -38,7 +39,7 @@ def rule_errors(rules: pd.DataFrame) -> pd.Series:
         return pd.Series(False, index=getattr(rules, "index", pd.RangeIndex(0)), dtype=bool)
     kind = _text(rules, "type").str.upper()
     title, desc = _text(rules, "title"), _text(rules, "description")
-    return (kind == "ERR") | title.str.contains(_ERROR_TEXT) | desc.str.contains(_ERROR_TEXT)
+    return (kind == "ERR") | title.str.contains(_ERROR_TEXT.pattern) | desc.str.contains(_ERROR_TEXT.pattern)
 
 
 def _keys(frame: pd.DataFrame) -> list[tuple[Any, Any]]:
@@ -61,8 +62,8 @@ def launch_signals(kernels: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
     err = rule_errors(r).to_numpy()
     rule, title, desc = _text(r, "rule"), _text(r, "title"), _text(r, "description")
     text = title + " " + desc
-    tail = (title.str.contains(_TAIL_TEXT) | desc.str.contains(_TAIL_TEXT)).to_numpy() & ~err
-    small = ((rule.isin(LAUNCH_RULES) & (title == "Small Grid")) | text.str.contains(_SMALL_GRID_TEXT)).to_numpy() & ~err
+    tail = (title.str.contains(_TAIL_TEXT.pattern) | desc.str.contains(_TAIL_TEXT.pattern)).to_numpy() & ~err
+    small = ((rule.isin(LAUNCH_RULES) & (title == "Small Grid")) | text.str.contains(_SMALL_GRID_TEXT.pattern)).to_numpy() & ~err
     launch_err = (rule.isin(LAUNCH_RULES) | title.str.contains("Launch Configuration")).to_numpy() & err
     keys = _keys(r)
     per: dict[tuple[Any, Any], list[bool]] = {}

@@ -3,6 +3,7 @@ exports without a duration (docs/formulas.md#work-bytes; docs/research/formulas.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.metrics.columns import (
@@ -129,7 +130,8 @@ def bytes_convention(conv: pd.DataFrame) -> pd.Series:
     not change the word: the evidence states them."""
     l1, l2 = conv["l1"], conv["l2"].mask(conv["l2"] == "sectors")  # the L2 fallback, stated on its own
     both = l1.notna() & l2.notna()
-    out = l2.fillna(l1)
+    # where(), not fillna(): no object-dtype downcasting (a FutureWarning on pandas 2.x)
+    out = pd.Series(np.where(l2.notna(), l2.to_numpy(dtype=object), l1.to_numpy(dtype=object)), index=conv.index)
     return out.mask(both & (l1 != l2), "mixed")
 
 

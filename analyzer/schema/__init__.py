@@ -185,7 +185,10 @@ __all__ = [
 def validate_document(doc: Any) -> None:
     """Raise :class:`SchemaError` naming the first bad key (``$.kernels[3].label``) and what was
     expected, unless ``doc`` is a :class:`Document`. Fast column-wise check first, the reference
-    walk only to explain a failure."""
+    walk only to explain a failure. The root may be a ``dict`` subclass (``rooftop.analyze`` returns
+    one that a notebook shows as its summary, rooftop.notebook); every value inside is plain JSON."""
+    if isinstance(doc, dict) and type(doc) is not dict:
+        doc = dict(doc)
     if _ok(Document, [doc]):
         return
     check_value(Document, doc, "$")

@@ -4,16 +4,10 @@ bad key (``$.kernels[3].label: expected one of ...``) in a :class:`rooftop.error
 from __future__ import annotations
 
 import math
-import sys
 import types
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from rooftop.errors import SchemaError
-
-if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
-    from typing import is_typeddict
-else:  # pragma: no cover
-    from typing_extensions import is_typeddict
 
 
 def describe(tp: Any) -> str:

@@ -5,21 +5,15 @@ operations). It says only whether the values match; :mod:`.check` explains a fai
 from __future__ import annotations
 
 import math
-import sys
 import types
 from collections import Counter
 from collections.abc import Iterable
 from functools import cache, partial
 from itertools import chain, filterfalse
 from operator import is_, itemgetter
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin, is_typeddict
 
 from rooftop.analyzer.schema.check import type_hints
-
-if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
-    from typing import is_typeddict
-else:  # pragma: no cover
-    from typing_extensions import is_typeddict
 
 
 def _ok(tp: Any, values: list[Any]) -> bool:

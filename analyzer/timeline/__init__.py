@@ -52,7 +52,7 @@ SYNC_APIS = frozenset(
 ) | {"cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpy", "cuMemcpyDtoH",
      "cuMemcpyHtoD", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
 SYNC_COPY_MIN_H2D_BYTES = 64 * 1024  # nsys cuda_memcpy_sync leaves out host-to-device copies <= 64 KB
-_H2D = re.compile(r"Host-to-Device|HtoD", re.I)
+_H2D = re.compile(r"(?i)Host-to-Device|HtoD")  # inline flag: .str.contains gets the text (pandas < 3)
 STREAM_WAIT = r"(?i)stream\s*wait"  # Kineto "Stream Wait Event", nsys "Stream wait sync": not a host wait
 ENTRY_KEYS = ("input", "device", "gpu_name", "kernels", "memcpy", "memset", "span_s", "kernel_sum_s",
               "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction", "gaps", "short_kernels",
@@ -136,7 +136,7 @@ def sync_exempt(ev: pd.DataFrame, calls: np.ndarray) -> np.ndarray:
         return out
     nbytes = ints(ev["bytes"].iloc[copy])
     names = ev["name"].iloc[copy].fillna("")
-    small = (nbytes != NA) & (nbytes <= SYNC_COPY_MIN_H2D_BYTES) & names.str.contains(_H2D).to_numpy(dtype=bool)
+    small = (nbytes != NA) & (nbytes <= SYNC_COPY_MIN_H2D_BYTES) & names.str.contains(_H2D.pattern).to_numpy(dtype=bool)
     corr, pid = ints(ev["correlation"]), ints(ev["pid"])
     keys = {(int(c), int(p)) for c, p in zip(corr[copy[small]], pid[copy[small]], strict=True) if c != NA}
     if keys:

@@ -26,7 +26,7 @@ from rooftop.analyzer.schema import Document
 from rooftop.analyzer.timeline import TimelineAnalysis, analyze_timelines
 from rooftop.errors import InputError
 from rooftop.parsers import open_input, parse_input
-from rooftop.parsers.model import ParseResult
+from rooftop.parsers.model import ParseResult, concat_frames
 
 SIDES = tl.SIDES
 DEVICE_FIELDS = ("kernels", "span_s", "kernel_sum_s", "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction")
@@ -154,8 +154,8 @@ def run_trace_diff(baseline: str, candidate: str, *, fail_on: float | None, comm
     gate = Gate(fail_on, min_effect)
     results: list[ParseResult] = [parse_input(open_input(p)) for p in (baseline, candidate)]
     ta = [analyze_timelines([r]) for r in results]
-    samples = pd.concat([tl.kernel_samples(r.events, s) for r, s in zip(results, SIDES, strict=True)]
-                        + [tl.step_samples(a.steps, s) for a, s in zip(ta, SIDES, strict=True)], ignore_index=True)
+    samples = concat_frames([tl.kernel_samples(r.events, s) for r, s in zip(results, SIDES, strict=True)]
+                            + [tl.step_samples(a.steps, s) for a, s in zip(ta, SIDES, strict=True)])
     series = tl.series_table(tl.repeated(samples), gate, alpha)
     parts = [tl.device_parts(a) for a in ta]
     extra = tl.device_changes(parts)

@@ -51,7 +51,7 @@ def top_level_ranges_reference(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]
     thread = r["pid"].astype("string").fillna("") + ":" + r["tid"].astype("string").fillna("")
     prev_max = r.groupby(thread.to_numpy(), sort=False)["end_ns"].transform(
         lambda s: s.cummax().shift(1, fill_value=np.iinfo(np.int64).min))
-    is_step = r["name"].fillna("").str.match(PROFILER_STEP).to_numpy(dtype=bool)
+    is_step = r["name"].fillna("").str.match(PROFILER_STEP.pattern).to_numpy(dtype=bool)
     top = ~is_step & (r["start_ns"].to_numpy() >= prev_max.to_numpy())
     steps, others = r[is_step], r[top]
     wall = others["end_ns"] - others["start_ns"]

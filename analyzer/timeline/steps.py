@@ -59,7 +59,7 @@ def _profiler_steps(names: pd.Series) -> np.ndarray:
     """:data:`PROFILER_STEP` matches (the regex only where the cheap prefix test holds)."""
     out: np.ndarray = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool, na_value=False)
     cand = np.flatnonzero(out)
-    out[cand] = names.iloc[cand].str.match(PROFILER_STEP).to_numpy(dtype=bool, na_value=False)
+    out[cand] = names.iloc[cand].str.match(PROFILER_STEP.pattern).to_numpy(dtype=bool, na_value=False)
     return out
 
 

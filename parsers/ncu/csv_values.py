@@ -25,7 +25,7 @@ INT_LIMIT = 2.0**62
 
 def regex_mask(s: pd.Series, pattern: str) -> np.ndarray:
     """Boolean array: where ``s`` matches ``pattern`` (RE2 via Arrow, no per-cell Python)."""
-    a = pa.array(s.astype(str))
+    a = pa.array(s.astype(str), type=pa.string())  # typed: an empty column is null-typed otherwise
     return np.asarray(pc.fill_null(pc.match_substring_regex(a, pattern), False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -97,7 +97,7 @@ def fast_float(s: pd.Series) -> np.ndarray | None:
     """Plain printed numbers (empty cells -> NaN) via one Arrow cast; ``None`` when any cell is
     something else (thousands separators, missing tokens, instances, text)."""
     try:
-        a = pa.array(s.astype(str))
+        a = pa.array(s.astype(str), type=pa.string())  # typed: an empty column is null-typed otherwise
         a = pc.if_else(pc.equal(a, ""), pa.scalar(None, a.type), a)
         return np.asarray(pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False), dtype="float64")
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

@@ -187,7 +187,7 @@ def events_frame(path: str, parts: list[_Part]) -> pd.DataFrame:
     data: dict[str, Any] = {}
     for col, dtype in EVENT_COLUMNS.items():
         if col in text:
-            data[col] = pd.arrays.ArrowStringArray(text[col])
+            data[col] = _canonical_strings(pd.arrays.ArrowStringArray(text[col]))
         else:
             data[col] = int_column(ints[col], dtype)
     return pd.DataFrame(data)
@@ -198,3 +198,13 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     rejected with the table and row. ``docs/formulas.md#timelines``."""
     del opts
     return parse_with(src, read_columns)
+
+
+def _canonical_strings(arr: pd.arrays.ArrowStringArray) -> Any:
+    """The canonical ``"string"`` dtype (Arrow-backed on pandas 3, so this is free; python-backed on
+    pandas 2.x, as the reference reader gives). Text that is not valid UTF-8 (a corrupt page, which
+    the integrity check refuses afterwards) stays as Arrow read it."""
+    try:
+        return arr.astype("string", copy=False)
+    except pa.ArrowException:
+        return arr

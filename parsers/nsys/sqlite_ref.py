@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rooftop.parsers.model import EVENT_COLUMNS, ParseResult, Rejected, empty_events
+from rooftop.parsers.model import EVENT_COLUMNS, ParseResult, Rejected, concat_frames, empty_events
 from rooftop.parsers.nsys.sqlite import (
     SQL_COLUMNS,
     VERSION_SUFFIX,
@@ -43,7 +43,7 @@ def _finish(frames: list[pd.DataFrame], path: str) -> pd.DataFrame:
     frames = [f for f in frames if len(f)]
     if not frames:
         return empty_events().assign(input=pd.array([], dtype="string"))
-    df = pd.concat(frames, ignore_index=True)
+    df = concat_frames(frames)
     df["input"] = path
     df["device"] = df["device"].map(lambda v: None if v is None or v != v else str(int(v)))
     names = df["name"].astype(object).to_numpy().copy()

@@ -174,6 +174,7 @@ def parse_unit_cells(cells: pd.Series, expected: str | None, header_unit: str | 
     table = SMI_UNITS[expected]
     factor = given.map(lambda u: table.get(str(u), np.nan), na_action="ignore").astype("float64").to_numpy()
     nums = pd.to_numeric(num_text.where(~missing), errors="coerce").to_numpy(dtype="float64")
+    nums = _overflowed(nums, num_text, missing)
     bad_unit = np.isnan(factor) & ~missing
     nums = nums * np.where(np.isnan(factor), 1.0, factor)
     bad = (~np.isfinite(nums) & ~missing) | bad_unit
@@ -200,3 +201,16 @@ def segments(src: Source, opts: ParseOptions, hold: bool, parts: Iterator[Part |
         while held:  # each part released once handed out
             yield held.pop().table(final, opts.host)
 
+
+
+_EXPONENT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+\s*$")
+
+
+def _overflowed(nums: np.ndarray, text: pd.Series, missing: np.ndarray) -> np.ndarray:
+    """Numbers beyond float range (``1e400``) as ±inf, as pandas 3's to_numeric reads them (pandas
+    2.x gives NaN), so such a cell is "not a finite number" on every pandas."""
+    for i in np.flatnonzero(np.isnan(nums) & ~missing):
+        cell = text.iat[i]
+        if isinstance(cell, str) and _EXPONENT.match(cell):
+            nums[i] = float(cell)
+    return nums

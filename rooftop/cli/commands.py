@@ -96,6 +96,16 @@ def devices(as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("citation")
+def explain(citation: str) -> None:
+    """The rule a citation names, from the docs installed with rooftop: every label, number and
+    sentence cites one, e.g. `rooftop explain docs/formulas.md#diff` (or just `diff`)."""
+    from rooftop.explain import rule_text
+
+    echo(rule_text(citation))
+
+
+@main.command()
 @click.argument("inputs", nargs=-1, type=click.Path())
 @click.option("--to", "dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder.")
 @click.option("--interval", "interval_s", type=SECONDS_INTERVAL, default=None,

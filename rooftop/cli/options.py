@@ -1,6 +1,6 @@
 """The options every ``rooftop`` command shares: option types that validate at the command line
 (a bad value is a click usage error naming the option, exit 2), the output options
-(``--html/--md/--json/-q``) declared once, and the Prometheus range options.
+(``--html/--no-html/--md/--json/--csv/--open/-q``) declared once, and the Prometheus range options.
 
 Imports only click and the standard library: ``rooftop --help`` must stay fast (bench/cli_startup.py).
 """
@@ -114,47 +114,82 @@ class SchedulerAddress(_ParamType):
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where a command writes: report files, and ``-`` for stdout (``--json -``, ``--md -``)."""
+    """Where a command writes: report files, and ``-`` for stdout (``--json -``, ``--md -``);
+    ``csv`` is the ``--csv`` path (two files, :attr:`csv_files`); ``open`` opens the HTML after."""
 
     html: str | None
     md: str | None
     json: str | None
     quiet: bool
+    csv: str | None = None
+    open: bool = False
+
+    @property
+    def csv_files(self) -> dict[str, str]:
+        """``--csv run.csv``: ``run.kernels.csv`` and ``run.findings.csv`` (one table per file)."""
+        if not self.csv:
+            return {}
+        stem = self.csv[:-4] if self.csv.lower().endswith(".csv") else self.csv
+        return {name: f"{stem}.{name}.csv" for name in ("kernels", "findings")}
 
     @property
     def files(self) -> list[str]:
-        return [p for p in (self.html, self.md, self.json) if p and p != STDOUT]
+        return [p for p in (self.html, self.md, self.json) if p and p != STDOUT] + list(self.csv_files.values())
 
     @property
     def to_stdout(self) -> bool:
         return STDOUT in (self.md, self.json)
 
 
+def choose_html(html: str | None, no_html: bool, others: bool, open_html: bool, default: str) -> str | None:
+    """The HTML report's path: the one asked for; else the default when nothing else was asked for
+    (or ``--open`` was), so ``--json - | jq`` writes no HTML behind the user's back; None with
+    ``--no-html``."""
+    if html is not None and no_html:
+        raise click.BadParameter("--html and --no-html contradict each other", param_hint="'--no-html'")
+    if no_html:
+        if open_html:
+            raise click.BadParameter("--open opens the HTML report; drop --no-html", param_hint="'--open'")
+        return None
+    if html is not None:
+        return html
+    return default if open_html or not others else None
+
+
 def output_options(default_html: str) -> Callable[[F], F]:
-    """``--html/--md/--json/-q``, declared once for every command that writes a report; the
-    command receives them as one ``outputs: Outputs``."""
+    """``--html/--no-html/--md/--json/--csv/--open/-q``, declared once for every command that writes
+    a report; the command receives them as one ``outputs: Outputs``. The HTML report is written when
+    asked, or when no other output was asked for (:func:`choose_html`)."""
 
     def decorate(func: F) -> F:
         @wraps(func)
-        def wrapper(*args: Any, html_path: str | None, md_path: str | None, json_path: str | None,
-                    quiet: bool, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, html_path: str | None, no_html: bool, md_path: str | None,
+                    json_path: str | None, csv_path: str | None, open_html: bool, quiet: bool,
+                    **kwargs: Any) -> Any:
             if html_path == STDOUT:
                 raise click.BadParameter("the HTML report goes to a file (`-` is for --json or --md)",
                                          param_hint="'--html'")
             if md_path == STDOUT and json_path == STDOUT:
                 raise click.BadParameter("only one of --json and --md can be `-` (stdout)",
                                          param_hint="'--md'")
-            outputs = Outputs(html_path, md_path, json_path, quiet)
+            html = choose_html(html_path, no_html, any((md_path, json_path, csv_path)), open_html, default_html)
+            outputs = Outputs(html, md_path, json_path, quiet, csv=csv_path, open=open_html)
             click.get_current_context().meta["rooftop.writes"] = outputs.files
             return func(*args, outputs=outputs, **kwargs)
 
         options = [
-            click.option("--html", "html_path", type=click.Path(dir_okay=False), default=default_html,
-                         show_default=True, help="HTML report (self-contained, opens offline)."),
+            click.option("--html", "html_path", type=click.Path(dir_okay=False),
+                         help=f"HTML report (self-contained, opens offline) [default: {default_html} when no "
+                              "other output is asked for]."),
+            click.option("--no-html", "no_html", is_flag=True, help="Write no HTML report."),
             click.option("--md", "md_path", type=click.Path(dir_okay=False, allow_dash=True),
                          help="Markdown summary for a ticket (`-`: stdout)."),
             click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True),
                          help="JSON for tools and CI (`-`: stdout; the summary then goes to stderr)."),
+            click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
+                         help="Kernels and findings for a spreadsheet: PATH.csv -> PATH.kernels.csv, "
+                              "PATH.findings.csv."),
+            click.option("--open", "open_html", is_flag=True, help="Open the HTML report when written."),
             click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar."),
         ]
         out: Any = wrapper

@@ -37,8 +37,14 @@ def emit(doc: Document, outputs: Outputs, top: int) -> None:
         from rooftop.reports.markdown import render_markdown
 
         _to_stdout(render_markdown(doc).encode("utf-8"))
+    if outputs.csv:
+        from rooftop.reports.frames import write_csv
+
+        write_csv(doc, outputs.csv_files)
     if not outputs.quiet:
         echo(summary_text(doc, top=top, outputs=outputs.files), err=outputs.to_stdout)
+    if outputs.open and outputs.html:
+        click.launch(str(Path(outputs.html).resolve()))
 
 
 def emit_ci(doc: Document, junit: str | None, outputs: Outputs) -> None:
