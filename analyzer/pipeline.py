@@ -207,6 +207,10 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         if oa.coverage:
             extra.update(ops=oa.ops, ops_coverage=oa.coverage)
             findings = rank_together(findings, oa.findings, top)
+        if oa.coverage and len(results):  # and an ncu profile: the op model against its counters
+            from rooftop.analyzer.ops.ncu_join import cross_validate
+
+            extra["ops_ncu"] = cross_validate(parsed.results, ai.kernels, results)
     if has_windows:
         extra["timelines"] = wa.timelines()
         extra["window"] = wa.window

@@ -14,7 +14,7 @@ from rooftop.analyzer.ops.attribution import Attribution
 from rooftop.analyzer.ops.model import Modelled, model
 
 SIGNATURE = ("name", "input_dims", "input_types", "concrete_inputs", "collective")
-_HOST_COPY = ("HtoD", "DtoH", "Host-to-Device", "Device-to-Host", "HtoH", "PtoP", "Peer")
+_HOST_COPY = ("HtoD", "DtoH", "Host-to-Device", "Device-to-Host", "HtoH", "PtoP", "Peer")  # memcpy names
 
 
 @dataclass
@@ -56,40 +56,53 @@ def _text(v: object) -> str | None:
 
 
 def signatures(att: Attribution) -> list[Signature]:
-    """Group the attributed activities of one input by (device, op signature)."""
+    """Group the attributed activities of one input by (device, op signature), column-wise."""
     acts = att.acts[att.acts["op"] >= 0]
     if not len(acts):
         return []
     hosts = att.hosts
     op = acts["op"].to_numpy(np.int64)
-    sig = hosts.loc[:, list(SIGNATURE)].astype(object).where(hosts.loc[:, list(SIGNATURE)].notna(), None)
-    keys = pd.DataFrame({"device": acts["device"].fillna("").to_numpy(dtype=object)})
-    for col in SIGNATURE:
-        keys[col] = sig[col].to_numpy(dtype=object)[op]
-    keys["op"] = op
-    keys["dur"] = (acts["end_ns"] - acts["start_ns"]).to_numpy(np.int64)
-    keys["kind"] = acts["kind"].to_numpy(dtype=object)
-    keys["kname"] = acts["name"].fillna("").to_numpy(dtype=object)
-    keys["blocks"] = [_blocks(g) for g in acts["grid_dim"].to_numpy(dtype=object, na_value=None).tolist()]
+    # one code per distinct host signature, then per (device, signature)
+    codes = [pd.factorize(hosts[c].to_numpy(dtype=object, na_value=None), sort=False) for c in SIGNATURE]
+    sig_code = np.zeros(len(hosts), dtype=np.int64)
+    for code, uniques in codes:  # one column at a time, renumbered after each so the codes stay small
+        sig_code = np.unique(sig_code * (len(uniques) + 1) + code + 1, return_inverse=True)[1].reshape(-1)
+    first = np.unique(sig_code, return_index=True)[1]
+    sig_keys = [tuple(None if code[i] < 0 else uniques[code[i]] for code, uniques in codes) for i in first]
+    dev_code, devices = pd.factorize(acts["device"].fillna("").to_numpy(dtype=object), sort=False)
+    pair = dev_code.astype(np.int64) * (len(sig_keys) + 1) + sig_code[op]
+    groups, g = np.unique(pair, return_inverse=True)
+    g = g.reshape(-1)
+    n = len(groups)
+    dur = (acts["end_ns"] - acts["start_ns"]).to_numpy(np.int64)
+    kinds = acts["kind"].to_numpy(dtype=object)
+    is_kernel = kinds == "kernel"
+    time_ns = np.bincount(g, weights=dur, minlength=n)
+    activities = np.bincount(g, minlength=n)
+    kernels = np.bincount(g, weights=is_kernel, minlength=n)
+    calls = np.bincount(np.unique(np.stack([g, op]), axis=1)[0], minlength=n)
+    grid_code, grids = pd.factorize(acts["grid_dim"].to_numpy(dtype=object, na_value=None), sort=False)
+    blocks = np.array([_blocks(x) or 0 for x in grids] + [0], dtype=np.int64)[grid_code]
+    max_blocks = np.zeros(n, dtype=np.int64)
+    np.maximum.at(max_blocks, g, np.where(is_kernel, blocks, 0))
+    names = acts["name"].fillna("").to_numpy(dtype=object)
+    copy = (kinds == "memcpy") & pd.Series(names).str.contains("|".join(_HOST_COPY), regex=True).to_numpy(dtype=bool)
+    host_copy = np.bincount(g, weights=copy, minlength=n) > 0
+    by_name = pd.DataFrame({"g": g, "name": names, "dur": dur}).groupby(["g", "name"], sort=False)["dur"].sum()
+    kernel_names: list[Counter[str]] = [Counter() for _ in range(n)]
+    for (gi, kn), d in by_name.items():
+        kernel_names[int(gi)][str(kn)] += int(d)
     out: list[Signature] = []
-    cache: dict[tuple[object, ...], Modelled] = {}
-    for key, g in keys.groupby(["device", *SIGNATURE], sort=False, dropna=False):
-        device, name, dims, types, concrete, coll = (None if isinstance(k, float) else k for k in key)
-        mkey = (name, dims, types, concrete, coll)
-        m = cache.get(mkey)
+    cache: dict[int, Modelled] = {}
+    n_sig = len(sig_keys) + 1
+    for i, code in enumerate(groups.tolist()):
+        sc = code % n_sig
+        name, dims, types, concrete, coll = sig_keys[sc]
+        m = cache.get(sc)
         if m is None:
-            m = cache[mkey] = model(str(name), _text(dims), _text(types), _text(concrete), _text(coll))
-        kinds = g["kind"].to_numpy(dtype=object)
-        knames = g["kname"].to_numpy(dtype=object)
-        s = Signature(str(device), str(name), _text(dims), _text(types), _text(concrete), m,
-                      calls=int(g["op"].nunique()), activities=len(g), kernels=int((kinds == "kernel").sum()),
-                      time_ns=int(g["dur"].sum()))
-        durs = g["dur"].to_numpy(np.int64)
-        for kn, d in zip(knames.tolist(), durs.tolist(), strict=True):
-            s.kernel_names[str(kn)] += d
-        blocks = [b for b, kind in zip(g["blocks"].tolist(), kinds.tolist(), strict=True) if kind == "kernel" and b]
-        s.max_blocks = max(blocks) if blocks else None
-        s.host_copy = any(kind == "memcpy" and any(t in str(kn) for t in _HOST_COPY)
-                          for kind, kn in zip(kinds.tolist(), knames.tolist(), strict=True))
-        out.append(s)
+            m = cache[sc] = model(str(name), _text(dims), _text(types), _text(concrete), _text(coll))
+        out.append(Signature(str(devices[code // n_sig]), str(name), _text(dims), _text(types), _text(concrete), m,
+                             calls=int(calls[i]), activities=int(activities[i]), kernels=int(kernels[i]),
+                             time_ns=int(time_ns[i]), kernel_names=kernel_names[i], host_copy=bool(host_copy[i]),
+                             max_blocks=int(max_blocks[i]) or None))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from rooftop.analyzer.schema.evidence import EvidenceFacts, EvidenceRule
-from rooftop.analyzer.schema.ops import OpEntry, OpsCoverage
+from rooftop.analyzer.schema.ops import OpEntry, OpsCoverage, OpsNcu
 from rooftop.analyzer.schema.parts import (
     Device,
     Finding,
@@ -70,6 +70,7 @@ class Document(_DocumentBase, total=False):
     # ops helper: every PyTorch op signature on the roofline from a trace (docs/formulas.md#ops)
     ops: list[OpEntry]
     ops_coverage: list[OpsCoverage]
+    ops_ncu: list[OpsNcu]  # a trace and an ncu profile: the op model against the counters
     trend: dict[str, Json]  # trend: runs, per family run values, noise bands, changes (docs/formulas.md#trend)
     # analyze: every kernel's evidence as facts, column-wise, and the rules that draw their sentences
     evidence_facts: list[EvidenceFacts]

@@ -82,3 +82,28 @@ class OpsCoverage(TypedDict):
     unmodelled: list[UnmodelledOp]
     unmodelled_left_out: int
     signatures: int
+
+
+class OpsNcuCategory(TypedDict):
+    category: OpCategory
+    calls: int
+    model_flops: Num
+    measured_flops: Num
+    flops_error: Num | None  # model / measured - 1
+    model_bytes_min: Num
+    model_bytes_max: Num
+    measured_dram_bytes: Num
+    bytes_min_error: Num | None  # compulsory / measured DRAM - 1
+    dram_in_interval: Num | None  # share of calls whose measured DRAM bytes lie in [min, max]
+
+
+class OpsNcu(TypedDict):
+    """A trace and an ncu profile of the same program: the op model against the counters
+    (docs/formulas.md#op-ncu)."""
+
+    input: str
+    kernels_matched: int
+    kernels_unmatched: int
+    calls_compared: int
+    categories: list[OpsNcuCategory]
+    ops: list[dict[str, Json]]

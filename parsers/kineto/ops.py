@@ -17,6 +17,7 @@ import pandas as pd
 
 from rooftop.parsers.model import OP_COLUMNS
 from rooftop.parsers.numbers import INT_NULL, int_column
+from rooftop.parsers.trace_io import string_column
 
 ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 ARG_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs", "collective")
@@ -49,16 +50,16 @@ class OpBuilder:
     """Op rows collected column by column; each distinct (name, arguments) is stored once, as a code
     (most ops repeat a few signatures), keyed by whatever the reader hands over (texts or raw bytes)."""
 
+    COLUMNS = ("start_ns", "end_ns", "pid", "tid", "external_id")  # then the signature code, per row
+
     def __init__(self, input_path: str) -> None:
         self.input = input_path
-        self.ints: dict[str, array[int]] = {c: array("q") for c in ("start_ns", "end_ns", "pid", "tid",
-                                                                     "external_id")}
-        self.sig = array("l")
+        self.rows = array("q")  # six integers per op: the columns above and the signature code
         self.codes: dict[Any, int] = {}
         self.sigs: list[Signature] = []
 
     def __len__(self) -> int:
-        return len(self.sig)
+        return len(self.rows) // 6
 
     def code(self, key: Any) -> int | None:
         """The code of a signature already seen under ``key``, else ``None``."""
@@ -70,22 +71,16 @@ class OpBuilder:
         return code
 
     def add(self, code: int, start: int, end: int, pid: int | None, tid: int | None, ext: int | None) -> None:
-        ints = self.ints
-        ints["start_ns"].append(start)
-        ints["end_ns"].append(end)
-        ints["pid"].append(INT_NULL if pid is None else pid)
-        ints["tid"].append(INT_NULL if tid is None else tid)
-        ints["external_id"].append(INT_NULL if ext is None else ext)
-        self.sig.append(code)
+        self.rows.extend((start, end, INT_NULL if pid is None else pid, INT_NULL if tid is None else tid,
+                          INT_NULL if ext is None else ext, code))
 
     def frame(self) -> pd.DataFrame:
         n = len(self)
-        data: dict[str, object] = {"input": pd.array([self.input] * n, dtype="string")}
-        idx = np.frombuffer(self.sig, dtype=np.dtype("l")) if n else np.zeros(0, np.int64)
+        table = np.frombuffer(self.rows, dtype=np.int64).reshape(n, 6) if n else np.zeros((0, 6), np.int64)
+        data: dict[str, object] = {"input": string_column([self.input], np.zeros(n, np.int64))}
+        idx = table[:, 5]
         for i, col in enumerate(("name", *ARG_COLUMNS)):
-            vals = np.array([s[i] for s in self.sigs] or [None], dtype=object)
-            data[col] = pd.array(vals[idx], dtype="string")
-        for col, vals_arr in self.ints.items():
-            vals = np.frombuffer(vals_arr, dtype=np.int64) if n else np.zeros(0, np.int64)
-            data[col] = int_column(vals, OP_COLUMNS[col])
+            data[col] = string_column([s[i] for s in self.sigs] or [None], idx)
+        for j, col in enumerate(self.COLUMNS):
+            data[col] = int_column(np.ascontiguousarray(table[:, j]), OP_COLUMNS[col])
         return pd.DataFrame(data)[list(OP_COLUMNS)]

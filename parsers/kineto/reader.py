@@ -22,6 +22,7 @@ from rooftop.parsers.json_depth import DepthGuard
 from rooftop.parsers.kineto.ops import ARG_KEYS, COMM_KEYS, OpBuilder, canon, collective
 from rooftop.parsers.kineto.whole import MISSING, decode_arg, read_whole
 from rooftop.parsers.model import InputAccounting, ParseResult, Rejected
+from rooftop.parsers.numbers import INT_NULL
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.trace_io import (
     KINETO_JSON,
@@ -296,9 +297,14 @@ def _add_dict_op(ob: OpBuilder, cat: Any, name: Any, e: dict[str, Any]) -> str |
 def _add_struct_op(ob: OpBuilder, cat: Any, name: Any, e: Any) -> str | None:
     """Add one ``cpu_op`` struct (:mod:`rooftop.parsers.kineto.whole`): arguments keyed by their raw
     bytes, turned into text once per distinct signature."""
-    span = _op_span(cat, name, e.ts, 0 if e.dur is MISSING else e.dur)
-    if isinstance(span, str):
-        return span
+    ts, dur = e.ts, e.dur
+    if type(ts) is int and type(dur) is int and -_I64 < ts * 1000 < _I64 and -_I64 < (ts + dur) * 1000 < _I64:
+        start, end = ts * 1000, (ts + dur) * 1000  # integer µs: the common case, exact
+    else:
+        span = _op_span(cat, name, ts, 0 if dur is MISSING else dur)
+        if isinstance(span, str):
+            return span
+        start, end = span
     a = e.args
     name = name if type(name) is str else str(name)
     if a is None:
@@ -311,11 +317,16 @@ def _add_struct_op(ob: OpBuilder, cat: Any, name: Any, e: Any) -> str | None:
         if a.coll_name is not None:
             key += (collective((a.coll_name, a.coll_in, a.coll_out, a.coll_group, a.coll_dtype)),)
         ext = a.external_id
-    code = ob.code(key)
+    code = ob.codes.get(key)
     if code is None:
         texts = [None if k is None else canon(decode_arg(k)) for k in key[1:5]] or [None] * 4
         code = ob.new_code(key, (name, texts[0], texts[1], texts[2], texts[3], key[5] if len(key) > 5 else None))
-    ob.add(code, *span, _int(e.pid), _int(e.tid), _int(ext))
+    pid, tid = e.pid, e.tid
+    pid = pid if type(pid) is int else _int(pid)
+    tid = tid if type(tid) is int else _int(tid)
+    ext = ext if type(ext) is int else _int(ext)
+    ob.rows.extend((start, end, INT_NULL if pid is None else pid, INT_NULL if tid is None else tid,
+                    INT_NULL if ext is None else ext, code))  # OpBuilder.add, inlined: the hot path
     return None
 
 
