@@ -70,6 +70,7 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None)
         lines.append(f"  DCGM windows: {len(windows)} (" + ", ".join(
             f"{plain(k)} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) + ")")
     lines += _timeline_lines(doc)
+    lines += _ops_lines(doc)
     verdict = doc.get("verdict")
     if kind == "diff" and verdict is not None:
         lines.append(f"  verdict: {plain(verdict.get('summary') or ('FAIL' if verdict['fail'] else 'ok'))}")
@@ -105,6 +106,27 @@ def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:
         out.append(line)
     if len(entries) > limit:
         out.append(f"  … and {len(entries) - limit} more traced device(s) (listed in the report and the JSON)")
+    return out
+
+
+def _ops_lines(doc: Document, limit: int = 8) -> list[str]:
+    """Per traced device: the share of GPU time attributed to ops and modelled, and its top op finding
+    (docs/formulas.md#ops)."""
+    cov = doc.get("ops_coverage") or []
+    out = []
+    for c in cov[:limit]:
+        name = str(c["input"]).rsplit("/", 1)[-1]
+        att, mod = c["attributed"], c["modelled"]
+        line = (f"  ops {plain(name, 40)} GPU {plain(c['device'], 12)}: "
+                + (f"{100 * att:.1f}% of launched GPU time attributed" if att is not None else "no GPU time attributed")
+                + (f", {100 * mod:.1f}% of it modelled" if mod is not None else ""))
+        top = next((f for f in doc["findings"] if f.get("source") == "ops" and f"({name} GPU {c['device']})"
+                    in str(f["title"])), None)
+        if top is not None:
+            line += f"; top op: {plain(str(top['title']).split(': ')[0], 120)}"
+        out.append(line)
+    if len(cov) > limit:
+        out.append(f"  … and {len(cov) - limit} more traced device(s) with ops (listed in the report and the JSON)")
     return out
 
 

@@ -56,8 +56,11 @@ def test_an_interval_that_straddles_the_ridge_is_unknown_and_says_what_decides()
 def test_short_kernels_and_small_grids_are_overhead() -> None:
     v = verdict(sig(1e6, 1e6, 2e6, time_s=4e-6, activities=2), H100)  # 2 us per kernel
     assert (v.label, v.limiter) == ("overhead-bound", "launch")
-    v = verdict(sig(1e9, 1e8, 1e12, time_s=1e-4, activities=1, blocks=96), H100)  # 96 blocks < 132 SMs
+    # 96 blocks < 132 SMs decides only what the ridge leaves open (intensity 0.01-1000 FLOP/B)
+    v = verdict(sig(1e10, 1e7, 1e12, time_s=1e-3, activities=1, blocks=96), H100)
     assert (v.label, v.limiter) == ("overhead-bound", "small-grid")
+    f, lo = 2 * 25136 * 2880, (2880 + 2880 * 25136 + 25136) * 2  # a GEMV on a small grid is memory-bound
+    assert verdict(sig(f, lo, 2 * f, time_s=80e-6, blocks=131), H100).label == "memory-bound"
 
 
 def test_no_roof_no_label() -> None:

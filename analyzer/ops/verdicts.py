@@ -98,11 +98,6 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
         ev.insert(0, f"its GPU activities average {1e6 * t / sig.activities:.2g} µs (< 5 µs) with neither side "
                      f"at 60 % of its roof (memory by its compulsory bytes): launch overhead dominates")
         return Verdict("overhead-bound", "launch", roof, None, t_min, ev)
-    if (sig.max_blocks is not None and spec.sm_count and sig.max_blocks < spec.sm_count and c_pct < SIDE
-            and m_lo < SIDE):
-        ev.insert(0, f"its largest kernel grid has {sig.max_blocks} blocks for {spec.sm_count} SMs, with neither "
-                     f"side at 60 % of its roof (memory by its compulsory bytes): SMs sit idle (NCU's Small Grid)")
-        return Verdict("overhead-bound", "small-grid", roof, None, t_min, ev)
     if flops == 0:
         i_lo = i_hi = 0.0
     else:
@@ -119,6 +114,11 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     if i_lo >= ridge:
         limiter = "tensor" if ckey in TENSOR_KEYS else ckey if ckey in ("fp32", "fp64", "fp16") else "unknown"
         return Verdict("compute-bound", limiter, roof, c_pct, t_min, ev)
+    if (sig.max_blocks is not None and spec.sm_count and sig.max_blocks < spec.sm_count and c_pct < SIDE
+            and m_lo < SIDE):  # undecided by the ridge: fewer blocks than SMs decides
+        ev.insert(0, f"its largest kernel grid has {sig.max_blocks} blocks for {spec.sm_count} SMs, with neither "
+                     f"side at 60 % of its roof (memory by its compulsory bytes): SMs sit idle (NCU's Small Grid)")
+        return Verdict("overhead-bound", "small-grid", roof, None, t_min, ev)
     ev.append("the bytes interval straddles the ridge: the trace cannot tell compute- from memory-bound; "
               "an ncu profile's dram__bytes would (rooftop analyze TRACE PROFILE)")
     return Verdict("unknown", "unknown", roof, None, t_min, ev)

@@ -50,7 +50,7 @@
       var search = box.querySelector("input.tsearch"), label = box.querySelector("select.tlabel");
       var count = box.querySelector(".tcount");
       var heads = Array.prototype.map.call(table.tHead.rows[0].cells, function (th) { return th.textContent; });
-      var labelCol = heads.indexOf("label");
+      var labelCol = heads.indexOf((label && label.getAttribute("data-col")) || "label");
       function apply() {
         var q = (search.value || "").toLowerCase(), lab = label.value, shown = 0, rows = table.tBodies[0].rows;
         for (var i = 0; i < rows.length; i++) {
