@@ -14,7 +14,13 @@ from pathlib import Path
 from rooftop.analyzer.schema import Document, Kind
 from rooftop.reports import analyze_sections as an
 from rooftop.reports import common_sections as common
-from rooftop.reports import diff_sections, fleet_sections, ops_sections, timeline_sections, trend_sections
+from rooftop.reports import (
+    diff_sections,
+    fleet_sections,
+    ops_sections,
+    timeline_sections,
+    trend_sections,
+)
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.md_widgets import MdBuilder
 
