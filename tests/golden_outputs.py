@@ -91,8 +91,8 @@ def _slug(rel: str) -> str:
 
 
 def fixture_cases() -> list[Case]:
-    files = sorted(p for p in (ROOT / "fixtures").rglob("*")
-                   if p.is_file() and p.suffix in FIXTURE_SUFFIXES)
+    files = sorted(p for p in (ROOT / "fixtures").rglob("*")  # provenance/: logs and notes, not inputs
+                   if p.is_file() and p.suffix in FIXTURE_SUFFIXES and "provenance" not in p.parts)
     rels = [str(p.relative_to(ROOT)) for p in files]
     cases = [Case(_slug(r), ("analyze", r, *(START if r in TIMELESS else ())), False) for r in rels]
     cases.append(Case("analyze-demo-device", ("analyze", "fixtures/ncu/demo.raw.csv", "--device",

@@ -1,0 +1,95 @@
+"""rooftop against profiles whose truth we know: small programs we ran and profiled on an H100
+(fixtures/README.md#capture, fixtures/capture/programs.py). Each workload's nature follows from its
+code: the GEMV, the elementwise add and the sum stream DRAM; the bf16 GEMM runs on the tensor cores;
+the 20 adds of 1,024 floats are launch-bound; the RNG does no tensor-core work."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+
+from rooftop.analyzer.pipeline import run_analysis
+from tests.conftest import FIXTURES
+
+H100 = FIXTURES / "capture" / "h100"
+NCU = ("ncu_raw.csv.gz", "ncu_details.csv.gz", "ncu_console.txt.gz")
+
+
+@cache
+def _doc(*names: str) -> dict[str, Any]:
+    return dict(run_analysis([str(H100 / n) for n in names]))
+
+
+def _kernels(doc: dict[str, Any], name_part: str, grid: int | None = None) -> list[dict[str, Any]]:
+    return [k for k in doc["kernels"] if name_part in k["name"] and (grid is None or k["grid"] == grid)]
+
+
+@pytest.mark.parametrize("name", NCU)
+def test_every_launch_of_the_capture_is_read_once(name: str) -> None:
+    doc = _doc(name)
+    assert len(doc["kernels"]) == 34  # 1+1+1+1+1+20+4+1+2+1+1 launches (provenance/capture_log.txt: 34 "Profiling" lines)
+    assert len(_kernels(doc, "CUDAFunctorOnSelf_add", grid=1)) == 20
+
+
+def test_the_three_exports_of_one_report_agree_on_durations() -> None:
+    durations = [sorted(k["duration_s"] for k in _doc(n)["kernels"]) for n in NCU]
+    for other in durations[1:]:  # the details and console pages print durations rounded to 3 significant digits
+        assert other == pytest.approx(durations[0], rel=2e-3)
+
+
+@pytest.mark.parametrize("name", NCU)
+@pytest.mark.parametrize("part", ["CUDAFunctor_add<float>", "reduce_kernel", "nvjet_sm90_hsh"])
+def test_streaming_kernels_are_dram_bound(name: str, part: str) -> None:
+    (k,) = _kernels(_doc(name), part)
+    assert (k["label"], k["limiter"]) == ("memory-bound", "dram")
+
+
+def test_the_elementwise_add_moves_what_its_code_says() -> None:
+    (k,) = _kernels(_doc("ncu_raw.csv.gz"), "CUDAFunctor_add<float>")
+    assert k["bytes"]["dram"] == pytest.approx(3 * 2**26 * 4, rel=0.03)  # read x, y; write x + y
+    assert k["bytes"]["dram"] / k["duration_s"] == pytest.approx(3.08e12, rel=0.02)
+
+
+def test_the_gemms_do_the_flops_of_their_shapes() -> None:
+    doc = _doc("ncu_raw.csv.gz")
+    (bf16,) = _kernels(doc, "nvjet_sm90_tst")
+    assert bf16["flops"] == pytest.approx(2 * 4096**3, rel=1e-6)
+    assert (bf16["label"], bf16["limiter"]) == ("compute-bound", "tensor")
+    (sgemm,) = _kernels(doc, "cutlass_80_simt_sgemm")
+    assert sgemm["flops"] == pytest.approx(2 * 2048**3, rel=1e-3)
+    assert sgemm["label"] == "compute-bound"
+
+
+@pytest.mark.parametrize("name", NCU)
+def test_launch_bound_adds_are_overhead_bound_by_launch(name: str) -> None:
+    for k in _kernels(_doc(name), "CUDAFunctorOnSelf_add", grid=1):
+        assert (k["label"], k["limiter"]) == ("overhead-bound", "launch")
+        assert k["duration_s"] < 5e-6
+
+
+@pytest.mark.parametrize("name", NCU)
+def test_no_tensor_core_advice_for_the_rng(name: str) -> None:
+    doc = _doc(name)
+    (k,) = _kernels(doc, "distribution_elementwise_grid_stride_kernel")
+    assert k["limiter"] not in ("tensor", "shared-pipe", "fp16")
+    (f,) = [f for f in doc["findings"] if k["index"] in f.get("kernels", [])]
+    rec = f["recommendation"].lower()
+    assert "tensor core" not in rec.replace("tensor cores and narrower float types do not run this work", "")
+
+
+def test_the_trace_and_the_profile_agree_on_the_gemm_flops() -> None:
+    doc = _doc("kineto_programs.json.gz", "ncu_raw.csv.gz")
+    (pair,) = doc["ops_ncu"]
+    mm = {o["shape"]: o for o in pair["ops"] if o["name"] == "aten::mm"}
+    assert mm["M×N×K 4096×4096×4096"]["model_flops"] == 2 * 4096**3
+    assert mm["M×N×K 4096×4096×4096"]["measured_flops"] == pytest.approx(2 * 4096**3, rel=1e-6)
+    assert mm["M×N×K 2048×2048×2048"]["measured_flops"] == pytest.approx(2 * 2048**3, rel=1e-3)
+
+
+def test_the_trace_holds_three_profiler_steps() -> None:
+    doc = _doc("kineto_programs.json.gz")
+    assert len(doc["steps"]) == 3
+    calls = {(o["name"], o["shape"]): o["calls"] for o in doc["ops"]}
+    assert calls[("aten::mm", "M×N×K 4096×4096×4096")] == 3  # one call per step
