@@ -457,3 +457,31 @@ def test_run_partials_match_a_groupby_reference(seed: int) -> None:
                         assert getattr(r, m + "__zero") == want["z"]
                 assert (r.first_ts, r.last_ts) == tuple(span.loc[(g, r.window_start)])
                 assert (r.pod, r.pod__n) == top.get((g, r.window_start), (None, 0))
+
+
+def test_a_mostly_idle_capture_without_workload_labels_is_a_finding() -> None:
+    """Captured on an H100 (fixtures/README.md#capture): the GPU idled through ncu's replays; was "no
+    findings". Idle time no label claims is reported, with no saving (allocation unknown)."""
+    r = parse_path(FIX.parent / "capture" / "h100" / "nvsmi_query.csv")
+    wa = analyze_windows(r.samples)
+    (f,) = [x for x in wa.findings if x["rule"] == "dcgm-idle-unattributed"]
+    idle_h = wa.windows.loc[wa.windows["label"] == "idle", "covered_s"].sum() / 3600.0
+    assert f["gpu_hours"] == pytest.approx(idle_h)
+    assert f["time_share"] == pytest.approx(idle_h / (wa.windows["covered_s"].sum() / 3600.0))
+    assert f["time_share"] > 0.9 and f["est_saving_s"] is None and f["label"] == "idle"
+    assert "no workload label" in f["title"] and "pod" in f["recommendation"]
+
+
+def test_idle_windows_with_a_workload_are_allocated_not_unattributed() -> None:
+    wa = analyze_windows(parse_path(FIX / "prom_tsdb_mig.prom").samples)
+    assert not [x for x in wa.findings if x["rule"] == "dcgm-idle-unattributed"]
+
+
+def test_unattributed_idle_below_a_quarter_is_no_finding() -> None:
+    r = parse_path(FIX / "prom_scrapes_phases.prom", ParseOptions(start=START))
+    w = analyze_windows(r.samples).windows
+    by_gpu = w.assign(idle=w["label"].eq("idle") & w["namespace"].isna(), key=w["host"] + "/" + w["gpu"]).groupby("key")
+    shares = by_gpu.apply(lambda g: g.loc[g["idle"], "covered_s"].sum() / g["covered_s"].sum())
+    found = {x["group"] for x in analyze_windows(r.samples).findings if x["rule"] == "dcgm-idle-unattributed"}
+    assert found == {f"GPU {g}" for g, s in shares.items() if s >= 0.25}
+    assert 0 < len(found) < len(shares)  # one GPU at or above the cut, one below

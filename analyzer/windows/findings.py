@@ -32,7 +32,12 @@ _RECO = {
                       "remove host synchronisation (.item(), .cpu()) from the loop.",
     "idle": "The GPU is allocated to a workload but idle: release it, scale the deployment down, or share "
             "it (MIG / time-slicing).",
+    "idle-unattributed": "Find out who held the GPU while it idled: if a job or pod had it, release it, scale "
+                         "the deployment down or share it (MIG / time-slicing); if nothing did, it is spare "
+                         "capacity. Workload labels decide this: dcgm-exporter's Kubernetes pod mapping "
+                         "(namespace/pod labels) or an HPC job label on the samples.",
 }
+IDLE_UNATTRIBUTED_SHARE = 0.25  # idle >= a quarter of a GPU's covered time (as the fleet's idle finding)
 
 
 def hours_text(h: float) -> str:
@@ -54,6 +59,7 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for (grp, label), sub in df.groupby(["_group", "label"], sort=True):
         if label == "idle":
+            out += _unattributed_idle(str(grp), sub[~sub["_workload"]], df[df["_group"] == grp], total)
             sub = sub[sub["_workload"]]
         if label not in _RECO or not len(sub):
             continue
@@ -91,3 +97,21 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
     for i, f in enumerate(out, start=1):
         f["rank"] = i
     return out
+
+
+def _unattributed_idle(grp: str, idle: pd.DataFrame, group: pd.DataFrame, total: float) -> list[dict[str, Any]]:
+    """Idle windows that no workload label claims: a finding when they hold >= 25 % of the GPU's
+    covered time. No saving is claimed: whether anything held the GPU is not in the data
+    (docs/formulas.md#windows, "Window findings")."""
+    gh = float(idle["_h"].sum()) if len(idle) else 0.0
+    covered = float(group["_h"].sum())
+    if gh <= 0 or covered <= 0 or gh / covered < IDLE_UNATTRIBUTED_SHARE:
+        return []
+    return [{
+        "rank": 0, "rule": "dcgm-idle-unattributed", "severity": severity_by_hours(gh, gh / total),
+        "title": (f"{grp}: idle {hours_text(gh)}, {100.0 * gh / covered:.0f} % of its covered time; "
+                  "no workload label says whether a job held it"),
+        "kernels": [], "time_share": gh / total, "est_saving_s": None,
+        "recommendation": _RECO["idle-unattributed"], "gpu_hours": gh, "group": grp, "label": "idle",
+        "windows": len(idle), "metrics": {},
+    }]
