@@ -93,3 +93,12 @@ def test_the_trace_holds_three_profiler_steps() -> None:
     assert len(doc["steps"]) == 3
     calls = {(o["name"], o["shape"]): o["calls"] for o in doc["ops"]}
     assert calls[("aten::mm", "M×N×K 4096×4096×4096")] == 3  # one call per step
+
+
+def test_the_tensor_roof_is_the_dense_one_ncu_measures_the_gemm_against() -> None:
+    """On an H100 the aggregate sm__ops_path_tensor_src_bf16_dst_fp32 peak is the 2:4-sparse rate; the bf16
+    GEMM's share of its roof must be NCU's own dense-path figure, op_hgmma_..._sparsity_off 90.23 % (was 45 %)."""
+    (k,) = _kernels(_doc("ncu_raw.csv.gz"), "nvjet_sm90_tst")
+    assert k["extra"]["pct_of_roof"] == pytest.approx(90.227766, abs=0.01)
+    # op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained x this launch's sm__cycles_elapsed.avg.per_second
+    assert k["extra"]["compute_peak"] == pytest.approx(540_672 * 1.338418e9, rel=1e-6)

@@ -16,6 +16,7 @@ The L1/L2 ceilings follow the byte convention of that kernel's achieved bytes (n
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +173,7 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
         if not has.any():
             continue
         peak_v = _floats(opt[0][f"tensor:{v}"]) if opt is not None else np.full(n, np.nan)
-        exp = _floats(column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
+        exp = dense_peak_per_cycle(df, v)[0] * hz
         is_export = np.isnan(peak_v) & ~np.isnan(exp)
         peak_v = np.where(np.isnan(peak_v), exp, peak_v)
         peak_v = np.where(np.isnan(peak_v), _floats(builtin[0][f"tensor:{v}"]), peak_v)
@@ -192,8 +193,8 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
     det = np.full(n, np.nan, dtype=object)
     export_mix = did_work & all_export & ~np.isnan(val)
     src[export_mix | (~did_work & ~np.isnan(disp))] = "export"
-    det[export_mix] = ("sm__ops_path_tensor_<variant>.sum.peak_sustained x sm__cycles_elapsed.avg.per_second "
-                       "(ops-weighted over variants)")
+    det[export_mix] = ("sm__ops_path_tensor_<variant>.sum.peak_sustained (dense: on CC >= 9.0 the fastest "
+                       "op_*_sparsity_off path) x sm__cycles_elapsed.avg.per_second (ops-weighted over variants)")
     shown = ~did_work & ~np.isnan(disp)
     det[shown] = disp_src[shown]
     other = ~np.isnan(val) & pd.isna(src)
@@ -221,11 +222,52 @@ def _export_dense_tensor_peak(df: pd.DataFrame, hz: np.ndarray) -> tuple[np.ndar
     disp_src = np.full(n, np.nan, dtype=object)
     for v in ("src_fp16_dst_fp32", "src_fp16", "src_bf16_dst_fp32", "src_fp16_bf16_tf32_dst_fp32",
               "src_fp16_dst_fp32_sparsity_off", "src_bf16_dst_fp32_sparsity_off"):
-        e = _floats(column(df, f"sm__ops_path_tensor_{v}.sum.peak_sustained")) * hz
+        per_cycle, metric = dense_peak_per_cycle(df, v)
+        e = per_cycle * hz
         take = np.isnan(disp) & ~np.isnan(e)
         disp[take] = e[take]
-        disp_src[take] = f"sm__ops_path_tensor_{v}.sum.peak_sustained x sm__cycles_elapsed.avg.per_second"
+        disp_src[take] = np.char.add(metric[take].astype(str), " x sm__cycles_elapsed.avg.per_second")
     return disp, disp_src
+
+
+_OP_PEAK = re.compile(r"^sm__ops_path_tensor_op_[a-z0-9]+?_(?P<rest>src_[a-z0-9_]+)\.sum\.peak_sustained$")
+_NO_SPARSITY = ("fp64", "int1")  # tensor types without a 2:4-sparse path
+
+
+def dense_peak_per_cycle(df: pd.DataFrame, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """The dense per-cycle peak of the aggregate tensor ``variant`` per row, and the metric it came from.
+
+    On GH100 and later (CC >= 9.0) the unqualified aggregates (``src_bf16_dst_fp32``, ``src_fp16``,
+    ``src_tf32_dst_fp32``, ``src_int8``) report the fastest path's 2:4-sparse rate as their
+    ``.peak_sustained`` (measured on an H100: 1,081,344 FLOP/cycle for bf16, twice the dense
+    ``op_hgmma_src_bf16_dst_fp32_sparsity_off`` 540,672; fixtures/README.md#capture). The dense peak
+    is the fastest ``op_*_<variant>*_sparsity_off`` path of the same source type; without such a
+    column the aggregate is not used on CC >= 9.0 (the device table decides). Qualified aggregates
+    (``*_sparsity_off``), FP64 and INT1, and older GPUs keep their own peak
+    (docs/formulas.md#ceilings, "Tensor peaks")."""
+    n = len(df)
+    own = _floats(column(df, f"sm__ops_path_tensor_{variant}.sum.peak_sustained"))
+    metric = np.full(n, f"sm__ops_path_tensor_{variant}.sum.peak_sustained", dtype=object)
+    if "sparsity" in variant or any(t in variant for t in _NO_SPARSITY):
+        return own, metric
+    best, best_metric = np.full(n, np.nan), np.full(n, None, dtype=object)
+    for name in df.columns:
+        m = _OP_PEAK.match(str(name))
+        if not m or not m["rest"].startswith(variant):
+            continue
+        rest = m["rest"]
+        if "sparsity" in rest and not rest.endswith("_sparsity_off"):
+            continue
+        v = _floats(column(df, str(name)))
+        take = ~np.isnan(v) & (np.isnan(best) | (v > best))
+        best[take] = v[take]
+        best_metric[take] = str(name)
+    cc = pd.to_numeric(df["cc"], errors="coerce").to_numpy(dtype="float64") if "cc" in df.columns \
+        else np.full(n, np.nan)
+    hopper_on = cc >= 9.0
+    out = np.where(~np.isnan(best), best, np.where(hopper_on, np.nan, own))
+    metric = np.where(~np.isnan(best), best_metric, metric)
+    return out, metric
 
 
 def _first(preferred: pd.Series | None, fallback: pd.Series) -> pd.Series:
