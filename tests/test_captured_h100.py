@@ -102,3 +102,11 @@ def test_the_tensor_roof_is_the_dense_one_ncu_measures_the_gemm_against() -> Non
     assert k["extra"]["pct_of_roof"] == pytest.approx(90.227766, abs=0.01)
     # op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained x this launch's sm__cycles_elapsed.avg.per_second
     assert k["extra"]["compute_peak"] == pytest.approx(540_672 * 1.338418e9, rel=1e-6)
+
+
+def test_nvidia_rules_are_named_where_the_details_page_gives_no_title() -> None:
+    """The details page has rule names but no titles: the advice said "NVIDIA's rules for these launches: ."."""
+    doc = _doc("ncu_details.csv.gz")
+    recs = [f["recommendation"] for f in doc["findings"] if "NVIDIA's rules" in f["recommendation"]]
+    assert recs and not any("launches: ." in r for r in recs)
+    assert any("launches: MemoryL2Compression." in r for r in recs)

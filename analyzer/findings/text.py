@@ -122,7 +122,7 @@ def _nvidia_text(row: Mapping[str, Any], frules: pd.DataFrame, results: pd.DataF
                             "keep the work)")
     if len(top_rules):
         out.advice = " NVIDIA's rules for these launches: " + "; ".join(
-            _short(t) for (_, t) in top_rules.index if isinstance(t, str) and t) + "."
+            _short(t) if isinstance(t, str) and t else str(r) for (r, t) in top_rules.index) + "."
         quote = rule_message(results, row["kernels"], top_rules.index[0][0], top_rules.index[0][1])
         if quote:
             out.advice += f" NVIDIA's rule text: “{quote}”"
