@@ -110,3 +110,13 @@ def test_nvidia_rules_are_named_where_the_details_page_gives_no_title() -> None:
     recs = [f["recommendation"] for f in doc["findings"] if "NVIDIA's rules" in f["recommendation"]]
     assert recs and not any("launches: ." in r for r in recs)
     assert any("launches: MemoryL2Compression." in r for r in recs)
+
+
+def test_the_three_exports_of_one_report_name_the_same_limiter() -> None:
+    """One report, three exports: the details and console pages have no SOL breakdown, so the issue unit is
+    NCU's Issue Slots Busy there (was: the ALU pipe at 34-56 % named for the softmax and the RNG at 75 %
+    issue, the FMA pipe for the SGEMM at 85 % issue). The shared pipe (FP64 + tensor) is as far as a page
+    without pipe counters can name the bf16 GEMM's tensor work."""
+    same = {"shared-pipe": "tensor"}
+    verdicts = [[(k["name"], k["label"], same.get(k["limiter"], k["limiter"])) for k in _doc(n)["kernels"]] for n in NCU]
+    assert verdicts[1] == verdicts[0] and verdicts[2] == verdicts[0]

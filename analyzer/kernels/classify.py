@@ -117,6 +117,9 @@ def side_utils(f: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+ISSUE_ACTIVE = "issue_slots_active_pct"  # sm__inst_issued.avg.pct_of_peak_sustained_active: "Issue Slots Busy"
+
+
 def compute_limiter(f: pd.DataFrame, u: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     """The compute limiter (docs/formulas.md#kernel-labels): the busiest pipe of NCU's SpeedOfLight
     breakdown (``pipe_word``), else the pipe NCU's HighPipeUtilization rule names (``rule_pipe_word``),
@@ -135,6 +138,15 @@ def compute_limiter(f: pd.DataFrame, u: pd.DataFrame) -> tuple[pd.Series, pd.Ser
         name = name.where(~take, rw.map(lambda w: f"{w} pipe (NCU's HighPipeUtilization rule)" if isinstance(w, str)
                                         else None))
         pct = pct.where(~take, _col(f, "rule_pipe_pct"))
+    # no SOL breakdown (a details page or console log): NCU's Issue Slots Busy is the issue unit; it names
+    # the limiter where it is busier than the pipe NCU's rule names (docs/formulas.md#kernel-labels)
+    issue = _col(f, ISSUE_ACTIVE)
+    if "pipe_word" not in f.columns or f["pipe_word"].isna().any():
+        breakdown = f["pipe_word"].notna() if "pipe_word" in f.columns else pd.Series(False, index=f.index)
+        busier = ~breakdown & issue.notna() & (pct.isna() | (issue > pct))
+        word = word.mask(busier, "issue")
+        name = name.mask(busier, "instruction issue (NCU's Issue Slots Busy, over active cycles)")
+        pct = pct.mask(busier, issue)
     cls = u["class"].astype("object")
     fp32_share = 100.0 * _col(f, "util_fp32") / pct.where(pct > 0)
     word = word.mask((word == "fma") & (fp32_share >= 50.0), "fp32")

@@ -121,6 +121,7 @@ def _units_and_lint_inputs(df: pd.DataFrame, dur: pd.Series, cc: pd.Series,
     more: dict[str, pd.Series] = {f"unit_{lvl}": units[lvl] for lvl in columns.LEVELS}
     more.update({f"pipe_{k}": pipes[k] for k in pipes.columns})
     more.update({k: v for k, v in busiest_unit(df).items()})
+    more["issue_slots_active_pct"] = columns.column(df, "sm__inst_issued.avg.pct_of_peak_sustained_active")
     hcounts = [work.counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)[0] for op in ("hadd", "hmul", "hfma")]
     hsum = hcounts[0].fillna(0) + hcounts[1].fillna(0) + hcounts[2].fillna(0)
     more["fp16_counters_zero"] = pd.concat(hcounts, axis=1).notna().any(axis=1) & (hsum == 0)
