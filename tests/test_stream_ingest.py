@@ -223,7 +223,12 @@ def _dataset(root: Path) -> pa.Table:
     files = [str(root / f) for f in Manifest.load(root, must_exist=True).files()]
     if not files:
         return SAMPLE_SCHEMA.empty_table()
-    return pa.concat_tables([pq.read_table(f, partitioning=None) for f in files]).cast(SAMPLE_SCHEMA)
+    t = pa.concat_tables([pq.read_table(f, partitioning=None) for f in files]).cast(SAMPLE_SCHEMA)
+    # samples that name no host are stored under their input's key (docs/formulas.md#fleet,
+    # "GPU identity"); compared with what the parser read, that key is the parser's missing host
+    host = t.column("host")
+    own = pc.starts_with(pc.fill_null(host, ""), "input:")
+    return t.set_column(t.schema.get_field_index("host"), "host", pc.if_else(own, pa.scalar(None, pa.string()), host))
 
 
 def _sorted(t: pa.Table) -> pa.Table:

@@ -20,6 +20,7 @@ from rooftop.analyzer.fleet.join import JoinRequest, fleet_join
 from rooftop.analyzer.fleet.rollup import (
     GROUPABLE,
     fleet_findings,
+    gpu_count,
     group_columns,
     group_records,
     rollup,
@@ -219,7 +220,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     from rooftop.analyzer.windows.lint import coverage_lint
     from rooftop.analyzer.windows.reduce import unplaced_lint
 
-    lint += coverage_lint(windows) + unplaced_lint(unplaced)
+    lint += coverage_lint(windows) + unplaced_lint(unplaced) + host_lint(manifest, prev_lo, hi)
     if not len(windows):
         lint.append({"code": "fleet-empty-period",
                      "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})
@@ -243,7 +244,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                 "period": {"since": iso_ms(lo), "until": iso_ms(hi)},
                 "previous_period": {"since": iso_ms(prev_lo), "until": iso_ms(lo)},
                 "files_scanned": len(files), "windows_total": len(windows),
-                "gpus": int(windows[["host", "gpu"]].drop_duplicates().shape[0]) if len(windows) else 0,
+                "gpus": gpu_count(windows),
                 "gpu_hours": float(cur_roll["gpu_hours"].sum()) if len(cur_roll) else 0.0,
             },
             **kernel_join,
@@ -253,6 +254,26 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     doc["inputs"] = jsonable(inputs)
     doc["run"]["input_sha256"] = {i["path"]: i["sha256"] for i in inputs}
     return doc
+
+
+def host_lint(manifest: Manifest, lo: int, hi: int) -> list[dict[str, Any]]:
+    """Lint ``inputs-without-host``: inputs of the period whose samples named no host and that were
+    ingested without ``--host``; their GPUs are keyed by the input (docs/formulas.md#fleet, "GPU identity")."""
+    keys = [str(e["host_from_input"]) for e in manifest.entries if e.get("host_from_input")
+            and not _outside(e, lo, hi)]
+    if not keys:
+        return []
+    keys = list(dict.fromkeys(keys))
+    return [{"code": "inputs-without-host", "kernels": [],
+             "message": f"{len(keys)} input(s) name no host and were ingested without --host: each is its own "
+                        f"host ({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}), so two machines' GPU 0 "
+                        "are never one GPU, but one machine's files without GPU UUIDs count its GPUs once per "
+                        "file; ingest them with --host NAME"}]
+
+
+def _outside(e: dict[str, Any], lo: int, hi: int) -> bool:
+    s, t = parse_iso(e.get("start")), parse_iso(e.get("end"))
+    return s is not None and t is not None and (_ms(t) < lo or _ms(s) >= hi)
 
 
 def _classify(wide: pd.DataFrame | None, device: str | None, evidence: bool = True) -> pd.DataFrame:

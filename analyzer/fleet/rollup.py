@@ -14,8 +14,9 @@ est_dram_bytes_s
 ==================  ==========================================================================
 
 Every window stands for the GPU-seconds its samples span (``covered_s``, docs/formulas.md#windows;
-``window_s`` for tables without it). ``--by gpu`` means one physical GPU
-(host + gpu index + MIG instance), never a GPU index across hosts.
+``window_s`` for tables without it) times its ``gpu_share`` (a MIG instance its slices). ``gpus``
+counts physical GPUs (:func:`~rooftop.analyzer.windows.identity.physical_ids`: UUID, else host +
+index; MIG instances are part of theirs). ``--by gpu`` groups host + gpu index + MIG instance.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pandas as pd
 from rooftop.analyzer.metrics.columns import column
 from rooftop.analyzer.schema.vocab import WINDOW_LABELS
 from rooftop.analyzer.windows.findings import hours_text, severity_by_hours
+from rooftop.analyzer.windows.identity import physical_ids
 
 GROUPABLE = ("host", "model", "gpu", "namespace", "pod", "container", "job")
 GPU_IDENTITY = ("host", "gpu", "mig")
@@ -68,6 +70,21 @@ def _text(s: pd.Series) -> pd.Series:
     return obj.where(obj.notna(), NONE_KEY).astype(str)
 
 
+def gpu_seconds(w: pd.DataFrame, window_s: float) -> np.ndarray:
+    """GPU-seconds each window stands for: ``covered_s`` (``window_s`` for tables without it) x
+    ``gpu_share`` (1 where absent) (docs/formulas.md#fleet, "GPU-hours")."""
+    secs = (pd.to_numeric(w["covered_s"], errors="coerce").fillna(0.0).to_numpy(dtype="float64")
+            if "covered_s" in w.columns else np.full(len(w), float(window_s)))
+    if "gpu_share" in w.columns:
+        secs = secs * pd.to_numeric(w["gpu_share"], errors="coerce").fillna(1.0).to_numpy(dtype="float64")
+    return np.asarray(secs, dtype="float64")
+
+
+def gpu_count(windows: pd.DataFrame) -> int:
+    """Physical GPUs among ``windows`` (the one GPU count of header, tables and findings)."""
+    return len(set(physical_ids(windows).tolist())) if len(windows) else 0
+
+
 def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.DataFrame:
     """One row per group: ``gpus``, ``windows``, ``gpu_hours``, ``hours_<label>``, ``share_<label>``,
     duration-weighted means of :data:`METRICS`, ``est_flops_s``/``est_dram_bytes_s`` (means),
@@ -77,12 +94,12 @@ def rollup(windows: pd.DataFrame, by: Sequence[str], window_s: float) -> pd.Data
     for c in [*cols, *GPU_IDENTITY]:
         if c not in w.columns:
             w[c] = None
-    w["_gpu_id"] = w.groupby(list(GPU_IDENTITY), dropna=False, sort=False).ngroup()
+    w["_gpu_id"] = physical_ids(w)  # one physical GPU: UUID, else host/index; MIG instances are part of it
     for c in cols:
         w[c] = _text(w[c])
-    # a window stands for the time its samples span (docs/formulas.md#windows), not window_s
-    secs = (pd.to_numeric(w["covered_s"], errors="coerce").fillna(0.0).to_numpy(dtype="float64")
-            if "covered_s" in w.columns else np.full(len(w), float(window_s)))
+    # a window stands for the time its samples span (docs/formulas.md#windows), not window_s,
+    # times its share of its physical GPU (a MIG instance its slices: a MIG GPU is counted once)
+    secs = gpu_seconds(w, window_s)
     hours = secs / 3600.0
     w["_hours"] = hours
     lab = w["label"].astype("object").where(w["label"].notna(), "unknown").astype(str)

@@ -56,6 +56,8 @@ from rooftop.analyzer.store.ingest_entry import (
     NotAppend,
     StoredPrefix,
     ends_line,
+    fill_host,
+    input_host,
     manifest_entry,
     prefix_of,
     write_samples,
@@ -304,11 +306,17 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
     small = group is not None and digest.size <= SMALL_BYTES  # held; written with its commit group
     writer: PartitionWriter | HeldInput = HeldInput() if small else PartitionWriter(dataset, digest.sha256[:16])
     seen = 0
+    own_host = input_host(path) if opts.host is None else None  # samples naming no host: the input's
+    filled = 0
     try:
         for batch in stream:
             n = batch.num_rows
             if seen + n > skip:
-                write_samples(writer, batch.slice(max(0, skip - seen)) if seen < skip else batch)
+                part = batch.slice(max(0, skip - seen)) if seen < skip else batch
+                if own_host is not None:
+                    part, k = fill_host(part, own_host)
+                    filled += k
+                write_samples(writer, part)
             seen += n
         result = stream.result
         assert result is not None
@@ -328,6 +336,8 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
         raise
     entry = manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix, host=opts.host)
     entry["held_back_bytes"] = digest.held_back
+    if filled:
+        entry["host_from_input"] = own_host
     if group is not None and isinstance(writer, HeldInput):
         group.add(entry, writer)  # its files are set when the group is written
     if finished:

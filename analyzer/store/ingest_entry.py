@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from rooftop.analyzer.store.batch import HeldInput
 from rooftop.analyzer.store.dataset import PartitionWriter
 from rooftop.analyzer.store.digest import TERMINATORS
 from rooftop.analyzer.store.layout import iso_ms
-from rooftop.analyzer.store.manifest import Manifest, canonical
+from rooftop.analyzer.store.manifest import Manifest, canonical, rotation_base
 from rooftop.parsers.model import ParseResult
 
 BATCH_ROWS = 1_000_000
@@ -61,6 +62,28 @@ def ends_line(tail: bytes, encoding: str) -> bool:
     (any other encoding: True)."""
     ends = TERMINATORS.get(encoding)
     return ends is None or tail.endswith(ends[:2])
+
+
+def input_host(path: Path) -> str:
+    """The host key of an input whose samples name no host and that was given no ``--host``:
+    ``input:<name>#<6 hex>`` from its rotation family (folder + name without logrotate suffixes), so
+    two machines' files never share a GPU key and a rotated log keeps its own (docs/formulas.md#fleet,
+    "GPU identity")."""
+    folder, base = rotation_base(canonical(path))
+    tag = hashlib.sha256(f"{folder}/{base}".encode()).hexdigest()[:6]
+    return f"input:{base}#{tag}"
+
+
+def fill_host(samples: pa.Table, host: str) -> tuple[pa.Table, int]:
+    """``samples`` with missing ``host`` values set to ``host``, and how many were filled."""
+    col = samples.column("host")
+    missing = col.null_count
+    if not missing:
+        return samples, 0
+    import pyarrow.compute as pc
+
+    filled = pc.fill_null(col, pa.scalar(host, col.type))
+    return samples.set_column(samples.schema.get_field_index("host"), "host", filled), missing
 
 
 def write_samples(writer: PartitionWriter | HeldInput, samples: pa.Table, batch_rows: int = BATCH_ROWS) -> None:

@@ -48,8 +48,10 @@ def hours_text(h: float) -> str:
 def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
     if not len(w):
         return []
-    secs = w["covered_s"] if "covered_s" in w.columns else w["window_s"]
-    w = w.assign(_secs=secs.to_numpy(dtype="float64"))
+    secs = (w["covered_s"] if "covered_s" in w.columns else w["window_s"]).to_numpy(dtype="float64")
+    if "gpu_share" in w.columns:  # a MIG instance stands for its slices of the GPU (docs/formulas.md#windows)
+        secs = secs * w["gpu_share"].to_numpy(dtype="float64")
+    w = w.assign(_secs=secs)
     hours = w["_secs"].to_numpy(dtype="float64") / 3600.0
     total = float(hours.sum()) or 1.0
     ns = w["namespace"].astype("object")

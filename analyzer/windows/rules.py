@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.windows.fields import METRICS, PIPES
+from rooftop.analyzer.windows.identity import gpu_shares, memory_share
 from rooftop.analyzer.windows.span import add_coverage
 
 IDLE_MAX = 0.05  # kempnerpulse "idle": GR < 5 %, DRAM < 5 % (docs/research/anchors.md §3 row 18)
@@ -177,9 +178,13 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
             out[m] = np.nan
     out = add_coverage(out)
     label, limiter, ev = _classify(out, evidence)
+    mspecs, mcode, share = _device_shares(out, device)
+    gpu_share, parent, mig_text = gpu_shares(out, share)
+    label[parent] = "unknown"  # a MIG parent's values are the whole GPU's: its instances carry the labels
+    limiter[parent] = "unknown"
     out["label"] = label.tolist()
     out["limiter"] = limiter.tolist()
-    mspecs, mcode, share = _device_shares(out, device)
+    out["gpu_share"] = gpu_share
     names = np.array([s.name if s is not None else None for s in mspecs], dtype=object)[mcode]
     flops = np.zeros(n)
     have = np.zeros(n, dtype=bool)
@@ -191,8 +196,9 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
         have |= use
     bw = np.array([(s.bandwidth.get("dram") or 0.0) if s is not None else 0.0 for s in mspecs])[mcode]
     dram = out["dram_active"].to_numpy(dtype="float64")
-    dram_bw = np.where((bw != 0) & np.isfinite(dram), dram * bw * share, np.nan)
-    out["est_flops_s"] = np.where(have, flops, np.nan)
+    mem_share = _memory_shares(out, share)
+    dram_bw = np.where((bw != 0) & np.isfinite(dram), dram * bw * mem_share, np.nan)
+    out["est_flops_s"] = np.where(have & ~parent, flops, np.nan)  # a MIG parent's work: its instances
     out["est_dram_bytes_s"] = dram_bw
     with np.errstate(invalid="ignore", divide="ignore"):
         out["est_intensity"] = np.where(dram_bw > 0, out["est_flops_s"] / dram_bw, np.nan)
@@ -200,8 +206,11 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
         out["evidence"] = None
         out["device"] = names.tolist()
         return out
-    ev.append(_strs("MIG instance: values relative to the instance; peaks scaled by %.3f of the GPU",
+    ev.append(_strs("MIG instance: values relative to the instance; compute peaks scaled by %.3f of the GPU",
                     share, share < 1.0))
+    ev.append(_strs("DRAM bandwidth scaled by the instance's memory slices, %.3f of the GPU", mem_share,
+                    mem_share != share))
+    ev.insert(0, np.array(mig_text, dtype=object))
     est = names.astype(bool) & have
     tflops = _strs("est. %.1f TFLOP/s (activity x ", out["est_flops_s"].to_numpy() / 1e12, est)
     tflops[est] = tflops[est] + names[est] + " peaks; an estimate, not a count)"
@@ -209,6 +218,27 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     out["evidence"] = [[x for x in row if x is not None] for row in zip(*ev, strict=True)]
     out["device"] = names.tolist()
     return out
+
+
+def _memory_shares(out: pd.DataFrame, share: np.ndarray) -> np.ndarray:
+    """Each window's share of the GPU's DRAM bandwidth: a MIG instance's memory slices where its
+    profile and GPU tell them (:func:`identity.memory_share`), else its compute share."""
+    if "mig_profile" not in out.columns:
+        return share
+    profiles = out["mig_profile"].to_numpy(dtype=object)
+    models = out["model"].to_numpy(dtype=object) if "model" in out.columns else np.full(len(out), None, dtype=object)
+    cache: dict[tuple[Any, Any], float | None] = {}
+    res: np.ndarray = np.array(share, dtype="float64")
+    for i, (p, m) in enumerate(zip(profiles, models, strict=True)):
+        if not isinstance(p, str):
+            continue
+        key = (p, m)
+        if key not in cache:
+            cache[key] = memory_share(p, m)
+        v = cache[key]
+        if v is not None:
+            res[i] = v
+    return res
 
 
 def _device_shares(out: pd.DataFrame, device: str | None) -> tuple[list[Any], np.ndarray, np.ndarray]:

@@ -4,7 +4,9 @@ Rules and their sources: docs/formulas.md#windows ("Window length" and "Covered 
 
 * Sampling interval of a GPU: the median of the positive steps between its samples (within a
   window: ``(last - first) / (k - 1)`` with ``k`` samples of its most-sampled field; across
-  windows: the step from one window's last sample to the next window's first).
+  windows: the step from one window's last sample to the next window's first, unless that step is
+  a gap: longer than :data:`GAP_STEPS` x the larger of the within-window interval and the window
+  length; a gap is missing data, not one long sampling interval).
 * Covered time of a window: from its first sample to its last sample plus one interval (each
   sample stands for one interval), at most the window length. A GPU whose interval cannot be measured (one instant scrape) covers 0 s: it is
   linted, never stretched to the window length.
@@ -25,6 +27,7 @@ TARGET_WINDOWS = 60  # windows across the capture's span that a default window a
 DEFAULT_MAX_S = 60.0  # the longest default window (the long-standing default, fleet's nightly unit)
 NICE_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0)
 _ENTITY = ("host", "gpu", "uuid", "mig")
+GAP_STEPS = 5.0  # a step longer than this many intervals (or windows) is missing data, not an interval
 
 
 def sample_interval_s(samples: pd.DataFrame) -> float | None:
@@ -85,7 +88,7 @@ def add_coverage(w: pd.DataFrame) -> pd.DataFrame:
             k = np.maximum(k, w[m + "__n"].to_numpy(dtype="int64"))
     keys = [c for c in _ENTITY if c in w.columns]
     gid = w.groupby(keys, dropna=False, sort=False).ngroup().to_numpy() if keys else np.zeros(n, "int64")
-    interval = _intervals(gid, first, last, k)
+    interval = _intervals(gid, first, last, k, ws_ms)
     known = np.isfinite(interval)
     end = np.where(known, np.minimum(last + np.nan_to_num(interval), first + ws_ms), last)
     covered = np.maximum(end - first, 0.0) / 1000.0
@@ -97,14 +100,21 @@ def add_coverage(w: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _intervals(gid: np.ndarray, first: np.ndarray, last: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Per-row sampling interval (ms) of its GPU (NaN where no step can be measured)."""
+def _intervals(gid: np.ndarray, first: np.ndarray, last: np.ndarray, k: np.ndarray,
+               window_ms: np.ndarray) -> np.ndarray:
+    """Per-row sampling interval (ms) of its GPU (NaN where no step can be measured). A step across
+    windows longer than :data:`GAP_STEPS` x max(the GPU's within-window interval, the window) is a
+    gap in the data and measures nothing (two scrapes months apart are not a months-long interval)."""
     n = len(gid)
     with np.errstate(invalid="ignore", divide="ignore"):
         inner = np.where(k >= 2, (last - first) / np.maximum(k - 1, 1), np.nan)
     same = np.r_[False, gid[1:] == gid[:-1]]
     across = np.full(n, np.nan)
     across[same] = (first[1:] - last[:-1])[same[1:]]
+    inner_med = pd.Series(inner).groupby(gid).transform("median").to_numpy(dtype="float64")
+    ref = np.fmax(inner_med, window_ms)  # fmax: the window where no within-window step exists
+    with np.errstate(invalid="ignore"):
+        across = np.where(across <= GAP_STEPS * ref, across, np.nan)
     cand = pd.DataFrame({"g": np.r_[gid, gid], "v": np.r_[inner, across]})
     cand = cand[cand["v"] > 0]
     med = cand.groupby("g")["v"].median()
