@@ -21,6 +21,7 @@ from typing import Any
 from rooftop.analyzer.schema import Document, Verdict
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.md_widgets import md_table
+from rooftop.reports.reason import clip_reason
 from rooftop.reports.terminal import escape_terminal
 
 MAX_ANNOTATIONS = 10
@@ -69,11 +70,18 @@ def row_text(r: Mapping[str, Any]) -> str:
 
 
 def verdict_word(doc: Document) -> str:
-    """``FAIL``, ``PASS`` (gated, nothing failed) or ``REPORT`` (no --fail-on)."""
+    """``FAIL``, ``NO VERDICT`` (nothing could be judged: docs/contract.md#ci), ``PASS`` (gated,
+    nothing failed) or ``REPORT`` (no --fail-on)."""
     v = verdict_of(doc)
     if v["fail"]:
         return "FAIL"
+    if _nothing_judged(v):
+        return "NO VERDICT"
     return "PASS" if v["threshold_pct"] is not None else "REPORT"
+
+
+def _nothing_judged(v: Verdict) -> bool:
+    return "no verdict" in str(v.get("summary") or "")
 
 
 # ----------------------------------------------------------------------------- JUnit
@@ -159,7 +167,7 @@ def workflow_commands(doc: Document) -> list[str]:
         out.append(f"::{level} title={_prop('rooftop diff')}::{_data(f'{len(regs) - MAX_ANNOTATIONS} more regression(s) in the report')}")
     if v["fail"] and not regs:  # a total or span gate
         out.append(f"::error title={_prop('rooftop diff')}::{_data(str(v.get('summary') or 'FAIL'))}")
-    if "no verdict" in str(v.get("summary") or ""):
+    if _nothing_judged(v):
         out.append(f"::warning title={_prop('rooftop diff: nothing judged')}::{_data(v['reason'])}")
     return out
 
@@ -168,7 +176,7 @@ def step_summary(doc: Document) -> str:
     """The job summary: the verdict, its reason, and the regressions and improvements (Markdown)."""
     v = verdict_of(doc)
     lines = [f"### rooftop diff: {verdict_word(doc)}", "", md_esc(str(v.get("summary") or ""), limit=300), "",
-             md_esc(v["reason"], limit=3000), ""]
+             clip_reason(v["reason"], limit=3000), ""]
     cols: Sequence[Any] = [("name", "series"), ("change", "change"), ("evidence", "evidence"),
                            ("decided", "decided by")]
     for title, recs in (("Regressions", v["regressions"]), ("Improvements", v["improvements"])):

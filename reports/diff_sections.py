@@ -1,7 +1,9 @@
 """Sections of the ``rooftop diff`` report (HTML and Markdown), rendered only from the document (``Document``).
 
 Reads the diff keys of the document: ``verdict``, ``totals``, ``families``, ``series``,
-``unmatched``, ``pairs``, ``sides`` and ``devices``. Every input-derived string (kernel, family
+``unmatched``, ``pairs``, ``sides`` and ``devices``. A diff of two timelines adds the sections of
+:mod:`reports.timeline_diff_sections`; a diff of two DCGM captures or fleet periods is drawn by
+:mod:`reports.window_diff_sections` alone. Every input-derived string (kernel, family
 and file names, NVTX paths) is escaped: :func:`esc`/:func:`table` for HTML, :func:`md_esc`/
 :func:`md_table` for Markdown; the roofline is static SVG (``<title>`` hover).
 """
@@ -14,11 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooftop.analyzer.schema import SIDES, Document, Verdict
+from rooftop.reports import timeline_diff_sections as tld
+from rooftop.reports import window_diff_sections as wds
 from rooftop.reports.ci import verdict_of, verdict_word
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
+from rooftop.reports.reason import clip_reason
 from rooftop.reports.roofline import roofs_of
 from rooftop.reports.svg_roofline import ML, MT, H, W, _Axes, _axes_svg, _ceilings_svg, _ranges
 from rooftop.reports.widgets import Column, Section, table
@@ -72,7 +77,8 @@ def _thr(verdict: Verdict) -> str:
 
 
 def _series_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [{**r, "config": _config(r), "n": f"{r.get('n_base')} → {r.get('n_cand')}"} for r in records]
+    return [{**r, "config": _config(r), "n": f"{r.get('n_base')} → {r.get('n_cand')}",
+             "name": tld.unprefixed(r.get("short_name") or r.get("series"), r.get("device"))} for r in records]
 
 
 # ----------------------------------------------------------------------------- roofline with arrows
@@ -187,7 +193,7 @@ def verdict_section(doc: Document) -> Section:
     v = verdict_of(doc)
     t = doc.get("totals") or {}
     word = verdict_word(doc)
-    sev = {"FAIL": "high", "PASS": "low", "REPORT": "info"}[word]
+    sev = {"FAIL": "high", "PASS": "low", "REPORT": "info", "NO VERDICT": "medium"}[word]
     sides = doc.get("sides") or {}
     kpis = [
         _kpi(f"{fmt_time(_get(t, 'baseline', 'duration_s'))} → {fmt_time(_get(t, 'candidate', 'duration_s'))}",
@@ -231,9 +237,20 @@ SERIES_COLUMNS = [
 ]
 
 
+TIMELINE_SERIES_COLUMNS = [
+    Column("device", "GPU"), Column("name", "series", css="name"), Column("change", "median Δ", chg, numeric=True),
+    Column("median_base_s", "baseline median", fmt_time, numeric=True),
+    Column("median_cand_s", "candidate median", fmt_time, numeric=True),
+    Column("delta_s", "Δ total time", fmt_time, numeric=True), Column("n", "repeats"),
+    Column("p_adjusted", "p (Holm)", _pval, numeric=True), Column("decided_by", "decided by"),
+    Column("note", "method"),
+]
+
+
 def changes_section(doc: Document) -> list[Section]:
     """The regressions and improvements beyond the threshold, one table each."""
     v = verdict_of(doc)
+    columns = TIMELINE_SERIES_COLUMNS if doc.get("timeline_diff") else SERIES_COLUMNS
     out = []
     for key, title, recs in (("regressions", "Regressions", v["regressions"]),
                              ("improvements", "Improvements", v["improvements"])):
@@ -243,7 +260,7 @@ def changes_section(doc: Document) -> list[Section]:
         else:
             more = (f'<p class="note">{len(rows) - MAX_ROWS} more in the JSON output.</p>'
                     if len(rows) > MAX_ROWS else "")
-            body = table(rows[:MAX_ROWS], SERIES_COLUMNS) + more
+            body = table(rows[:MAX_ROWS], columns) + more
         out.append(Section(title, body, anchor=key))
     return out
 
@@ -320,7 +337,12 @@ def pairs_section(doc: Document) -> Section | None:
 
 def sections(doc: Document) -> list[Section]:
     """The diff page's own sections, in order."""
+    if "windows_diff" in doc:
+        return wds.sections(doc)
     out: list[Section] = [verdict_section(doc)]
+    if doc.get("timeline_diff"):
+        parts = tld.sections(doc)
+        return [out[0], parts[0], *changes_section(doc), *parts[1:]]
     roof = roofline_section(doc)
     if roof:
         out.append(roof)
@@ -340,9 +362,11 @@ def sections(doc: Document) -> list[Section]:
 
 def markdown_sections(doc: Document) -> list[MdSection]:
     """Verdict, totals, regressions, improvements, families and unmatched kernels for a ticket."""
+    if "windows_diff" in doc:
+        return wds.md_sections(doc)
     v = verdict_of(doc)
     t = doc.get("totals") or {}
-    lines = [f"**{verdict_word(doc)}**: {md_esc(v['reason'], limit=2000)}", "",
+    lines = [f"**{verdict_word(doc)}**: {clip_reason(v['reason'])}", "",
              f"- Total kernel time: {fmt_time(_get(t, 'baseline', 'duration_s'))} → "
              f"{fmt_time(_get(t, 'candidate', 'duration_s'))} ({chg(_get(t, 'change', 'duration'))})",
              f"- Matched launches: {_get(t, 'matched', 'launches') or 0} "
@@ -353,6 +377,10 @@ def markdown_sections(doc: Document) -> list[MdSection]:
     cols: list[Any] = [("series", "series"), ("change", "median Δ", chg), ("delta_s", "Δ time", fmt_time),
                        ("n", "launches"), ("p_adjusted", "p (Holm)", _pval), ("note", "method"),
                        ("explanation", "why")]
+    timeline = tld.md_sections(doc)
+    if timeline:
+        out.append(timeline[0])
+        cols = [("device", "GPU"), ("name", "series"), *cols[1:]]
     for title, recs in (("Regressions", v["regressions"]), ("Improvements", v["improvements"])):
         rows = _series_rows(recs)
         if rows:
@@ -360,6 +388,8 @@ def markdown_sections(doc: Document) -> list[MdSection]:
             out.append(MdSection(title, md_table(rows[:MD_ROWS], cols) + more))
         else:
             out.append(MdSection(title, f"None beyond {md_esc(_thr(v))} %."))
+    if timeline:
+        return out + timeline[1:]
     un = doc.get("unmatched") or {}
     un_lines = []
     for key in ("new", "vanished"):

@@ -77,7 +77,7 @@ SECTIONS_BY_KIND: dict[Kind, list[SectionBuilder]] = {
                 common.inputs_section, common.provenance_section],
     "fleet": [common.overview_section, fleet_sections.sections, common.findings_section,
               common.lint_section, common.inputs_section, common.provenance_section],
-    "diff": [common.overview_section, timeline_sections.timeline_diff_sections, diff_sections.sections,
+    "diff": [common.overview_section, diff_sections.sections,
              common.lint_section,
              common.inputs_section, common.provenance_section],
     "trend": [trend_sections.sections, common.lint_section, common.inputs_section, common.provenance_section],

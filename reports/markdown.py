@@ -32,7 +32,7 @@ MD_SECTIONS_BY_KIND: dict[Kind, list[MdBuilder]] = {
                 timeline_sections.timeline_md_sections, ops_sections.ops_md_sections, fleet_sections.join_md_section, common.lint_md_section, common.reproduce_md_section],
     "fleet": [common.key_numbers_section, fleet_sections.markdown_sections,
               common.findings_md_section, common.lint_md_section, common.reproduce_md_section],
-    "diff": [common.key_numbers_section, timeline_sections.timeline_diff_md_sections, diff_sections.markdown_sections, common.lint_md_section,
+    "diff": [common.key_numbers_section, diff_sections.markdown_sections, common.lint_md_section,
              common.reproduce_md_section],
     "trend": [trend_sections.markdown_sections, common.lint_md_section, common.reproduce_md_section],
 }

@@ -12,9 +12,9 @@ from typing import Any
 
 from rooftop.analyzer.schema import Document
 from rooftop.reports.escape import esc
-from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
+from rooftop.reports.reason import clip_reason
 from rooftop.reports.widgets import Column, Section, table
 
 MULTIPLES = 12          # families drawn, largest total time first
@@ -172,7 +172,7 @@ def sections(doc: Document) -> list[Section]:
 def markdown_sections(doc: Document) -> list[MdSection]:
     """Summary, changes and the largest families."""
     t = _trend(doc)
-    out = [MdSection("Trend", md_esc(str(t.get("summary") or ""), limit=3000))]
+    out = [MdSection("Trend", clip_reason(str(t.get("summary") or ""), limit=3000))]
     changes = _change_rows(t)
     if changes:
         cols: Sequence[Any] = [("family", "family"), ("run", "from run"), ("direction", "direction"),

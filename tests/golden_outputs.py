@@ -99,6 +99,8 @@ def fixture_cases() -> list[Case]:
                                               "NVIDIA A100-SXM4-80GB"), False))
     cases.append(Case("diff-fixtures", ("diff", "fixtures/diff/baseline.raw.csv",
                                         "fixtures/diff/candidate.raw.csv"), False))
+    cases.append(Case("diff-dcgm-fixtures", ("diff", "fixtures/diff/dcgm_baseline.prom",
+                                             "fixtures/diff/dcgm_candidate.prom", "--fail-on", "5"), False))
     ds = "out/golden/dataset"
     proms = [f"fixtures/dcgm/{n}" for n in ("prom_era_classic.prom", "prom_scrapes_phases.prom",
                                            "prom_tsdb_mig.prom")]

@@ -348,7 +348,7 @@ def test_diff_corpus_before_after_pair() -> None:
     assert rows["0"]["idle_fraction"]["baseline"] == 0.086813834
     assert rows["0"]["idle_fraction"]["candidate"] == 0.19763484
     assert rows["0"]["kernels"]["delta"] == 1793 - 1993
-    assert "Timelines: before → after" in render_html(doc)
+    assert "Per GPU: before → after" in render_html(doc)
 
 
 def test_a_range_whose_gaps_other_work_fills_is_not_called_idle() -> None:

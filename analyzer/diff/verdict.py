@@ -95,6 +95,8 @@ def how_text(tested: int, compared: int, alpha: float, what: str = "series") -> 
 
 def test_text(tested: int, compared: int, alpha: float, what: str = "series") -> str:
     """Which series (or ``what``) the statistical test judged; the rest are judged by the threshold alone."""
+    if not compared:
+        return f"none run: no {what} on both sides"
     if not tested:
         return f"none run: every one of the {what} has too few repeats, judged by the threshold alone"
     if tested == compared:

@@ -74,7 +74,17 @@ def window_side(path: str) -> WindowSide | None:
                       rejected=list(a["rejected"]), lint=list(a.get("lint") or []))
 
 
-def _verdict(table: pd.DataFrame, hs: dict[str, Any], gate: Gate, alpha: float) -> dict[str, Any]:
+def _windowless_text(paths: list[str]) -> str:
+    """Why nothing is gated when a capture holds no window (docs/formulas.md#windows-diff)."""
+    return (f"nothing to gate: {' and '.join(paths)} {'hold' if len(paths) > 1 else 'holds'} no DCGM window: "
+            "no sample carries a field a window "
+            "averages (SM, GR-engine, tensor or DRAM activity, GPU utilisation, power, memory used; "
+            "docs/formulas.md#windows), so no owner has an efficiency to compare. Collect "
+            "DCGM_FI_PROF_SM_ACTIVE (or DCGM_FI_PROF_GR_ENGINE_ACTIVE) in both captures.")
+
+
+def _verdict(table: pd.DataFrame, hs: dict[str, Any], gate: Gate, alpha: float,
+             windowless: list[str] | None = None) -> dict[str, Any]:
     empty = pd.DataFrame(columns=["status", "method", "n_base", "n_cand", "decided_by", "significant", "change",
                                   "short_name", "series"])
     t = table if len(table) else empty
@@ -84,9 +94,11 @@ def _verdict(table: pd.DataFrame, hs: dict[str, Any], gate: Gate, alpha: float) 
     compared = int(((t["n_base"] > 0) & (t["n_cand"] > 0)).sum())
     fail = gate.fail_on is not None and len(reg) > 0
     thr, how = gate.threshold_text(), how_text(tested, compared, alpha, "owners")
-    if not compared:
-        judged = ("nothing to gate: no owner has windows with SM or GR-engine activity on both sides "
-                  "(collect DCGM_FI_PROF_SM_ACTIVE in both)")
+    if windowless:
+        judged = _windowless_text(windowless)
+    elif not compared:
+        judged = ("nothing to gate: no owner has windows with SM activity, GR-engine activity or GPU utilisation "
+                  "on both sides (collect DCGM_FI_PROF_SM_ACTIVE in both).")
     elif fail:
         judged = f"{len(reg)} owner(s) less efficient beyond {thr}{gate.floor_note()}: {wd.owner_text(reg)}. {how}."
     elif gate.fail_on is not None:
@@ -114,10 +126,7 @@ def run_windows_diff(sides: list[WindowSide], *, fail_on: float | None, command:
                      min_effect: float = MIN_EFFECT_PCT, alpha: float = stats.ALPHA) -> Document:
     """The ``diff`` document of two sides of windows."""
     gate = Gate(fail_on, min_effect)
-    for side in sides:
-        if not side.windows:
-            raise InputError(side.path, "has no DCGM windows to compare",
-                             "pass a DCGM stream with activity fields, or the JSON of rooftop analyze/fleet")
+    windowless = list(dict.fromkeys(s.path for s in sides if not s.windows))  # said, not refused (contract#ci)
     if sides[0].by != sides[1].by:
         raise InputError(sides[1].path, f"groups its windows by {sides[1].by or 'owner'}, the baseline by "
                          f"{sides[0].by or 'owner'}", "compare two fleet analyses run with the same --by, "
@@ -129,13 +138,19 @@ def run_windows_diff(sides: list[WindowSide], *, fail_on: float | None, command:
     inputs = [{**i, "side": n} for n, s in zip(SIDES, sides, strict=True) for i in s.inputs]
     rejected = [{**r, "side": n} for n, s in zip(SIDES, sides, strict=True) for r in s.rejected]
     lint = [{**lt, "side": n} for n, s in zip(SIDES, sides, strict=True) for lt in s.lint]
-    metrics = sorted({m for f in frames for m in f["metric"]} - {""})
+    metrics = sorted(set(table["metric"])) if len(table) else []
+    mixed = wd.no_common_metric(frames)
+    if mixed:
+        lint.append({"code": "diff-owner-metric-differs", "kernels": [], "side": "both",
+                     "message": f"{len(mixed)} owner(s) not compared: their windows carry an efficiency metric "
+                                f"on each side but none in common (SM activity, GR-engine activity, GPU "
+                                f"utilisation): {', '.join(mixed[:10])}" + (" …" if len(mixed) > 10 else "")})
     extra = {
         "sides": {n: {"path": s.path, "source": s.source, "windows": len(s.windows),
                       **({"period": s.period} if s.period else {})} for n, s in zip(SIDES, sides, strict=True)},
         "windows_diff": {**hs, "efficiency_metric": metrics},
         "window_series": wd.owner_records(table) if len(table) else [],
-        "verdict": _verdict(table, hs, gate, alpha),
+        "verdict": _verdict(table, hs, gate, alpha, windowless),
     }
     return build_document(kind="diff", inputs=inputs, rejected=rejected, devices=[], kernels=None, findings=[],
                           lint=lint, command=command, extra=extra)

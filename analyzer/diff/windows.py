@@ -24,8 +24,10 @@ from rooftop.analyzer.schema.vocab import WINDOW_LABELS
 SIDES = _SIDES
 OWNER_KEYS = ("namespace", "job", "pod")
 """The owner of a window: the first of these it names, else its host and GPU."""
-EFFICIENCY = ("sm_active", "gr_active")
-"""Efficiency per window: SM activity (DCGM_FI_PROF_SM_ACTIVE), else graphics-engine activity."""
+EFFICIENCY = ("sm_active", "gr_active", "gpu_util")
+"""Efficiency of an owner, the first both sides carry: SM activity (DCGM_FI_PROF_SM_ACTIVE), else
+graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE), else GPU utilisation (DCGM_FI_DEV_GPU_UTIL /
+nvidia-smi utilization.gpu: the time any kernel ran, the coarsest)."""
 LABELS = WINDOW_LABELS
 
 
@@ -44,17 +46,40 @@ def owner(w: dict[str, Any], by: Sequence[str] = ()) -> tuple[str, str]:
 
 def window_frame(windows: Sequence[dict[str, Any]], side: str, by: Sequence[str] = ()) -> pd.DataFrame:
     """One row per window: side, owner kind and name (``by``: a fleet's group keys), label, covered
-    seconds, efficiency and its metric."""
+    seconds, and each :data:`EFFICIENCY` metric (NaN where the window has none)."""
     rows = []
     for w in windows:
         m = w.get("metrics") or {}
-        metric = next((k for k in EFFICIENCY if isinstance(m.get(k), (int, float))), None)
         kind, name = owner(w, by)
         rows.append({"side": side, "owner_kind": kind, "owner": name, "label": str(w.get("label") or "unknown"),
                      "covered_s": float(w.get("covered_s") or 0.0),
-                     "efficiency": float(m[metric]) if metric else np.nan, "metric": metric or ""})
-    cols = ["side", "owner_kind", "owner", "label", "covered_s", "efficiency", "metric"]
-    return pd.DataFrame(rows, columns=cols)
+                     **{k: float(m[k]) if isinstance(m.get(k), (int, float)) and not isinstance(m.get(k), bool)
+                        else np.nan for k in EFFICIENCY}})
+    cols = ["side", "owner_kind", "owner", "label", "covered_s", *EFFICIENCY]
+    return pd.DataFrame(rows, columns=cols).astype({k: float for k in EFFICIENCY})
+
+
+def common_metric(g: pd.DataFrame) -> str:
+    """The owner's efficiency metric: the first of :data:`EFFICIENCY` that windows of both sides
+    carry (one side only: the first it carries); "" when none."""
+    sides = [g[g["side"] == s] for s in SIDES]
+    present = [s for s in sides if len(s)]
+    for k in EFFICIENCY:
+        if all(np.isfinite(s[k].to_numpy(dtype=float)).any() for s in present):
+            return k
+    return ""
+
+
+def no_common_metric(frames: Sequence[pd.DataFrame]) -> list[str]:
+    """Owners with windows on both sides and an efficiency metric on each, but none in common (not
+    compared; the diff lints them)."""
+    both = pd.concat(frames, ignore_index=True)
+    out = []
+    for (kind, name), g in both.groupby(["owner_kind", "owner"], sort=True):
+        has = [np.isfinite(g.loc[g["side"] == s, list(EFFICIENCY)].to_numpy(dtype=float)).any() for s in SIDES]
+        if all(has) and not common_metric(g):
+            out.append(f"{kind} {name}" if kind != "gpu" else str(name))
+    return out
 
 
 def _both(b: float | None, c: float | None) -> dict[str, Any]:
@@ -82,19 +107,26 @@ def owner_table(frames: Sequence[pd.DataFrame], gate: Gate, alpha: float = stats
     """Per owner: windows and GPU-hours per side, time-weighted mean efficiency, its change, the
     test over the windows' efficiencies, status (higher is better: a drop regresses) and what decided."""
     both = pd.concat(frames, ignore_index=True)
-    both = both[np.isfinite(both["efficiency"].to_numpy(dtype=float))]
-    if not len(both):
-        return pd.DataFrame()
+    idle = _idle_shares(both)
     rows = []
     samples: list[tuple[np.ndarray, np.ndarray]] = []
     for (kind, name), g in both.groupby(["owner_kind", "owner"], sort=True):
+        metric = common_metric(g)
+        if not metric:
+            continue
+        g = g.assign(efficiency=g[metric])
+        g = g[np.isfinite(g["efficiency"].to_numpy(dtype=float))]
         b, c = g[g["side"] == "baseline"], g[g["side"] == "candidate"]
         mb, mc = _weighted(b), _weighted(c)
-        rows.append({"owner_kind": kind, "owner": name, "metric": ",".join(sorted(set(g["metric"]) - {""})),
+        rows.append({"owner_kind": kind, "owner": name, "metric": metric,
                      "n_base": len(b), "n_cand": len(c), "hours_base": b["covered_s"].sum() / 3600.0,
                      "hours_cand": c["covered_s"].sum() / 3600.0, "mean_base": mb, "mean_cand": mc,
-                     "change": mc / mb - 1.0 if mb and mc is not None and math.isfinite(mc) else np.nan})
+                     "change": mc / mb - 1.0 if mb and mc is not None and math.isfinite(mc) else np.nan,
+                     "idle_share_base": idle.get((kind, name, "baseline"), np.nan),
+                     "idle_share_cand": idle.get((kind, name, "candidate"), np.nan)})
         samples.append((b["efficiency"].to_numpy(dtype=float), c["efficiency"].to_numpy(dtype=float)))
+    if not rows:
+        return pd.DataFrame()
     t = pd.DataFrame(rows)
     tested = stats.testable(t["n_base"].to_numpy(), t["n_cand"].to_numpy(), alpha)
     p = np.full(len(t), np.nan)
@@ -115,6 +147,17 @@ def owner_table(frames: Sequence[pd.DataFrame], gate: Gate, alpha: float = stats
     return t
 
 
+def _idle_shares(frame: pd.DataFrame) -> dict[tuple[str, str, str], float]:
+    """Per (owner kind, owner, side): the share of the owner's covered time in windows labelled
+    ``idle`` (every window of the owner, with or without an efficiency; reported, not gated)."""
+    if not len(frame):
+        return {}
+    f = frame.assign(idle_s=np.where(frame["label"] == "idle", frame["covered_s"], 0.0))
+    sums = f.groupby(["owner_kind", "owner", "side"])[["idle_s", "covered_s"]].sum()
+    return {key: float(r.idle_s / r.covered_s) for key, r in zip(sums.index, sums.itertuples(), strict=True)
+            if r.covered_s > 0}
+
+
 def _weighted(f: pd.DataFrame) -> float | None:
     w = f["covered_s"].to_numpy(dtype=float)
     v = f["efficiency"].to_numpy(dtype=float)
@@ -127,7 +170,7 @@ def _weighted(f: pd.DataFrame) -> float | None:
 
 OWNER_FIELDS = ["series", "short_name", "owner_kind", "owner", "metric", "status", "decided_by", "method", "note",
                 "n_base", "n_cand", "hours_base", "hours_cand", "mean_base", "mean_cand", "change", "p_value",
-                "p_adjusted", "significant"]
+                "p_adjusted", "significant", "idle_share_base", "idle_share_cand"]
 
 
 def owner_records(t: pd.DataFrame) -> list[dict[str, Any]]:
@@ -155,7 +198,8 @@ def owner_text(rows: pd.DataFrame, k: int = 5) -> str:
 
 
 def _metric(m: str) -> str:
-    return {"sm_active": "SM activity", "gr_active": "GR-engine activity"}.get(m, "activity")
+    return {"sm_active": "SM activity", "gr_active": "GR-engine activity", "gpu_util": "GPU utilisation"}.get(
+        m, "activity")
 
 
 def shares_text(hs: dict[str, Any]) -> str:
@@ -166,6 +210,8 @@ def shares_text(hs: dict[str, Any]) -> str:
     parts = [f"{lb} {100 * v['share']['baseline']:.0f} % → {100 * v['share']['candidate']:.0f} % "
              f"({v['share']['points']:+.0f} points)" for lb, v in moved if abs(v["share"]["points"]) >= 1.0][:4]
     text = f"GPU-hours {_h(gh['baseline'])} → {_h(gh['candidate'])}"
+    if not gh["baseline"] or not gh["candidate"]:
+        return text + "; label shares not compared (no GPU time on one side)"
     return text + ("; label shares: " + ", ".join(parts) if parts else "; label shares within 1 point")
 
 
