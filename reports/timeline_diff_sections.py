@@ -15,6 +15,7 @@ from typing import Any
 
 from rooftop.analyzer.schema import Document
 from rooftop.reports.ci import verdict_of
+from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_pct, fmt_time, num
 from rooftop.reports.md_widgets import MdSection, md_table
@@ -152,6 +153,12 @@ def _more(shown: int, total: int, where: str = "the JSON output") -> str:
     return f"{total - shown} more in {where}." if total > shown else ""
 
 
+def _none_significant(doc: Document) -> str:
+    tested = any(s.get("method") == "mann-whitney" for s in doc.get("timeline_series") or [])
+    return ("No series changed significantly." if tested else
+            "No series has enough repeats on both sides for the test: each was judged by the effect size alone.")
+
+
 def _series_note(doc: Document) -> str:
     return (f"Mann–Whitney U over each series' launches (or steps), Holm-adjusted. A significant change within "
             f"{_threshold(doc)} is held back by the effect size: within one capture the test cannot see "
@@ -172,7 +179,7 @@ def sections(doc: Document) -> list[Section]:
            Section("Per GPU: before → after", table(device_rows(doc), DEVICE_COLUMNS), anchor="timeline-diff")]
     series = series_rows(doc)
     body = (table(series[:SERIES_ROWS], SERIES_COLUMNS) if series
-            else '<p class="note">No series changed significantly.</p>')
+            else f'<p class="note">{esc(_none_significant(doc))}</p>')
     out.append(Section("Series the test calls significant", body, anchor="timeline-series",
                        note=(_series_note(doc) + " " + _more(min(len(series), SERIES_ROWS), len(series))).strip()))
     one = one_side_rows(doc)
@@ -204,7 +211,7 @@ def md_sections(doc: Document) -> list[MdSection]:
     series = series_rows(doc)
     more = _more(min(len(series), MD_SERIES_ROWS), len(series))
     body = (md_table(series[:MD_SERIES_ROWS], _SERIES_MD, limit=100) if series
-            else "No series changed significantly.")
+            else md_esc(_none_significant(doc)))
     out.append(MdSection("Series the test calls significant",
                          body + f"\n\n{md_esc(_series_note(doc))}" + (f" _{more}_" if more else "")))
     one = one_side_rows(doc)

@@ -236,3 +236,15 @@ def test_the_dcgm_demo_pair_fails_on_the_owners_that_lost_efficiency() -> None:
     assert batch["idle_share_base"] == 0.0 and batch["idle_share_cand"] == pytest.approx(0.5)
     for f in ("dcgm_baseline.prom", "dcgm_candidate.prom"):
         assert not run_diff(str(d / f), str(d / f), fail_on=0.0, device=None, command="test")["verdict"]["fail"]
+
+
+@pytest.mark.parametrize("other", ["kern_sum.csv", "stats_console.txt", "steps.json"])
+def test_an_nsys_stats_summary_is_nothing_to_gate(other: str) -> None:
+    """Self-diff of a summary-only input was an internal error (its timeline entry has no gaps)."""
+    f = FIXTURES / "trace" / "kern_sum.csv"
+    doc = run_diff(str(f), str(FIXTURES / "trace" / other), fail_on=0.0, device=None, command="test")
+    v = doc["verdict"]
+    assert not v["fail"] and v["summary"] == "summary-only input: no verdict" and not v["regressions"]
+    assert v["reason"].startswith(f"Nothing to gate: {f}")
+    assert "nsys export --type sqlite" in v["reason"]
+    assert "**NO VERDICT**: Nothing to gate" in render_markdown(doc)

@@ -50,7 +50,7 @@ def _device_rows(ta: list[TimelineAnalysis], extra: dict[str, dict[str, Any]]) -
             vb, vc = (b or {}).get(f), (c or {}).get(f)
             row[f] = {"baseline": vb, "candidate": vc,
                       "delta": None if vb is None or vc is None else round(vc - vb, 9)}
-        row["gaps"] = {s: (e or {}).get("gaps", {}).get("count") if e else None for s, e in zip(SIDES, (b, c), strict=True)}
+        row["gaps"] = {s: ((e or {}).get("gaps") or {}).get("count") for s, e in zip(SIDES, (b, c), strict=True)}
         row["label"] = {s: (e or {}).get("label") for s, e in zip(SIDES, (b, c), strict=True)}
         row.update(extra.get(device, {}))
         out.append(row)
@@ -148,6 +148,23 @@ def _verdict(series: pd.DataFrame, gate: Gate, alpha: float, changes: list[dict[
     }
 
 
+def _summary_only(a: TimelineAnalysis) -> bool:
+    """An ``nsys stats`` summary: per-kernel totals, no launch on a time axis (docs/formulas.md#timelines)."""
+    return bool(a.timeline) and all(e.get("span_s") is None for e in a.timeline)
+
+
+def _summary_verdict(paths: list[str]) -> dict[str, Any]:
+    """Nothing to gate when a side is a summary: no launch to test, no time axis for idle
+    (docs/formulas.md#timeline-diff; docs/contract.md#ci)."""
+    names = " and ".join(dict.fromkeys(paths))
+    return {"fail": False, "summary": "summary-only input: no verdict", "regressions": [], "improvements": [],
+            "throughput_by": None, "span_regressions": [],
+            "reason": (f"Nothing to gate: {names} {'is' if len(set(paths)) == 1 else 'are'} summary-only "
+                       "(nsys stats: per-kernel totals, no launch durations and no time axis), so no kernel can be "
+                       "tested and no idle time compared; the total kernel time is reported, not gated. Diff the "
+                       ".nsys-rep or its SQLite export (nsys export --type sqlite) instead.")}
+
+
 def run_trace_diff(baseline: str, candidate: str, *, fail_on: float | None, command: str,
                    min_effect: float = MIN_EFFECT_PCT, alpha: float = stats.ALPHA) -> Document:
     """The ``diff`` document of two timelines."""
@@ -165,6 +182,9 @@ def run_trace_diff(baseline: str, candidate: str, *, fail_on: float | None, comm
                                 entries)
     throughput = tl.throughput(extra, series)
     verdict = _verdict(series, gate, alpha, changes, rows, throughput)
+    summaries = [p for p, a in zip((baseline, candidate), ta, strict=True) if _summary_only(a)]
+    if summaries:
+        verdict.update(_summary_verdict(summaries))
     names = [{str(e["device"]) for e in a.timeline} for a in ta]
     lint = []
     if names[0] != names[1]:
