@@ -120,3 +120,50 @@ def test_the_three_exports_of_one_report_name_the_same_limiter() -> None:
     same = {"shared-pipe": "tensor"}
     verdicts = [[(k["name"], k["label"], same.get(k["limiter"], k["limiter"])) for k in _doc(n)["kernels"]] for n in NCU]
     assert verdicts[1] == verdicts[0] and verdicts[2] == verdicts[0]
+
+
+KERNELS = ("ncu_kernels_raw.csv.gz", "ncu_kernels_details.csv.gz", "ncu_kernels_console.txt.gz")
+
+
+def _verdict(doc: dict[str, Any], name: str, nth: int = 0) -> tuple[str, str]:
+    k = [k for k in doc["kernels"] if k["name"] == name][nth]
+    return k["label"], k["limiter"]
+
+
+@pytest.mark.parametrize("export", KERNELS)
+def test_kernels_built_for_one_limiter_get_it(export: str) -> None:
+    """fixtures/capture/kernels.py: each CUDA C kernel is written to stress one unit."""
+    doc = _doc(export)
+    assert _verdict(doc, "fp64_fma") == ("compute-bound", "fp64")  # 4 DFMA chains per thread
+    assert _verdict(doc, "int_hash") == ("compute-bound", "alu")  # xorshift: shifts and xors only
+    assert _verdict(doc, "naive_sgemm") == ("memory-bound", "l1")  # every FMA loads two floats
+    assert _verdict(doc, "smem_conflict") == ("memory-bound", "l1")  # 32-way shared-memory bank conflicts
+    assert _verdict(doc, "strided_gather")[0] == "memory-bound"
+    assert _verdict(doc, "pointer_chase") == ("overhead-bound", "small-grid")  # one block of 32 threads
+
+
+def test_an_xu_loop_is_not_called_issue_bound_where_no_page_names_its_pipe() -> None:
+    """sfu_loop: SM Busy 95 % on the XU pipe with issue slots at 31 %; the raw page's breakdown names XU,
+    the details and console pages name no pipe (NCU's rule: "all compute pipelines are under-utilized")."""
+    assert _verdict(_doc(KERNELS[0]), "sfu_loop") == ("compute-bound", "xu")
+    for export in KERNELS[1:]:
+        assert _verdict(_doc(export), "sfu_loop") == ("compute-bound", "unknown")
+
+
+def test_fma_loop_flops_are_the_code_s() -> None:
+    doc = _doc(KERNELS[0])
+    one_wave, tail = [k for k in doc["kernels"] if k["name"] == "fp32_fma"]
+    assert one_wave["flops"] == pytest.approx(1056 * 256 * 4096 * 8 * 2, rel=1e-3)  # 8 FFMA chains, 4096 iterations
+    assert tail["flops"] == pytest.approx(316 * 1024 * 8192 * 8 * 2, rel=1e-3)
+    (sgemm,) = [k for k in doc["kernels"] if k["name"] == "naive_sgemm"]
+    assert sgemm["flops"] == pytest.approx(2 * 1024**3, rel=5e-3)
+
+
+def test_nvidia_s_tail_estimate_is_held_to_what_the_busiest_unit_allows() -> None:
+    """1.2 waves of fp32_fma: NVIDIA's LaunchConfiguration rule assumes uniform block durations and estimates
+    half the runtime; the SM is 75.8 % busy over the launch, so no fix that keeps the work saves more than 24.2 %."""
+    doc = _doc(KERNELS[1])
+    tail = [k for k in doc["kernels"] if k["name"] == "fp32_fma"][1]
+    (f,) = [f for f in doc["findings"] if tail["index"] in f["kernels"]]
+    assert f["est_saving_s"] == pytest.approx(tail["duration_s"] * (1 - 0.758), rel=0.01)
+    assert "LaunchConfiguration" in f["recommendation"]

@@ -117,6 +117,7 @@ def side_utils(f: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+ISSUE_SOL_POINTS = 1.0
 ISSUE_ACTIVE = "issue_slots_active_pct"  # sm__inst_issued.avg.pct_of_peak_sustained_active: "Issue Slots Busy"
 
 
@@ -143,7 +144,10 @@ def compute_limiter(f: pd.DataFrame, u: pd.DataFrame) -> tuple[pd.Series, pd.Ser
     issue = _col(f, ISSUE_ACTIVE)
     if "pipe_word" not in f.columns or f["pipe_word"].isna().any():
         breakdown = f["pipe_word"].notna() if "pipe_word" in f.columns else pd.Series(False, index=f.index)
-        busier = ~breakdown & issue.notna() & (pct.isna() | (issue > pct))
+        # ... and only where it is what makes NCU's Compute (SM) Throughput (within a point): SM Busy can
+        # be 95 % on a pipe no page names (an XU loop) while issue slots sit at 31 %
+        makes_sol = issue >= _col(f, "sol_compute_pct") - ISSUE_SOL_POINTS
+        busier = ~breakdown & issue.notna() & makes_sol & (pct.isna() | (issue > pct))
         word = word.mask(busier, "issue")
         name = name.mask(busier, "instruction issue (NCU's Issue Slots Busy, over active cycles)")
         pct = pct.mask(busier, issue)
