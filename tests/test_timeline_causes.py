@@ -218,6 +218,25 @@ def test_graph_replay_gaps_are_not_blamed_on_the_host(tmp_path: Path) -> None:
     assert timeline_findings(a.timeline, a.steps) == []
 
 
+def test_gaps_between_graph_launches_are_classified(tmp_path: Path) -> None:
+    """Two cudaGraphLaunch calls, each replaying 3 kernels of 10 µs 2 µs apart; the second call holds the
+    host for 100 µs, during which the GPU idles: that gap is host time (was: every gap of a replayed
+    device left unclassified, no finding at 80 % idle); the 4 gaps inside the replays are 'graph'."""
+    ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 5, "tid": 1, "ts": t, "dur": d,
+           "args": {"correlation": c}} for t, d, c in ((0, 5, 7), (40, 100, 8))]
+    ev += [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": t0 + 12 * i, "dur": 10,
+            "args": {"device": 0, "stream": 7, "correlation": c}} for t0, c in ((6, 7), (141, 8)) for i in range(3)]
+    p = tmp_path / "graphs.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    a = analyze_timelines([parse_path(p)])
+    (e,) = a.timeline
+    assert e["idle_by_cause_s"]["graph"] == pytest.approx(4 * 2e-6)
+    assert e["idle_by_cause_s"]["host"] == pytest.approx((141 - 40) * 1e-6)  # 40 = end of the first replay
+    assert (e["label"], e["limiter"]) == ("overhead-bound", "host")
+    (f,) = [f for f in timeline_findings(a.timeline, a.steps) if f["rule"] == "timeline-idle-host"]
+    assert "cudaGraphLaunch" in f["title"] and "more work in each graph" in f["recommendation"]
+
+
 @pytest.mark.corpus
 def test_corpus_vllm_graph_execution_replay_share() -> None:
     (e,) = _corpus("AMD-AGI__TraceLens__tests__traces__inference__vllm_decode_full__graph_execution.json.gz").timeline

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,8 +196,9 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         dt = device_metrics(acts.subset(on_dev))
         ctx.covers[device] = sync.cover(device)
         ctx.pids[device] = ctx.device_pids(on_dev)
-        v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device])
         replay = _graph_share(act[on_dev], ctx.graph_calls)
+        inside = graph_gaps(act[on_dev], ctx.graph_calls) if replay else None
+        v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], inside=inside)
         v = graph_verdict(v, replay)
         out.devices[(path, device)] = (dt, v)
         entry = _entry(path, device, gpus.get(device), dt.metrics, v)
@@ -225,18 +227,43 @@ def _graph_share(act: pd.DataFrame, keys: set[tuple[int, int]]) -> float | None:
     return round(int(dur[replayed].sum()) / total, 9) if total else None
 
 
+def graph_gaps(act: pd.DataFrame, keys: set[tuple[int, int]]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Which idle gaps ``(start, end)`` of a device lie inside one CUDA-graph replay: the activity that
+    ends the gap's left side and the one that starts its right side were made by the same graph launch
+    (same correlation id and process). Those gaps are the graph's own dependencies, not host or launch
+    time; gaps between two launches are classified as any other (docs/formulas.md#timelines)."""
+    start = ints(act["start_ns"])
+    end = ints(act["end_ns"])
+    keep = end > start
+    order = np.lexsort((end[keep], start[keep]))
+    s, e = start[keep][order], end[keep][order]
+    corr, pid = ints(act["correlation"])[keep][order], ints(act["pid"])[keep][order]
+    replayed = made_by(corr, pid, keys)
+    # position of the latest-ending activity among the first j + 1 (the one that ends the busy run)
+    last = np.maximum.accumulate(np.where(e == np.maximum.accumulate(e), np.arange(len(e)), 0)) if len(e) \
+        else np.zeros(0, dtype=np.int64)
+
+    def inside(gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
+        nxt = np.searchsorted(s, ge, side="left")
+        ok = (nxt > 0) & (nxt < len(s))
+        prev = np.where(ok, last[np.clip(nxt - 1, 0, max(len(s) - 1, 0))], 0)
+        nxt = np.clip(nxt, 0, max(len(s) - 1, 0))
+        same: np.ndarray = ok & replayed[prev] & replayed[nxt] & (corr[prev] == corr[nxt]) & (pid[prev] == pid[nxt])
+        return same
+
+    return inside
+
+
 def graph_verdict(v: Verdict, share: float | None) -> Verdict:
-    """An idle/overhead-bound verdict whose GPU time is mostly CUDA-graph replay: the gaps between a
-    replay's kernels are neither host nor launch time, and the trace does not show which kernel of
-    the graph waits on what, so the limiter is ``unknown`` (docs/formulas.md#timelines)."""
+    """A verdict whose GPU time is mostly CUDA-graph replay says so: no op launched those kernels one by
+    one, and the gaps inside a replay are left unclassified (docs/formulas.md#timelines)."""
     if share is None or share < GRAPH_MIN:
         return v
     note = (f"{100 * share:.1f} % of the GPU time was launched by CUDA-graph launches (cudaGraphLaunch and "
-            "kin): gaps between a replay's kernels are not host or launch time, and no op launched those "
-            "kernels one by one, so idle causes and op attribution are not decided here (docs/formulas.md#timelines)")
-    if v.label not in ("idle", "overhead-bound"):
-        return Verdict(v.label, v.limiter, [*v.evidence, note], v.idle_split, v.split)
-    return Verdict(v.label, "unknown", [note, *v.evidence], v.idle_split, v.split)
+            "kin): gaps between two kernels of one replay are not host or launch time and are left "
+            "unclassified; gaps between launches are classified as usual; no op launched those kernels one "
+            "by one, so op attribution is not decided here (docs/formulas.md#timelines)")
+    return Verdict(v.label, v.limiter, [note, *v.evidence], v.idle_split, v.split)
 
 
 def _dev_key(d: str) -> tuple[int, str]:

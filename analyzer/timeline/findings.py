@@ -19,14 +19,13 @@ import numpy as np
 
 from rooftop.analyzer.findings.severity import severity
 
-GRAPH_MIN = 0.5  # rooftop.analyzer.timeline.GRAPH_MIN (not imported: the package imports this module's users)
-
 RULE = "docs/formulas.md#timeline-findings"
 FLOOR = 0.01  # a cause below 1 % of the span is not listed (rooftop's floor)
 _SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
 _ALLOC = re.compile(r"^(cuda|hip|cu)(Malloc|Free|HostAlloc|FreeHost|MallocHost|MemAlloc|MemFree)", re.I)
 _COPY = re.compile(r"^(cuda|hip|cu)Memcpy", re.I)
 _LAUNCH = re.compile(r"Launch", re.I)
+_GRAPH_LAUNCH = re.compile(r"GraphLaunch", re.I)  # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
 PAGEABLE_WORD = "Pageable"
 
 
@@ -83,6 +82,11 @@ def _host_advice(cat: str | None, names: list[dict[str, Any]]) -> str:
         if _COPY.match(first):
             return ("The host waits in copy calls: copies from pageable memory are staged and block the host; "
                     "pin the host buffers (pin_memory=True, cudaHostAlloc) and use non_blocking copies.")
+        if _GRAPH_LAUNCH.search(first):
+            return (f"The GPU waits between CUDA-graph replays while the host sits in {first}: a replay ends "
+                    "before the host has launched the next, so put more work in each graph (capture the whole "
+                    "step, or several replays, as one graph) or fuse the graph's small kernels (torch.compile) "
+                    "so a replay does more per launch.")
         if _LAUNCH.search(first):
             return ("The host spends the gaps in launch calls: long first launches load modules (warm-up: "
                     "leave it out of the capture); otherwise fewer, larger launches (fusion, CUDA graphs).")
@@ -271,8 +275,8 @@ def timeline_findings(timeline: Sequence[Mapping[str, Any]], steps: Sequence[Map
         if e.get("device") is None or span <= 0 or e.get("label") == "unknown":
             continue
         causes = e.get("idle_by_cause_s") or {}
-        replayed = float(e.get("graph_replay_share") or 0.0) >= GRAPH_MIN  # causes not decided
-        for cause in () if replayed else ("host", "sync", "launch"):
+        # gaps inside a CUDA-graph replay carry no cause (idle_by_cause_s "graph"); the others do
+        for cause in ("host", "sync", "launch"):
             seconds = float(causes.get(cause, 0.0))
             if seconds < FLOOR * span:
                 continue

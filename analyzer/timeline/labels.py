@@ -20,8 +20,11 @@ gaps < 10 µs holds at least as much as the rest of gaps >= 10 µs; else ``host`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from rooftop.analyzer.timeline.causes import UNTRACED, HostActivity, IdleSplit, split_idle
 from rooftop.analyzer.timeline.metrics import DeviceTimeline, Union
@@ -65,7 +68,8 @@ def host_text(split: IdleSplit) -> str | None:
 
 
 def label_device(dt: DeviceTimeline, sync: Union, host: HostActivity | None = None,
-                 pids: tuple[int, ...] = (), names: bool = True) -> Verdict:
+                 pids: tuple[int, ...] = (), names: bool = True,
+                 inside: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> Verdict:
     """The label, limiter and evidence for one device or step (rules in the module docstring)."""
     m = dt.metrics
     span = dt.span
@@ -82,8 +86,12 @@ def label_device(dt: DeviceTimeline, sync: Union, host: HostActivity | None = No
     idle = span - dt.busy.busy
     frac = idle / span
     gs, ge = dt.idle_intervals()
-    split = split_idle(gs, ge, sync, host, pids, names)
-    causes = split.causes()
+    # gaps between two kernels of one CUDA-graph launch: neither host nor launch time (no cause decided)
+    in_graph = inside(gs, ge) if inside is not None else np.zeros(len(gs), dtype=bool)
+    split = split_idle(gs[~in_graph], ge[~in_graph], sync, host, pids, names)
+    causes: dict[str, int] = dict(split.causes())
+    if in_graph.any():
+        causes["graph"] = int((ge[in_graph] - gs[in_graph]).sum())
     g = m["gaps"]
     ev = [f"GPU busy {m['gpu_busy_s']:.6f} s of a {m['span_s']:.6f} s {'wall time' if dt.window else 'span'}: "
           f"idle {_pct(frac)} in {g['count']} gaps ({g['lt_10us']} < 10 µs, {g['10_to_100us']} "
@@ -92,13 +100,17 @@ def label_device(dt: DeviceTimeline, sync: Union, host: HostActivity | None = No
     shares = {k: v / idle for k, v in causes.items()} if idle else {}
     if idle:
         ev.append(f"idle by cause: host blocked in a sync call {_pct(shares['sync'])}, rest of gaps "
-                  f"< 10 µs (launch) {_pct(shares['launch'])}, rest of gaps >= 10 µs (host) {_pct(shares['host'])}")
+                  f"< 10 µs (launch) {_pct(shares['launch'])}, rest of gaps >= 10 µs (host) {_pct(shares['host'])}"
+                  + (f", inside CUDA-graph replays (between two kernels of one graph launch: not host or "
+                     f"launch time, cause not decided) {_pct(shares['graph'])}" if "graph" in shares else ""))
         text = host_text(split)
         if text:
             ev.append(text)
     if frac > OVERHEAD_MIN:  # in use < 50 %: nsys gpu_time_util's strict comparison
         label = "idle" if frac >= IDLE_MIN else "overhead-bound"
-        if shares.get("sync", 0) >= SYNC_MIN:
+        if shares.get("graph", 0) > max(shares.get(k, 0) for k in ("sync", "launch", "host")):
+            limiter = "unknown"
+        elif shares.get("sync", 0) >= SYNC_MIN:
             limiter = "sync"
         elif shares.get("launch", 0) >= shares.get("host", 0):
             limiter = "launch"
