@@ -139,25 +139,33 @@ class AnalyzedInputs:
 
 
 def analyze_inputs(inputs: list[str], device: str | None = None, *, options: ParseOptions | None = None,
-                   progress: ProgressArg = None) -> AnalyzedInputs:
-    """Read ``inputs`` (files or folders, any format rooftop reads) and analyse their kernels."""
+                   progress: ProgressArg = None, kernel: str | None = None) -> AnalyzedInputs:
+    """Read ``inputs`` (files or folders, any format rooftop reads) and analyse their kernels;
+    ``kernel``: only those whose name matches that regular expression (``-k``,
+    docs/formulas.md#kernel-filter)."""
     from rooftop.analyzer.kernels.analyze import analyze_kernels
     from rooftop.analyzer.kernels.families import assign_families
 
     parsed = read_inputs(inputs, options or ParseOptions(), progress)
     kernels = parsed.kernels
+    lint: list[dict[str, Any]] = []
+    if kernel is not None:
+        from rooftop.analyzer.kernels.select import select_kernels
+
+        kernels, note = select_kernels(kernels, kernel, ", ".join(inputs))
+        lint.append(note)
     ka = analyze_kernels(kernels, parsed.rules, device=device,
                          meta={r.accounting.path: r.meta for r in parsed.results})
     results = ka.results
     if len(results):
         results = results.assign(family=assign_families(results))
     return AnalyzedInputs(parsed=parsed, kernels=kernels, results=results, devices=list(ka.devices),
-                          lint=list(ka.lint), ceilings=ka.ceilings, evidence=ka.evidence)
+                          lint=lint + list(ka.lint), ceilings=ka.ceilings, evidence=ka.evidence)
 
 
 def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, device: str | None = None,
                  top: int = 10, window_s: float | None = None, progress: ProgressArg = None,
-                 command: str = "") -> Document:
+                 command: str = "", kernel: str | None = None) -> Document:
     """The whole ``analyze`` job; returns the contract document.
 
     With both kernels and DCGM windows, ``kernel_join`` compares the DCGM signature the kernel mix
@@ -166,7 +174,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     from rooftop.analyzer.timeline import analyze_timelines
     from rooftop.analyzer.windows.analysis import analyze_windows
 
-    ai = analyze_inputs(inputs, device, options=options, progress=progress)
+    ai = analyze_inputs(inputs, device, options=options, progress=progress, kernel=kernel)
     parsed, results = ai.parsed, ai.results
     wa = analyze_windows(parsed.samples, window_s=window_s, device=device)
     ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)

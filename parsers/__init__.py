@@ -19,7 +19,7 @@ from rooftop.parsers.time_order import TimeOrder
 from rooftop.parsers.trace_io import register_trace_formats
 
 __all__ = [
-    "Input", "SampleStream", "expand_inputs", "open_input", "parse_input", "parse_path",
+    "NOT_A_FORMAT", "Input", "SampleStream", "expand_inputs", "open_input", "parse_input", "parse_path",
     "stream_input", "stream_path",
 ]
 
@@ -29,6 +29,7 @@ if __name__ != "rooftop.parsers":  # one name per module (docs/architecture.md#i
 
 register_trace_formats()  # nsys / Kineto / nsys stats (parsers.trace_io; docs/formulas.md#timelines)
 
+NOT_A_FORMAT = "is not a format rooftop reads"  # the reason of an input no sniffer recognises
 KNOWN = known_formats()  # for "expected one of" messages (formats registered later: known_formats())
 
 
@@ -64,7 +65,7 @@ def open_input(path: str | Path, limit: int | None = None) -> Input:
     except RecursionError as exc:  # a sniffer must never recurse; one hostile file must not sink a run
         raise InputError(str(path), "could not be told apart (nesting too deep)", "check the file") from exc
     if fmt is None:
-        raise InputError(str(path), "is not a format rooftop reads", f"expected one of: {known_formats()}")
+        raise InputError(str(path), NOT_A_FORMAT, f"expected one of: {known_formats()}")
     if fmt.line_based:
         src.max_line_bytes = fmt.max_line_bytes
     return Input(src, fmt)

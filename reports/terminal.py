@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import textwrap
 import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -46,10 +47,24 @@ def plain(value: Any, limit: int | None = NAME_LIMIT) -> str:
     return s
 
 
-def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None) -> str:
-    """The summary printed after a run."""
+MIN_WIDTH = 40
+
+
+def terminal_width(fallback: int = 80) -> int:
+    """Columns to lay the summary out in: ``COLUMNS``, else the terminal's width, else ``fallback``
+    (output that is not a terminal: a pipe, a CI log); never under :data:`MIN_WIDTH`."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((fallback, 24)).columns)
+
+
+def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
+                 width: int | None = None) -> str:
+    """The summary printed after a run, no line longer than ``width`` columns (default
+    :func:`terminal_width`): inputs, devices, kernel labels, DCGM window labels, each traced GPU's
+    label, idle share and top finding, a diff's verdict and its reason, the top findings (verdict
+    and numbers on one line, the kernel's name below it, shortened by :func:`shorten_kernel`)."""
     from rooftop.reports.formatting import device_sources, fmt_time, kernel_label_shares, num
 
+    cols = max(MIN_WIDTH, width or terminal_width())
     kind = doc["kind"]
     kernels = doc["kernels"]
     windows = doc["windows"]
@@ -57,6 +72,7 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None)
              f"{len(doc['rejected'])} rejected record(s)"]
     for name, sources in device_sources(doc["devices"]):
         lines.append(f"  device: {plain(name)} (ceilings: {plain(sources)})")
+    lines += [f"  {plain(n['message'], 400)}" for n in doc.get("lint") or [] if n["code"] == "kernel-filter"]
     if kernels:
         shares, total = kernel_label_shares(kernels)
         lines.append(f"  kernels: {len(kernels)} launches, {fmt_time(total)} GPU time")
@@ -74,6 +90,8 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None)
     verdict = doc.get("verdict")
     if kind == "diff" and verdict is not None:
         lines.append(f"  verdict: {plain(verdict.get('summary') or ('FAIL' if verdict['fail'] else 'ok'))}")
+        if verdict.get("reason"):
+            lines.append(f"  reason: {plain(verdict.get('reason'), 600)}")
     trend = doc.get("trend")
     if kind == "trend" and trend is not None:
         lines.append(f"  {plain(str(trend.get('summary') or ''), 600)}")
@@ -81,29 +99,40 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None)
     findings = doc["findings"][: max(top, 0)]
     if findings:
         lines.append("top findings:")
-        width = max(60, shutil.get_terminal_size((100, 24)).columns)
-        lines += [_finding_line(f, width, fmt_time, num) for f in findings]
+        names = distinct_kernel_names([str(f.get("family") or "") for f in findings], cols - 6)
+        for f, short in zip(findings, names, strict=True):
+            lines += _finding_lines(f, short, cols, fmt_time, num)
     else:
         lines.append("no findings")
     if outputs:
-        lines.append("wrote: " + ", ".join(plain(p, None) for p in outputs))
-    return "\n".join(lines)
+        lines += [("wrote: " if i == 0 else "       ") + plain(p, None) for i, p in enumerate(outputs)]
+    return "\n".join(out for line in lines for out in fit(line, cols))
+
+
+def fit(line: str, width: int) -> list[str]:
+    """``line`` as lines of at most ``width`` columns: broken at spaces, each continuation indented
+    four columns deeper than the line's own indent; a word longer than the width (a path) is cut."""
+    if len(line) <= width:
+        return [line]
+    indent = " " * min(len(line) - len(line.lstrip(" ")) + 4, width // 2)
+    return textwrap.wrap(line, width=width, subsequent_indent=indent, break_long_words=True,
+                         break_on_hyphens=False) or [line[:width]]
 
 
 def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:
-    """Per traced device: its label (limiter), idle share and its top finding (docs/formulas.md#timelines)."""
+    """Per traced device: its label (limiter) and idle share, then its top finding on the next
+    line (docs/formulas.md#timelines)."""
     entries = [e for e in doc.get("timeline") or [] if e["device"] is not None]
     out = []
     for e in entries[:limit]:
         where = f"{str(e['input']).rsplit('/', 1)[-1]} GPU {e['device']}"
         idle = e["idle_fraction"]
         short = f"{plain(str(e['input']).rsplit('/', 1)[-1], 40)} GPU {plain(e['device'], 12)}"
-        line = (f"  timeline {short}: {plain(e['label'], None)} ({plain(e['limiter'], None)})"
-                + (f", idle {100 * idle:.1f}%" if idle is not None else ""))
+        out.append(f"  timeline {short}: {plain(e['label'], None)} ({plain(e['limiter'], None)})"
+                   + (f", idle {100 * idle:.1f}%" if idle is not None else ""))
         top = next((f for f in doc["findings"] if f.get("group") == where), None)
         if top is not None:
-            line += f"; top: {plain(str(top['title']).removeprefix(where + ': '), 120)}"
-        out.append(line)
+            out.append(f"    top: {plain(str(top['title']).removeprefix(where + ': '), 240)}")
     if len(entries) > limit:
         out.append(f"  … and {len(entries) - limit} more traced device(s) (listed in the report and the JSON)")
     return out
@@ -117,14 +146,14 @@ def _ops_lines(doc: Document, limit: int = 8) -> list[str]:
     for c in cov[:limit]:
         name = str(c["input"]).rsplit("/", 1)[-1]
         att, mod = c["attributed"], c["modelled"]
-        line = (f"  ops {plain(name, 40)} GPU {plain(c['device'], 12)}: "
-                + (f"{100 * att:.1f}% of launched GPU time attributed" if att is not None else "no GPU time attributed")
-                + (f", {100 * mod:.1f}% of it modelled" if mod is not None else ""))
+        out.append(f"  ops {plain(name, 40)} GPU {plain(c['device'], 12)}: "
+                   + (f"{100 * att:.1f}% of launched GPU time attributed" if att is not None
+                      else "no GPU time attributed")
+                   + (f", {100 * mod:.1f}% of it modelled" if mod is not None else ""))
         top = next((f for f in doc["findings"] if f.get("source") == "ops" and f"({name} GPU {c['device']})"
                     in str(f["title"])), None)
         if top is not None:
-            line += f"; top op: {plain(str(top['title']).split(': ')[0], 120)}"
-        out.append(line)
+            out.append(f"    top op: {plain(str(top['title']).split(': ')[0], 240)}")
     if len(cov) > limit:
         out.append(f"  … and {len(cov) - limit} more traced device(s) with ops (listed in the report and the JSON)")
     return out
@@ -156,21 +185,119 @@ def shorten_name(text: str, limit: int) -> str:
     return base[:keep] + "…" + tail
 
 
-def _finding_line(f: Finding, width: int, fmt_time: Callable[[Any], str],
-                  num: Callable[[Any], float | None]) -> str:
-    """``N. [severity] label (limiter) · share · saving · name``: the label and the numbers always
-    whole; the name shortened in the middle to fit ``width``."""
+def _finding_lines(f: Finding, short: str, width: int, fmt_time: Callable[[Any], str],
+                   num: Callable[[Any], float | None]) -> list[str]:
+    """``N. [severity] label (limiter) · share · saving`` and, indented below it, the kernel's name
+    shortened to the width by :func:`shorten_kernel` (a window's, a trace's or a fleet finding's
+    title, which carries its verdict, wrapped instead)."""
     share = num(f["time_share"])
     saving = f["est_saving_s"]
     facts = [f"{100 * share:.1f}% of time"] if share is not None else []
     if saving is not None:
         facts.append(f"est. saving {fmt_time(saving)}")
     label = f.get("label")
+    family = f.get("family")
+    verdict = ""
     if label:
         verdict = plain(label, None) + (f" ({plain(f.get('limiter'), None)})" if f.get("limiter") else "")
-        name = plain(f.get("family") or f["title"], None)
-    else:  # window and fleet findings carry their verdict in the title
-        verdict, name = "", plain(f["title"], None)
     head = f"  {f['rank']}. [{plain(f['severity'], 10)}] " + " · ".join([x for x in (verdict, *facts) if x])
-    room = width - len(head) - 3
-    return f"{head} · {shorten_name(name, max(room, 40))}"
+    indent = " " * min(len(f"  {f['rank']}. "), 8)
+    if family and label:
+        return [head, indent + plain(short, None)]
+    return [head, *textwrap.wrap(plain(f["title"], 600), width=width, initial_indent=indent,
+                                 subsequent_indent=indent, break_on_hyphens=False)]
+
+
+def distinct_kernel_names(names: list[str], limit: int) -> list[str]:
+    """:func:`shorten_kernel` of each name, where two different names would print alike with the
+    first word of each that the other lacks kept inside its template arguments
+    (``elementwise_kernel<…direct_copy_kernel_cuda…>``); ``""`` stays ``""``."""
+    first = [shorten_kernel(n, limit) if n else "" for n in names]
+    short = list(first)
+    for i, n in enumerate(names):
+        twins = [names[j] for j in range(len(names)) if first[j] == first[i] and names[j] != n]
+        if not n or not twins:
+            continue
+        others = {w for t in twins for w in _WORD.findall(t)}
+        word = next((w for w in _WORD.findall(n) if w not in others and w not in first[i]), None)
+        if word is not None:
+            short[i] = shorten_kernel(n, limit, hint=word)
+    return short
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_LEAD = re.compile(r"^(?:(?:void|__global__|static|inline|extern \"C\")\s+)+")
+
+
+def shorten_kernel(text: str, limit: int, hint: str | None = None) -> str:
+    """A kernel's name in at most ``limit`` characters, keeping what tells it apart: the launch
+    configuration ``(grid G, block B)`` whole, the function name whole, and as much of its
+    namespace and template arguments as fit; what goes first is the argument list, then nested
+    template arguments, then the tail of the outer ones, then the namespaces (``…``). ``hint``: a
+    word of the template arguments to keep (``fn<…hint…>``) where it fits."""
+    if len(text) <= limit:
+        return text
+    m = _CONFIG.search(text)
+    tail = m.group(0) if m else ""
+    base = _LEAD.sub("", text[: len(text) - len(tail)].strip())
+    room = limit - len(tail)
+    opened = _drop_arguments(base).find("<")
+    if hint and opened > 0:
+        head = _drop_arguments(base)[:opened]
+        for name in (head, re.split(r"::(?![^<]*>)", head)[-1]):
+            if len(name) + len(hint) + 4 <= room:
+                return f"{name}<…{hint}…>{tail}"
+    for candidate in (base, _drop_arguments(base), _collapse(_drop_arguments(base), 1)):
+        if len(candidate) <= room:
+            return candidate + tail
+    name = _collapse(_drop_arguments(base), 1)
+    opened = name.find("<")
+    head = name if opened < 0 else name[:opened]
+    if opened >= 0 and len(head) + 3 <= room:  # the outer template arguments cut: fn<4, …>
+        cut = name[: room - 2]
+        comma = cut.rfind(", ")
+        return (cut[: comma + 2] if comma > opened else cut) + "…>" + tail
+    parts = re.split(r"(?<=::)(?![^<]*>)", head)  # namespaces go, whole, from the left: …::fn<…>
+    short = parts[-1] + ("<…>" if opened >= 0 else "")
+    kept = ""
+    for part in reversed(parts[:-1]):
+        if len(part + kept + short) + 1 > room:
+            break
+        kept = part + kept
+    if len(short) + 1 <= room:
+        return ("…" if len(kept) < len(head) - len(parts[-1]) else "") + kept + short + tail
+    cut = shorten_name(base + tail, limit)
+    return cut if len(cut) <= limit else cut[: limit - 1] + "…"
+
+
+def _drop_arguments(name: str) -> str:
+    """``fn<T>(float*, int)`` -> ``fn<T>``: a demangled name's trailing argument list."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i].rstrip() if i > 0 and name[:i].strip() else name
+    return name
+
+
+def _collapse(name: str, keep: int) -> str:
+    """Template arguments nested deeper than ``keep`` levels written ``…``:
+    ``f<4, Op<float, Add<x>>>`` with ``keep=1`` -> ``f<4, Op<…>>``."""
+    out: list[str] = []
+    depth = 0
+    for c in name:
+        if c == "<":
+            depth += 1
+            if depth <= keep + 1:
+                out.append(c)
+            if depth == keep + 1:
+                out.append("…")
+        elif c == ">" and depth > 0:
+            if depth <= keep + 1:
+                out.append(c)
+            depth -= 1
+        elif depth <= keep:
+            out.append(c)
+    return "".join(out)

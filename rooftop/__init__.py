@@ -46,21 +46,22 @@ def analyze(paths: Iterable[str | PathLike[str]] | str | PathLike[str], device: 
             start: datetime | str | None = None, host: str | None = None,
             since: datetime | str | None = None, until: datetime | str | None = None,
             match: Iterable[str] = (), step_s: float | None = None,
-            token_file: str | None = None) -> Document:
+            token_file: str | None = None, kernel: str | None = None) -> Document:
     """Analyse files or folders of any format rooftop reads; returns the analysis document.
 
     ``device`` is a built-in device name or a JSON/YAML ceilings file, as ``--device`` on the
     command line; ``window_s`` None chooses the DCGM window from the capture, as the command line
     does (docs/formulas.md#windows). As the command's options: ``interval_s``, ``start`` (a datetime,
     naive = UTC, or ISO 8601 text) and ``host`` for dmon streams; ``since``/``until`` (and
-    ``match``, ``step_s``, ``token_file``) for ``http(s)://`` Prometheus inputs."""
+    ``match``, ``step_s``, ``token_file``) for ``http(s)://`` Prometheus inputs; ``kernel`` as
+    ``-k``: only the ncu kernels whose name matches that regular expression."""
     from rooftop.analyzer.pipeline import run_analysis
     from rooftop.notebook import shown
 
     items = _paths(paths)
     options = _options(items, interval_s, start, host, since, until, match, step_s, token_file)
     return shown(run_analysis(items, options=options, device=device, top=top, window_s=window_s,
-                              command="rooftop.analyze()"))
+                              command="rooftop.analyze()", kernel=kernel))
 
 
 def load(path: str | PathLike[str]) -> Document:

@@ -192,7 +192,8 @@ def test_a_newline_in_a_file_name_stays_in_its_ingest_summary_line(tmp_path: Pat
     out = res.stdout.decode()
     _no_raw_controls(res.stdout)
     unusable = [line for line in out.splitlines() if line.startswith("unusable:")]
-    assert len(unusable) == 1 and "evil\\nname" in unusable[0], out
+    entry = out[out.index("unusable:"):]  # the entry and its continuation lines (laid out for 80 columns)
+    assert len(unusable) == 1 and "evil\\nname" in "".join(ln.strip() for ln in entry.splitlines()), out
     assert not any(line.startswith("name") for line in out.splitlines()), out
 
 

@@ -11,7 +11,6 @@ from rooftop.analyzer.ceilings.devices import (
     load_device_option,
     lookup,
     normalize_name,
-    render_table,
 )
 from rooftop.errors import InputError
 
@@ -149,12 +148,24 @@ def test_missing_device_file(tmp_path) -> None:
         load_device_option(str(tmp_path / "nope.json"))
 
 
-def test_render_table_lists_every_device_and_source() -> None:
-    text = render_table()
+@pytest.mark.parametrize("width", [80, 200])
+def test_render_table_lists_every_device_and_source(width: int) -> None:
+    """At 80 columns (issue 27: rows were 125-189 wide) the columns go into two tables, each naming
+    every device; at 200 one table holds them all."""
+    from rooftop.reports.devices_table import render_table
+
+    text = render_table([s.as_contract() for s in builtin()], width=width)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= width
+    heads = [ln for ln in lines if ln.startswith("device ")]
+    assert len(heads) == (2 if width == 80 else 1)
+    assert {h for ln in heads for h in ln.split()} >= {"CC", "SMs", "FP64", "Tensor", "INT8", "DRAM", "L2", "L1"}
     for s in builtin():
-        assert s.name[:30] in text
+        assert sum(ln.startswith(s.name + " ") for ln in lines) == len(heads)
+    h100 = " ".join(ln for ln in lines if ln.startswith("NVIDIA H100 SXM5 80GB "))
+    assert "989.4" in h100 and "3,350.0" in h100 and "33,500.0" in h100
     assert "Sources:" in text and "docs/formulas.md#device-table" in text and "§" not in text
-    data = json.loads(render_table(as_json=True))
+    data = json.loads(render_table([s.as_contract() for s in builtin()], as_json=True))
     assert len(data) == len(builtin()) and {"name", "source", "ceilings", "sources", "sm_count", "cc"} <= set(data[0])
 
 

@@ -32,7 +32,7 @@ def test_html_draws_the_op_roofline_and_a_filterable_op_table(doc: Document) -> 
 def test_markdown_lists_the_top_ops_and_the_terminal_their_coverage(doc: Document) -> None:
     md = render_markdown(doc)
     assert "## Op coverage" in md and "## Top ops" in md and "aten::mm M×N×K 8192×8192×8192 Half" in md
-    text = summary_text(doc)
+    text = summary_text(doc, width=200)
     assert "ops ops_pair.json GPU 0: 100.0% of launched GPU time attributed, 100.0% of it modelled" in text
 
 

@@ -16,8 +16,8 @@ STEPS = str(FIXTURES / "trace" / "steps.json")
 
 
 def test_terminal_prints_each_device_label_idle_and_top_finding() -> None:
-    text = summary_text(run_analysis([STEPS]))
-    assert ("  timeline steps.json GPU 0: overhead-bound (launch), idle 56.9%; top: GPU idle 395.9 µs "
+    text = summary_text(run_analysis([STEPS]), width=200)
+    assert ("  timeline steps.json GPU 0: overhead-bound (launch), idle 56.9%\n    top: GPU idle 395.9 µs "
             "(56.9 % of the span) in 99 gaps < 10 µs between launches") in text
     assert "no findings" not in text
 

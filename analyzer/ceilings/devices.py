@@ -277,30 +277,3 @@ def _load_file(path: Path) -> DeviceSpec:
         merged["base"] = base.name if base is not None else None
         merged["user_keys"] = sorted(set(data.get("peaks") or {}) | set(data.get("bandwidth") or {}))
     return _spec_from_dict(merged, "user", where)
-
-
-def _fmt(value: float | None, scale: float) -> str:
-    return "-" if value is None else f"{value / scale:,.1f}"
-
-
-def render_table(as_json: bool = False) -> str:
-    """``rooftop devices``: every built-in device's ceilings, and each number's source."""
-    specs = builtin()
-    if as_json:
-        return json.dumps([s.as_contract() for s in specs], indent=2)
-    cols = [("device", 30), ("CC", 5), ("SMs", 4), ("FP64", 7), ("FP32", 7), ("FP16", 7),
-            ("Tensor", 8), ("TF32", 7), ("FP8", 7), ("INT8", 7), ("DRAM", 8), ("L2", 8), ("L1", 8)]
-    head = " ".join(f"{n:<{w}}" if i == 0 else f"{n:>{w}}" for i, (n, w) in enumerate(cols))
-    lines = ["Peaks in TFLOP/s (INT8: TOP/s), dense; bandwidth in GB/s. Export ceilings "
-             "(.peak_sustained x clock) replace these when present.", head, "-" * len(head)]
-    for s in specs:
-        vals = [s.name[:30], s.cc or "-", str(s.sm_count or "-")]
-        vals += [_fmt(s.peaks.get(k), 1e12) for k in ("fp64", "fp32", "fp16", "tensor", "tf32", "fp8", "int8")]
-        vals += [_fmt(s.bandwidth.get(k), 1e9) for k in BANDWIDTH_KEYS]
-        lines.append(" ".join(f"{v:<{w}}" if i == 0 else f"{v:>{w}}"
-                              for i, (v, (_, w)) in enumerate(zip(vals, cols, strict=True))))
-    lines += ["", "Sources:"]
-    for s in specs:
-        lines.append(f"  {s.name}:")
-        lines += [f"    {k}: {v}" for k, v in s.sources.items()]
-    return "\n".join(lines)

@@ -62,7 +62,7 @@ from rooftop.analyzer.store.ingest_entry import (
     prefix_of,
     write_samples,
 )
-from rooftop.analyzer.store.ingest_summary import IngestSummary
+from rooftop.analyzer.store.ingest_summary import NOT_A_STREAM, IngestSummary
 from rooftop.analyzer.store.layout import parse_iso
 from rooftop.analyzer.store.lock import ingest_lock
 from rooftop.analyzer.store.manifest import Manifest, canonical
@@ -296,7 +296,7 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
     if stream.kind != "dcgm":
         stream.close()
         summary.unusable.append(InputError(
-            str(path), f"is a {stream.format} export, not a DCGM metric stream",
+            str(path), f"is a {stream.format} export, {NOT_A_STREAM}",
             "`rooftop ingest` takes DCGM/nvidia-smi streams; use `rooftop analyze` for ncu exports"))
         return None
     if prefix is not None and stream.format != prefix.entry.get("format"):

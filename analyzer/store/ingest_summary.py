@@ -43,13 +43,42 @@ class IngestSummary:
     def appended(self) -> list[dict[str, Any]]:
         return [e for e in self.ingested if e.get("kind") == "append"]
 
+    def unusable_lines(self, verbose: bool = False) -> list[str]:
+        """The inputs not ingested, one line per reason: those in no format ``ingest`` reads first,
+        naming the formats it does read (GPU metric streams, not every format rooftop knows); each
+        other reason with its hint once, then its inputs. The first :data:`UNUSABLE_SHOWN` reasons
+        and names of each (``verbose``: all of them)."""
+        groups: dict[str, list[InputError]] = {}
+        for exc in self.unusable:
+            key = "" if _not_a_stream(exc) else f"{exc.reason} ({exc.hint})" if exc.hint else exc.reason
+            groups.setdefault(key, []).append(exc)
+        limit = len(self.unusable) if verbose else UNUSABLE_SHOWN
+        ordered = sorted(groups.items(), key=lambda kv: kv[0] != "")  # stable: first seen first
+        lines = []
+        for key, excs in ordered[:limit]:
+            where = [f"{e.path}:{e.line}" if e.line else e.path for e in excs]
+            names = ", ".join(where[:limit]) + (" ..." if len(where) > limit else "")
+            if key == "":
+                lines.append(f"unusable: {len(excs)} input(s) in no format ingest reads (it reads "
+                             f"{stream_formats()}; `rooftop analyze` reads profiles and traces): {names}")
+            elif len(excs) == 1:
+                lines.append(f"unusable: {names}: {key}")
+            else:
+                lines.append(f"unusable: {len(excs)} input(s): {key}: {names}")
+        if len(ordered) > limit:
+            lines.append(f"unusable: ... and {sum(len(g) for _, g in ordered[limit:])} more input(s) "
+                         f"for {len(ordered) - limit} other reason(s) (-v lists them)")
+        elif any(len(g) > limit for g in groups.values()):
+            lines.append("unusable: -v lists every input")
+        return lines
+
     def describe(self) -> str:
         """The summary as text, one line per :meth:`lines` entry."""
         return "\n".join(self.lines())
 
-    def lines(self) -> list[str]:
+    def lines(self, verbose: bool = False) -> list[str]:
         """The summary, one entry per printed line (a file name with a newline stays in its line:
-        the command line escapes each entry, docs/contract.md)."""
+        the command line escapes each entry, docs/contract.md); ``verbose``: every unusable input."""
         rej = sum(int(e["rejected"]) for e in self.ingested)
         miss = sum(int(e["missing"]) for e in self.ingested)
         lines = [
@@ -98,11 +127,27 @@ class IngestSummary:
             lines.append(f"held back the unterminated last line of {len(self.held_back)} input(s) (a line still "
                          "being written): it is ingested once its newline arrives; pass --finished if the files "
                          "are complete: " + _first(self.held_back))
-        for exc in self.unusable:
-            lines.append(f"unusable: {exc}")
+        lines += self.unusable_lines(verbose)
         if self.orphans_removed:
             lines.append(f"removed {self.orphans_removed} file(s) left by an interrupted ingest")
         return lines
+
+
+UNUSABLE_SHOWN = 5
+NOT_A_STREAM = "not a DCGM metric stream"
+
+
+def stream_formats() -> str:
+    """The formats ``ingest`` stores: GPU metric streams (docs/contract.md#ingest)."""
+    from rooftop.parsers.formats import FORMATS
+
+    return ", ".join(dict.fromkeys(f.label for f in FORMATS.values() if f.kind == "samples"))
+
+
+def _not_a_stream(exc: InputError) -> bool:
+    from rooftop.parsers import NOT_A_FORMAT
+
+    return exc.reason == NOT_A_FORMAT or exc.reason.endswith(NOT_A_STREAM)
 
 
 def _first(paths: list[str], n: int = 5) -> str:

@@ -29,10 +29,19 @@ from rooftop.cli.options import (
     IsoTime,
     Outputs,
     SchedulerAddress,
+    kernel_regex,
     output_options,
     prometheus_options,
 )
-from rooftop.cli.output import echo, emit, emit_ci, guard_outputs, progress_bar, show_progress
+from rooftop.cli.output import (
+    echo,
+    emit,
+    emit_ci,
+    fit_lines,
+    guard_outputs,
+    progress_bar,
+    show_progress,
+)
 
 __all__ = ["main"]
 
@@ -63,9 +72,13 @@ def main() -> None:
 @click.option("--host", help="Host name for streams that do not carry one (dmon).")
 @click.option("--skip-unreadable", is_flag=True,
               help="Go on past a subfolder that cannot be listed (it is listed as unusable).")
+@click.option("-k", "--kernel", "kernel", metavar="REGEX", callback=kernel_regex,
+              help="Analyse only the ncu kernels whose name matches REGEX (searched; ncu's 'regex:' prefix "
+                   "accepted).")
 @prometheus_options
 def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: int, window_s: float | None,
             interval_s: float | None, start: Any, host: str | None, skip_unreadable: bool = False,
+            kernel: str | None = None,
             prom_since: datetime | None = None,
             prom_until: datetime | None = None, prom_match: tuple[str, ...] = (),
             prom_step: float | None = None, prom_token_file: str | None = None) -> None:
@@ -82,17 +95,36 @@ def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: 
                                                   prom_token_file))
     doc = run_analysis(list(inputs), options=options, device=device, top=top, window_s=window_s,
                        progress=progress_bar if show_progress(outputs.quiet) else None,
-                       command=_command_line())
+                       command=_command_line(), kernel=kernel)
     emit(doc, outputs, top)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("-k", "--kernel", "kernel", metavar="REGEX", required=True, callback=kernel_regex,
+              help="The kernels to show: those whose name matches REGEX (searched; ncu's 'regex:' prefix accepted).")
+@click.option("--limit", type=COUNT, default=3, show_default=True, help="Matching launches shown, the longest first.")
+@click.option("--device", help="Device name from `rooftop devices`, or a JSON/YAML ceilings file.")
+def show(inputs: tuple[str, ...], kernel: str, limit: int, device: str | None) -> None:
+    """Everything behind a kernel's verdict: identity, label and finding, ceilings, every evidence
+    fact with its sentence, NVIDIA's rules (docs/formulas.md#kernel-filter)."""
+    with frozen_imports():
+        from rooftop.analyzer.pipeline import run_analysis
+        from rooftop.reports.kernel_detail import chosen, detail_text
+
+    doc = run_analysis(list(inputs), device=device, kernel=kernel, command=_command_line(),
+                       progress=progress_bar if show_progress(False) else None)
+    echo(detail_text(doc, chosen(doc, limit)))
 
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
 def devices(as_json: bool) -> None:
     """The built-in device ceilings table and where each number comes from."""
-    from rooftop.analyzer.ceilings.devices import render_table
+    from rooftop.analyzer.ceilings.devices import builtin
+    from rooftop.reports.devices_table import render_table
 
-    echo(render_table(as_json=as_json))
+    echo(render_table([spec.as_contract() for spec in builtin()], as_json=as_json))
 
 
 @main.command()
@@ -118,11 +150,13 @@ def explain(citation: str) -> None:
 @click.option("--repair", is_flag=True,
               help="Drop entries whose partition files are missing or unreadable and ingest their inputs again.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary, no progress bar.")
+@click.option("-v", "--verbose", is_flag=True, help="List every input that was not ingested (default: the first 5).")
 @click.option("--skip-unreadable", is_flag=True,
               help="Go on past a subfolder that cannot be listed (it is listed as unusable).")
 @prometheus_options
 def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, start: Any,
-           host: str | None, finished: bool, repair: bool, quiet: bool, skip_unreadable: bool = False,
+           host: str | None, finished: bool, repair: bool, quiet: bool, verbose: bool = False,
+           skip_unreadable: bool = False,
            prom_since: datetime | None = None, prom_until: datetime | None = None,
            prom_match: tuple[str, ...] = (), prom_step: float | None = None,
            prom_token_file: str | None = None) -> None:
@@ -145,9 +179,9 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, star
                              query, progress=progress_bar if show_progress(quiet) else None,
                              finished=finished, repair=repair)
     if not quiet:
-        echo(summary.lines())
+        echo(fit_lines(summary.lines(verbose)))
     elif summary.unusable:  # -q: the inputs that were not ingested are still said (on stderr)
-        echo([f"unusable: {exc}" for exc in summary.unusable], err=True)
+        echo(fit_lines(summary.unusable_lines(verbose)), err=True)
 
 
 @main.command()

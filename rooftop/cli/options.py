@@ -218,3 +218,17 @@ def prometheus_options(func: F) -> F:
     ]):
         func = decorator(func)
     return func
+
+
+def kernel_regex(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-k REGEX``: checked to compile (docs/formulas.md#kernel-filter), as a usage error if not."""
+    if value is None:
+        return None
+    import re
+
+    try:
+        re.compile(value.removeprefix("regex:"))
+    except re.error as exc:
+        raise click.BadParameter(f"{value!r} is not a regular expression ({exc}); escape ( ) [ ] * + ? with \\",
+                                 ctx=ctx, param=param) from exc
+    return value

@@ -84,6 +84,15 @@ def echo(text: str | list[str], err: bool = False) -> None:
     click.echo("\n".join(escape_terminal(line) for line in lines), err=err)
 
 
+def fit_lines(lines: list[str]) -> list[str]:
+    """Lines laid out for the terminal's width (:func:`rooftop.reports.terminal.fit`), each escaped
+    first, so a newline in a file name stays a visible ``\\n`` in its line."""
+    from rooftop.reports.terminal import fit, terminal_width
+
+    width = terminal_width()
+    return [out for line in lines for out in fit(escape_terminal(line), width)]
+
+
 def guard_outputs(inputs: list[str], outputs: list[str]) -> None:
     """Refuse an output path that is one of the inputs (``analyze run.csv --html run.csv``)."""
     from rooftop.parsers.folders import scan_inputs
