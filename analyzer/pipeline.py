@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -26,7 +27,7 @@ from rooftop.parsers.model import (
     validate_samples,
 )
 from rooftop.parsers.source import ParseOptions
-from rooftop.progress import ProgressArg, track
+from rooftop.progress import ProgressArg, reading, stages, track
 
 
 @dataclass
@@ -114,9 +115,11 @@ def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg 
             parsed.results.extend(read_server(server, options))
         except InputError as exc:
             parsed.unusable.append(exc)
+    one = progress if len(paths) == 1 and not servers else None  # several: the bar counts files
     for path in _progress(paths, progress, "parsing"):
         try:
-            parsed.results.append(parse_path(path, options))
+            with reading(one, f"reading {Path(path).name}", _big(path)):
+                parsed.results.append(parse_path(path, options))
         except InputError as exc:
             parsed.unusable.append(exc)
     if not parsed.results:
@@ -143,10 +146,15 @@ def analyze_inputs(inputs: list[str], device: str | None = None, *, options: Par
     """Read ``inputs`` (files or folders, any format rooftop reads) and analyse their kernels;
     ``kernel``: only those whose name matches that regular expression (``-k``,
     docs/formulas.md#kernel-filter)."""
+    return analyze_parsed(read_inputs(inputs, options or ParseOptions(), progress), inputs, device, kernel)
+
+
+def analyze_parsed(parsed: ParsedInputs, inputs: list[str], device: str | None = None,
+                   kernel: str | None = None) -> AnalyzedInputs:
+    """:func:`analyze_inputs` of inputs already read."""
     from rooftop.analyzer.kernels.analyze import analyze_kernels
     from rooftop.analyzer.kernels.families import assign_families
 
-    parsed = read_inputs(inputs, options or ParseOptions(), progress)
     kernels = parsed.kernels
     lint: list[dict[str, Any]] = []
     if kernel is not None:
@@ -169,15 +177,42 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
     """The whole ``analyze`` job; returns the contract document.
 
     With both kernels and DCGM windows, ``kernel_join`` compares the DCGM signature the kernel mix
-    implies with the one DCGM saw (``analyzer.fleet.join``)."""
+    implies with the one DCGM saw (``analyzer.fleet.join``). ``progress``: a bar over the files
+    read (or the bytes of one large file), then, for large inputs, one over the analysis stages."""
+    parsed = read_inputs(inputs, options or ParseOptions(), progress)
+    large = sum(_big(r.accounting.path) for r in parsed.results) >= BAR_MIN_BYTES
+    with stages(progress if large else None, STAGES, "analysing") as step:
+        return _analysis(parsed, inputs, device=device, top=top, window_s=window_s, command=command,
+                         kernel=kernel, step=step)
+
+
+STAGES = ("kernels", "windows", "timelines", "findings", "ops", "document")
+BAR_MIN_BYTES = 4 << 20  # inputs this large (in all) show a bar inside a file and over the stages
+
+
+def _big(path: str) -> int:
+    """The size of ``path`` when it is at least :data:`BAR_MIN_BYTES`, else 0 (no bar)."""
+    try:
+        size = Path(path).stat().st_size
+    except (OSError, ValueError):
+        return 0
+    return size if size >= BAR_MIN_BYTES else 0
+
+
+def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, top: int, window_s: float | None,
+              command: str, kernel: str | None, step: Callable[[], None]) -> Document:
+    """:func:`run_analysis` after the reading; ``step()`` as each of :data:`STAGES` after the first starts."""
     from rooftop.analyzer.findings import rank_findings
     from rooftop.analyzer.timeline import analyze_timelines
     from rooftop.analyzer.windows.analysis import analyze_windows
 
-    ai = analyze_inputs(inputs, device, options=options, progress=progress, kernel=kernel)
-    parsed, results = ai.parsed, ai.results
+    ai = analyze_parsed(parsed, inputs, device, kernel)
+    results = ai.results
+    step()
     wa = analyze_windows(parsed.samples, window_s=window_s, device=device)
+    step()
     ta = analyze_timelines(parsed.results)  # nsys / Kineto inputs (docs/formulas.md#timelines)
+    step()
     from rooftop.analyzer.timeline.findings import straggler_findings
     from rooftop.analyzer.timeline.findings import timeline_findings as trace_findings
 
@@ -207,6 +242,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
 
         extra["waterfall"] = join(parsed.results, ta, ai.kernels, results)
         findings = rank_together(findings, timeline_findings(extra["waterfall"]) + own, top)
+    step()
     if ta.timeline:  # every PyTorch op on the roofline from the trace (docs/formulas.md#ops)
         from rooftop.analyzer.ops.analysis import analyze_ops
         from rooftop.analyzer.timeline.join import rank_together
@@ -228,6 +264,7 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
         from rooftop.analyzer.fleet.join import kernel_join
 
         extra["kernel_join"] = jsonable(kernel_join(results, wa.windows, load_device_option(device)))
+    step()
     return build_document(
         kind="analyze",
         inputs=parsed.inputs(),

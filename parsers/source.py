@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rooftop.errors import InputError
-from rooftop.parsers.streams import Capped, Decompressed, compression_of
+from rooftop.parsers.streams import Capped, Decompressed, Reported, compression_of
 
 if TYPE_CHECKING:
     from rooftop.parsers.prometheus.http import PromQuery
@@ -123,8 +123,15 @@ class Source:
     def open_bytes(self, *, limit: bool = True) -> io.BufferedReader:
         """The content opened for binary reading (decompressed); with a ``limit``, reads of the file
         end there (EOF)."""
+        from rooftop.progress import position_report
+
+        report = position_report()
         raw: io.BufferedReader
-        if self.limit is None or not limit:
+        if report is not None:  # a bar shows how far the reading got (rooftop.progress.reading)
+            inner: io.RawIOBase = (self.file.open("rb", buffering=0) if self.limit is None or not limit
+                                   else Capped(self.file, self.limit))
+            raw = io.BufferedReader(Reported(inner, report))
+        elif self.limit is None or not limit:
             raw = self.file.open("rb")
         else:
             raw = io.BufferedReader(Capped(self.file, self.limit))

@@ -148,6 +148,47 @@ def _zstd_error() -> tuple[type[Exception], ...]:
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, lzma.LZMAError, zlib.error, *_zstd_error())
 
 
+class Reported(io.RawIOBase):
+    """A raw stream that reports its position after each read or seek (``report(position)``): the
+    byte bar inside one large input (rooftop.progress.reading)."""
+
+    def __init__(self, raw: io.RawIOBase, report: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._report = report
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._raw.readinto(buffer) or 0
+        self._report(self._raw.tell())
+        return n
+
+    def readall(self) -> bytes:
+        chunks = []
+        while chunk := self._raw.read(1 << 20):
+            chunks.append(chunk)
+            self._report(self._raw.tell())
+        return b"".join(chunks)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        pos = self._raw.seek(offset, whence)
+        self._report(pos)
+        return pos
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
 class Capped(io.RawIOBase):
     """A file's first ``limit`` bytes as a seekable raw stream (reads past ``limit`` are EOF)."""
 

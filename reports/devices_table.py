@@ -26,7 +26,7 @@ def render_table(devices: Sequence[Mapping[str, Any]], as_json: bool = False, wi
     packed into as few tables as fit ``width`` (default: the terminal's), each repeating the name."""
     if as_json:
         return json.dumps(list(devices), indent=2)
-    cols = width or terminal_width()
+    cols = (terminal_width() if width is None else width) or 1 << 16  # not a terminal: one table
     columns: list[tuple[str, list[str]]] = [("CC", [str(d.get("cc") or "-") for d in devices]),
                                             ("SMs", [str(d.get("sm_count") or "-") for d in devices])]
     columns += [(head, [_fmt(d["ceilings"].get(k), 1e12) for d in devices]) for head, k in PEAKS]
@@ -42,7 +42,7 @@ def render_table(devices: Sequence[Mapping[str, Any]], as_json: bool = False, wi
             used = name_w
         tables[-1].append((head, vals))
         used += w
-    lines = fit(NOTE, cols)
+    lines = fit(NOTE, 0 if cols == 1 << 16 else cols)
     for table in tables:
         widths = [max(len(h), *(len(v) for v in vals)) for h, vals in table]
         head = f"{'device':<{name_w}}" + "".join(f" {h:>{w}}" for (h, _), w in zip(table, widths, strict=True))
@@ -54,5 +54,5 @@ def render_table(devices: Sequence[Mapping[str, Any]], as_json: bool = False, wi
     for d in devices:
         lines.append(f"  {d['name']}:")
         for k, v in (d.get("sources") or {}).items():
-            lines += fit(f"    {k}: {v}", cols)
+            lines += fit(f"    {k}: {v}", 0 if cols == 1 << 16 else cols)
     return "\n".join(lines)

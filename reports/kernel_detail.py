@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rooftop.analyzer.schema import Document, Kernel
+from rooftop.analyzer.schema import MEMORY_LEVELS, Document, Kernel
 from rooftop.analyzer.schema.evidence import render, si
 from rooftop.reports.formatting import fmt_time, num
 from rooftop.reports.terminal import fit, plain, terminal_width
 
-LEVELS = ("l1", "l2", "dram")
+LEVELS = MEMORY_LEVELS
 PEAK_UNITS = {"int8": "OP/s"}
 
 
@@ -29,11 +29,11 @@ def chosen(doc: Document, limit: int) -> list[int]:
 def detail_text(doc: Document, positions: Sequence[int], width: int | None = None) -> str:
     """The detail view of the launches at ``positions`` of ``doc["kernels"]``, one after another,
     then how many matching launches were not shown."""
-    cols = width or terminal_width()
+    cols = terminal_width() if width is None else width
     lines: list[str] = []
     for n, p in enumerate(positions):
         if n:
-            lines += ["", "=" * min(cols, 80), ""]
+            lines += ["", "=" * min(cols or 80, 80), ""]
         lines += _one(doc, p)
     rest = len(doc["kernels"]) - len(positions)
     if rest > 0:

@@ -7,12 +7,13 @@ Imports only the standard library at import time: the command line imports it fo
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
+import sys
 import textwrap
 import unicodedata
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rooftop.analyzer.schema import Document, Finding
@@ -48,23 +49,38 @@ def plain(value: Any, limit: int | None = NAME_LIMIT) -> str:
 
 
 MIN_WIDTH = 40
+UNWRAPPED = 0  # a width that means "not a terminal: lines are not wrapped"
+NAME_COLUMNS = 120  # kernel names are shortened to this when lines are not wrapped
 
 
-def terminal_width(fallback: int = 80) -> int:
-    """Columns to lay the summary out in: ``COLUMNS``, else the terminal's width, else ``fallback``
-    (output that is not a terminal: a pipe, a CI log); never under :data:`MIN_WIDTH`."""
-    return max(MIN_WIDTH, shutil.get_terminal_size((fallback, 24)).columns)
+def terminal_width(stream: TextIO | None = None) -> int:
+    """Columns to lay terminal output out in: ``COLUMNS`` when set, else the width of the terminal
+    ``stream`` (default standard output) writes to; :data:`UNWRAPPED` (0) when it is not a terminal
+    (a pipe, a file, a CI log: each line stays whole for grep and scripts). Never under
+    :data:`MIN_WIDTH`."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return max(MIN_WIDTH, int(env))
+    out = stream if stream is not None else sys.stdout
+    try:
+        if out.isatty():
+            return max(MIN_WIDTH, os.get_terminal_size(out.fileno()).columns)
+    except (AttributeError, OSError, ValueError):
+        pass
+    return UNWRAPPED
 
 
 def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
                  width: int | None = None) -> str:
     """The summary printed after a run, no line longer than ``width`` columns (default
-    :func:`terminal_width`): inputs, devices, kernel labels, DCGM window labels, each traced GPU's
-    label, idle share and top finding, a diff's verdict and its reason, the top findings (verdict
-    and numbers on one line, the kernel's name below it, shortened by :func:`shorten_kernel`)."""
+    :func:`terminal_width`; 0: lines not wrapped): inputs, devices, kernel labels, DCGM window
+    labels, each traced GPU's label, idle share and top finding, a diff's verdict and its reason, the
+    top findings (verdict and numbers on one line, the kernel's name below it, shortened by
+    :func:`shorten_kernel`)."""
     from rooftop.reports.formatting import device_sources, fmt_time, kernel_label_shares, num
 
-    cols = max(MIN_WIDTH, width or terminal_width())
+    cols = terminal_width() if width is None else width
+    cols = max(MIN_WIDTH, cols) if cols else UNWRAPPED
     kind = doc["kind"]
     kernels = doc["kernels"]
     windows = doc["windows"]
@@ -99,7 +115,7 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
     findings = doc["findings"][: max(top, 0)]
     if findings:
         lines.append("top findings:")
-        names = distinct_kernel_names([str(f.get("family") or "") for f in findings], cols - 6)
+        names = distinct_kernel_names([str(f.get("family") or "") for f in findings], (cols or NAME_COLUMNS) - 6)
         for f, short in zip(findings, names, strict=True):
             lines += _finding_lines(f, short, cols, fmt_time, num)
     else:
@@ -110,9 +126,10 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
 
 
 def fit(line: str, width: int) -> list[str]:
-    """``line`` as lines of at most ``width`` columns: broken at spaces, each continuation indented
-    four columns deeper than the line's own indent; a word longer than the width (a path) is cut."""
-    if len(line) <= width:
+    """``line`` as lines of at most ``width`` columns (0: the line whole): broken at spaces, each
+    continuation indented four columns deeper than the line's own indent; a word longer than the
+    width (a path) is cut."""
+    if not width or len(line) <= width:
         return [line]
     indent = " " * min(len(line) - len(line.lstrip(" ")) + 4, width // 2)
     return textwrap.wrap(line, width=width, subsequent_indent=indent, break_long_words=True,
@@ -204,8 +221,9 @@ def _finding_lines(f: Finding, short: str, width: int, fmt_time: Callable[[Any],
     indent = " " * min(len(f"  {f['rank']}. "), 8)
     if family and label:
         return [head, indent + plain(short, None)]
-    return [head, *textwrap.wrap(plain(f["title"], 600), width=width, initial_indent=indent,
-                                 subsequent_indent=indent, break_on_hyphens=False)]
+    title = indent + plain(f["title"], 600)
+    return [head, *(textwrap.wrap(title, width=width, subsequent_indent=indent, break_on_hyphens=False)
+                    if width else [title])]
 
 
 def distinct_kernel_names(names: list[str], limit: int) -> list[str]:

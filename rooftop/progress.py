@@ -3,8 +3,9 @@ caller (the command line draws a bar) decides how to show it. The library import
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -20,3 +21,46 @@ def track(items: Sequence[T], progress: ProgressArg, label: str) -> AbstractCont
     if not callable(progress) or len(items) < 2:
         return nullcontext(items)
     return progress(items, label)
+
+
+# While one input is parsed, where its reader is in the file (bytes), for a bar inside one large
+# input: set by :func:`reading`, read by ``parsers.source.Source.open_bytes``.
+_POSITION: ContextVar[Callable[[int], None] | None] = ContextVar("rooftop_read_position", default=None)
+
+
+def position_report() -> Callable[[int], None] | None:
+    """The callback a reader reports its byte position to, or None (nobody shows it)."""
+    return _POSITION.get()
+
+
+@contextmanager
+def reading(progress: ProgressArg, label: str, total: int) -> Iterator[None]:
+    """Around the parse of one input of ``total`` bytes: its read position reported to the byte bar
+    ``progress.bytes(label, total)`` opens (a context manager yielding ``advance(position)``), where
+    the callback has one; otherwise nothing."""
+    open_bar = getattr(progress, "bytes", None)
+    if not callable(open_bar) or total <= 0:
+        yield
+        return
+    with open_bar(label, total) as advance:
+        token = _POSITION.set(advance)
+        try:
+            yield
+        finally:
+            _POSITION.reset(token)
+
+
+@contextmanager
+def stages(progress: ProgressArg, names: Sequence[str], label: str) -> Iterator[Callable[[], None]]:
+    """The named stages of one long job as a bar over them: ``with stages(p, [...], "analysing") as
+    step:`` then ``step()`` as each next stage starts (the bar shows its name)."""
+    with track(names, progress, label) as it:
+        steps = iter(it)
+        next(steps, None)
+
+        def step() -> None:
+            next(steps, None)
+
+        yield step
+        for _ in steps:
+            pass

@@ -14,6 +14,13 @@ SHARED = Path(os.environ.get("ROOFTOP_SHARED", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus"
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output as a pipe gets it (lines whole), whatever terminal runs the tests: pytest-xdist sets
+    ``COLUMNS`` in its workers. A test that wants a width sets ``COLUMNS`` or passes ``width``."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def corpus_dir(kind: str) -> Path:
     """``../shared/corpus/<kind>``; skips the calling test cleanly when it is absent."""
     d = CORPUS / kind

@@ -70,8 +70,9 @@ def test_ingest_names_every_entry_it_does_not_read(tmp_path: Path) -> None:
     d = _folder(tmp_path)
     res = _run("ingest", d, "--to", tmp_path / "ds")
     assert res.exit_code == 0, res.output
+    said = [ln for ln in res.output.splitlines() if ln.startswith("unusable: ")]  # one line per reason
     for name in ("linked", "sub/loop", "gone.prom", "self", "pipe"):
-        assert f"unusable: {d / name}" in res.output
+        assert any(str(d / name) in ln for ln in said), name
     assert "ingested 1 input(s)" in res.output
 
 

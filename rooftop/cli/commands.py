@@ -181,7 +181,7 @@ def ingest(inputs: tuple[str, ...], dataset: str, interval_s: float | None, star
     if not quiet:
         echo(fit_lines(summary.lines(verbose)))
     elif summary.unusable:  # -q: the inputs that were not ingested are still said (on stderr)
-        echo(fit_lines(summary.unusable_lines(verbose)), err=True)
+        echo(fit_lines(summary.unusable_lines(verbose), err=True), err=True)
 
 
 @main.command()

@@ -4,8 +4,8 @@ every one escaped), the progress bar, and the refusal to overwrite an input."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -25,7 +25,7 @@ def emit(doc: Document, outputs: Outputs, top: int) -> None:
     """Write the report files, the stdout document if asked, then the terminal summary (to stderr
     when stdout carries a document)."""
     from rooftop.reports.outputs import write_outputs
-    from rooftop.reports.terminal import summary_text
+    from rooftop.reports.terminal import summary_text, terminal_width
 
     write_outputs(doc, html=outputs.html, md=None if outputs.md == STDOUT else outputs.md,
                   json_path=None if outputs.json == STDOUT else outputs.json)
@@ -42,7 +42,8 @@ def emit(doc: Document, outputs: Outputs, top: int) -> None:
 
         write_csv(doc, outputs.csv_files)
     if not outputs.quiet:
-        echo(summary_text(doc, top=top, outputs=outputs.files), err=outputs.to_stdout)
+        stream = sys.stderr if outputs.to_stdout else sys.stdout
+        echo(summary_text(doc, top=top, outputs=outputs.files, width=terminal_width(stream)), err=outputs.to_stdout)
     if outputs.open and outputs.html:
         click.launch(str(Path(outputs.html).resolve()))
 
@@ -84,12 +85,13 @@ def echo(text: str | list[str], err: bool = False) -> None:
     click.echo("\n".join(escape_terminal(line) for line in lines), err=err)
 
 
-def fit_lines(lines: list[str]) -> list[str]:
-    """Lines laid out for the terminal's width (:func:`rooftop.reports.terminal.fit`), each escaped
-    first, so a newline in a file name stays a visible ``\\n`` in its line."""
+def fit_lines(lines: list[str], err: bool = False) -> list[str]:
+    """Lines laid out for the width of the terminal they go to (:func:`rooftop.reports.terminal.fit`;
+    whole when it is not a terminal), each escaped first, so a newline in a file name stays a
+    visible ``\\n`` in its line."""
     from rooftop.reports.terminal import fit, terminal_width
 
-    width = terminal_width()
+    width = terminal_width(sys.stderr if err else sys.stdout)
     return [out for line in lines for out in fit(escape_terminal(line), width)]
 
 
@@ -128,6 +130,33 @@ def show_progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
-def progress_bar(items: Sequence[T], label: str) -> AbstractContextManager[Iterable[T]]:
-    """The progress callback the library takes (rooftop.progress): a bar on stderr."""
-    return click.progressbar(items, label=label, file=sys.stderr)
+class _Bar:
+    """The progress callback the library takes (rooftop.progress): a click bar on stderr over a list
+    of items (files, or named stages: the current one shown after the bar), and, through
+    :meth:`bytes`, over the bytes of one large input as it is read."""
+
+    def __call__(self, items: Sequence[T], label: str) -> AbstractContextManager[Iterable[T]]:
+        return click.progressbar(items, label=label, file=sys.stderr, item_show_func=_item_name)
+
+    @contextmanager
+    def bytes(self, label: str, total: int) -> Iterator[Callable[[int], None]]:
+        with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+            done = [0]
+
+            def advance(position: int) -> None:
+                if position > done[0]:
+                    bar.update(min(position, total) - done[0])
+                    done[0] = min(position, total)
+
+            yield advance
+
+
+def _item_name(item: object) -> str | None:
+    """What the bar says it is on: a stage's name, a file's name (not its folders), cut to 40."""
+    if item is None:
+        return None
+    name = Path(str(item)).name or str(item)
+    return escape_terminal(name if len(name) <= 40 else name[:39] + "…")
+
+
+progress_bar = _Bar()
