@@ -22,7 +22,7 @@ HOST_COLUMNS = ("name", "source", "start_ns", "end_ns", "pid", "tid", "external_
                 "input_types", "input_strides", "concrete_inputs", "collective")
 _EMIT_NVTX = re.compile(r"^(?P<name>[^,]+?), (?:seq|op_id|sizes|input_op_ids) = ")
 _SIZES = re.compile(r"\bsizes = (\[.*?\]\])(?:, [a-z_]+ = |$)")
-_STEP = re.compile(r"^ProfilerStep#\d+$")
+_STEP = r"^ProfilerStep#\d+$"  # text, not compiled: pandas 2.3's Arrow strings take no compiled pattern
 NA = np.iinfo(np.int64).min
 
 
