@@ -25,6 +25,10 @@ CASES: dict[str, Callable[[], Any]] = {
     "trace": lambda: rooftop.analyze(FIXTURES / "trace" / "steps.json"),
     "diff": lambda: rooftop.diff(FIXTURES / "diff" / "baseline.raw.csv", FIXTURES / "diff" / "candidate.raw.csv",
                                  fail_on=10),
+    # real captures of known programs on an H100 (fixtures/capture): ncu --set full, torch.profiler + nvidia-smi
+    "h100-ncu": lambda: rooftop.analyze(FIXTURES / "capture" / "h100" / "ncu_raw.csv.gz"),
+    "h100-trace": lambda: rooftop.analyze([FIXTURES / "capture" / "h100" / "kineto_train.json.gz",
+                                           FIXTURES / "capture" / "h100" / "nvsmi_query.csv"]),
 }
 CORPUS = {
     "ncu": ("ncu", "leleucas__Actual-Parameter-Collection-for-Machine-Learning-Operators__attention__"
