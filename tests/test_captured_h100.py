@@ -181,3 +181,18 @@ def test_a_graph_replayed_loop_is_host_bound_between_launches() -> None:
     (f, *_) = doc["findings"]
     assert f["rule"] == "timeline-idle-host" and "cudaGraphLaunch" in f["title"]
     assert "CUDA graphs" not in f["recommendation"]  # it already uses them
+
+
+def test_trace_ops_near_neither_roof_are_not_called_memory_bound() -> None:
+    """aten::normal_ (Philox RNG) at 51 % of DRAM and aten::_softmax at 36 %: ncu measures both compute-bound
+    (instruction issue 76 % and 75 %); the FLOP model does not count their integer and exp work, so a trace
+    alone leaves them undecided (was: memory-bound, with GEMV advice)."""
+    doc = _doc("kineto_programs.json.gz")
+    ops = {o["name"]: o for o in doc["ops"] if o["name"] in ("aten::normal_", "aten::_softmax")}
+    assert {o["label"] for o in ops.values()} == {"unknown"}
+    (f,) = [f for f in doc["findings"] if f["rule"] == "op-unknown"]
+    assert f["est_saving_s"] is None and "aten::normal_" in f["title"]
+    assert not any("GEMV" in g["recommendation"] for g in doc["findings"] if "(GEMV)" not in g["title"])
+    streams = {(o["name"], o["shape"]): o for o in doc["ops"]}
+    assert streams[("aten::add", "[67108864]")]["label"] == "memory-bound"  # 93 % of DRAM
+    assert streams[("aten::sum", "[67108864] → []")]["label"] == "memory-bound"  # 81 %

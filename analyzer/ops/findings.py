@@ -14,8 +14,8 @@ _DTYPES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "doubl
            "c10::Float8_e4m3fn": "fp8e4m3", "c10::Float8_e5m2": "fp8e5m2", "long int": "int64", "int": "int32",
            "bool": "bool", "unsigned char": "uint8", "signed char": "int8"}
 ADVICE = {
-    ("memory-bound", "dram"): "cut its HBM bytes: fuse it with its producer or consumer (torch.compile), keep "
-                              "tensors in a narrower dtype, or batch GEMVs into one GEMM",
+    ("memory-bound", "dram"): "cut its HBM bytes: fuse it with its producer or consumer (torch.compile), or keep "
+                              "tensors in a narrower dtype",
     ("memory-bound", "l2"): "its data fits in L2: fuse it with the ops around it so its bytes stay on chip",
     ("memory-bound", "unknown"): "cut its bytes: fuse it with its producer or consumer (torch.compile)",
     ("compute-bound", "tensor"): "it runs at the tensor roof: only less work (FP8, smaller shapes) makes it faster",
@@ -58,10 +58,42 @@ def verdict_text(op: dict[str, Any]) -> str:
     return "unknown"
 
 
+GEMV_ADVICE = ("a GEMV reads its whole matrix for one vector: batch the GEMVs that share the matrix into one "
+               "GEMM so each byte is used for many FLOPs")
+
+
+def _undecided(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One finding per input and device for the op signatures the trace cannot decide (label ``unknown``
+    with GPU time): their share of GPU time, the largest of them, and what decides them. No saving is
+    claimed: without a limiter no fix is known (docs/formulas.md#op-findings)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for op in ops:
+        if op["label"] == "unknown" and op.get("time_share") and op.get("kernel_time_s"):
+            groups.setdefault((str(op["input"]), str(op["device"])), []).append(op)
+    out = []
+    for (path, device), group in sorted(groups.items()):
+        group.sort(key=lambda o: (-o["kernel_time_s"], describe(o)))
+        share = sum(float(o["time_share"]) for o in group)
+        where = f"{path.rsplit('/', 1)[-1]} GPU {device}"
+        top = ", ".join(f"{describe(o)} {1e3 * o['kernel_time_s']:.3g} ms" for o in group[:3])
+        out.append({
+            "rank": 0, "rule": "op-unknown", "severity": severity(share, False, True),
+            "title": (f"{len(group)} op signature(s) holding {100 * share:.1f} % of the GPU time are not decided by "
+                      f"the trace ({where}); largest: {top}"),
+            "kernels": [], "time_share": share, "est_saving_s": None, "recommendation": UNKNOWN_ADVICE,
+            "label": "unknown", "limiter": "unknown", "source": "ops",
+            "evidence": [f"{describe(o)}: {o['evidence'][-1]}" for o in group[:5] if o.get("evidence")],
+        })
+    return out
+
+
 def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
-    """The ``top`` op signatures by time above their roofline bound, as findings."""
+    """The ``top`` op signatures by time above their roofline bound, as findings; the undecided ones
+    as one finding per input and device."""
     out = []
     for op in ops:
+        if op["label"] == "unknown":
+            continue
         t, t_min = op["kernel_time_s"], op.get("min_time_s")
         if t_min is None or not t or op.get("time_share") is None:
             continue
@@ -71,6 +103,8 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
         share = op["time_share"]
         score = saving / (t / share) if share else 0.0
         advice = ADVICE.get((op["label"], op["limiter"]), UNKNOWN_ADVICE)
+        if op["label"] == "memory-bound" and "(GEMV)" in describe(op):
+            advice = f"{advice}; {GEMV_ADVICE}"
         where = f"{str(op['input']).rsplit('/', 1)[-1]} GPU {op['device']}"
         out.append({
             "rank": 0, "rule": f"op-{op['label']}", "severity": severity(score, True, op["label"] == "unknown"),
@@ -81,4 +115,4 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
                                           f"{1e3 * saving:.3g} ms to gain"],
         })
     out.sort(key=lambda f: (-f["est_saving_s"], f["title"]))
-    return out[:top]
+    return out[:top] + _undecided(ops)

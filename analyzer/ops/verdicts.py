@@ -106,6 +106,19 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     ev.insert(0, f"intensity {i_lo:.3g}–{i_hi:.3g} FLOP/B against the ridge {ridge:.3g} FLOP/B "
                  f"({ROOF_NAMES.get(ckey, ckey)} / {ROOF_NAMES[level]})" if flops else
                  "bytes only: memory side of every ridge")
+    small_grid = sig.max_blocks is not None and spec.sm_count is not None and sig.max_blocks < spec.sm_count
+    if (i_hi < ridge or flops == 0) and m_lo < SIDE and c_pct < SIDE and small_grid:
+        ev.insert(0, f"its largest kernel grid has {sig.max_blocks} blocks for {spec.sm_count} SMs, with neither "
+                     f"side at 60 % of its roof (memory by its compulsory bytes): SMs sit idle (NCU's Small Grid)")
+        return Verdict("overhead-bound", "small-grid", roof, None, t_min, ev)
+    if (i_hi < ridge or flops == 0) and m_lo < SIDE:
+        ev.append(f"in the memory regime (intensity below the ridge) but at {100 * m_lo:.1f} % of "
+                  f"{ROOF_NAMES[level]} bandwidth by its compulsory bytes: below 60 % (NCU's threshold for naming a "
+                  "side) it is near neither roof, so what holds it is not decided: latency (short or "
+                  "low-occupancy kernels), more bytes than compulsory, or work the FLOP model does not count "
+                  "(integer and transcendental: RNG, exp); an ncu profile of its kernels decides "
+                  "(rooftop analyze TRACE PROFILE)")
+        return Verdict("unknown", "unknown", roof, None, t_min, ev)
     if i_hi < ridge or flops == 0:
         if spec.llc_bytes is None:
             return Verdict("memory-bound", "unknown", roof, m_lo, t_min,
