@@ -27,7 +27,7 @@ from rooftop.parsers.model import (
     validate_samples,
 )
 from rooftop.parsers.source import ParseOptions
-from rooftop.progress import ProgressArg, reading, stages, track
+from rooftop.progress import ProgressArg, bar_bytes, reading, stages, track
 
 
 @dataclass
@@ -118,7 +118,7 @@ def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg 
     one = progress if len(paths) == 1 and not servers else None  # several: the bar counts files
     for path in _progress(paths, progress, "parsing"):
         try:
-            with reading(one, f"reading {Path(path).name}", _big(path)):
+            with reading(one, f"reading {Path(path).name}", bar_bytes(path)):
                 parsed.results.append(parse_path(path, options))
         except InputError as exc:
             parsed.unusable.append(exc)
@@ -178,25 +178,16 @@ def run_analysis(inputs: list[str], *, options: ParseOptions | None = None, devi
 
     With both kernels and DCGM windows, ``kernel_join`` compares the DCGM signature the kernel mix
     implies with the one DCGM saw (``analyzer.fleet.join``). ``progress``: a bar over the files
-    read (or the bytes of one large file), then, for large inputs, one over the analysis stages."""
+    read (or the bytes of one large file), then, for a large input, one over the analysis stages
+    (:func:`rooftop.progress.bar_bytes`)."""
     parsed = read_inputs(inputs, options or ParseOptions(), progress)
-    large = sum(_big(r.accounting.path) for r in parsed.results) >= BAR_MIN_BYTES
+    large = sum(bar_bytes(r.accounting.path) for r in parsed.results) > 0
     with stages(progress if large else None, STAGES, "analysing") as step:
         return _analysis(parsed, inputs, device=device, top=top, window_s=window_s, command=command,
                          kernel=kernel, step=step)
 
 
 STAGES = ("kernels", "windows", "timelines", "findings", "ops", "document")
-BAR_MIN_BYTES = 4 << 20  # inputs this large (in all) show a bar inside a file and over the stages
-
-
-def _big(path: str) -> int:
-    """The size of ``path`` when it is at least :data:`BAR_MIN_BYTES`, else 0 (no bar)."""
-    try:
-        size = Path(path).stat().st_size
-    except (OSError, ValueError):
-        return 0
-    return size if size >= BAR_MIN_BYTES else 0
 
 
 def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, top: int, window_s: float | None,

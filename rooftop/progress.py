@@ -3,6 +3,7 @@ caller (the command line draws a bar) decides how to show it. The library import
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -21,6 +22,18 @@ def track(items: Sequence[T], progress: ProgressArg, label: str) -> AbstractCont
     if not callable(progress) or len(items) < 2:
         return nullcontext(items)
     return progress(items, label)
+
+
+BAR_MIN_BYTES = 4 << 20  # an input this large shows a bar inside it (its bytes) and over the stages after
+
+
+def bar_bytes(path: str | os.PathLike[str]) -> int:
+    """The size of ``path`` when it is at least :data:`BAR_MIN_BYTES` (a bar is worth showing), else 0."""
+    try:
+        size = os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
+    return size if size >= BAR_MIN_BYTES else 0
 
 
 # While one input is parsed, where its reader is in the file (bytes), for a bar inside one large

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rooftop.analyzer import pipeline
+from rooftop import progress
 from rooftop.analyzer.pipeline import STAGES, run_analysis
 from rooftop.cli.output import progress_bar, show_progress
 from rooftop.progress import position_report
@@ -49,7 +49,7 @@ class Recorder:
 
 @pytest.mark.parametrize("path", [DEMO, TRACE], ids=["ncu-csv", "kineto"])
 def test_a_large_input_shows_its_bytes_then_the_stages(path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "BAR_MIN_BYTES", 1)  # the fixtures stand for a large file
+    monkeypatch.setattr(progress, "BAR_MIN_BYTES", 1)  # the fixtures stand for a large file
     rec = Recorder()
     doc = run_analysis([str(path)], progress=rec)
     [(label, (total, *positions))] = rec.positions.items()
@@ -68,7 +68,7 @@ def test_small_inputs_show_no_bar() -> None:
 
 
 def test_several_files_count_files_not_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "BAR_MIN_BYTES", 1)
+    monkeypatch.setattr(progress, "BAR_MIN_BYTES", 1)
     rec = Recorder()
     run_analysis([str(DEMO), str(TRACE)], progress=rec)
     assert rec.positions == {} and rec.bars[0][0] == "parsing" and list(map(str, rec.bars[0][1])) == [str(DEMO), str(TRACE)]
@@ -83,3 +83,19 @@ def test_the_command_line_bar(capsys: pytest.CaptureFixture[str]) -> None:
         assert list(it) == ["kernels", "windows"]
     assert "reading x" in capsys.readouterr().err
     assert show_progress(quiet=True) is False
+
+
+def test_ingest_of_one_large_input_shows_its_bytes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import datetime, timezone
+
+    from rooftop.analyzer.store.ingest import ingest_files
+    from rooftop.parsers.source import ParseOptions
+
+    monkeypatch.setattr(progress, "BAR_MIN_BYTES", 1)
+    dmon = FIXTURES / "dcgm" / "dmon_v4_phases.txt"
+    rec = Recorder()
+    opts = ParseOptions(host="n1", start=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    summary = ingest_files([dmon], tmp_path / "ds", options=opts, progress=rec)
+    assert summary.rows > 0
+    [(label, (total, *positions))] = rec.positions.items()
+    assert label == f"ingesting {dmon.name}" and positions[-1] == total == dmon.stat().st_size

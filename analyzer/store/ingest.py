@@ -72,7 +72,7 @@ from rooftop.parsers.folders import scan_inputs
 from rooftop.parsers.formats import FORMATS
 from rooftop.parsers.prometheus.http import PromQuery, is_url, pull, source_dir
 from rooftop.parsers.source import ParseOptions
-from rooftop.progress import ProgressArg, track
+from rooftop.progress import ProgressArg, bar_bytes, reading, track
 
 COMMIT_EVERY = 64  # inputs per manifest commit, at least (more once the manifest is large)
 COMMIT_BYTES = 256 << 20  # input bytes read before a commit, at most
@@ -147,9 +147,11 @@ def ingest_files(paths: list[Path], dataset: Path, options: ParseOptions,
         summary.orphans_removed = remove_orphans(dataset, manifest)
         pending = pending_bytes = 0
         group = Group(dataset)  # small inputs written together before each commit
+        one = progress if len(jobs) == 1 else None  # several: the bar counts inputs
         with _progress(jobs, progress) as items:
             for path, opts in items:
-                entry = _ingest_guarded(path, dataset, opts, manifest, summary, finished, group)
+                with reading(one, f"ingesting {path.name}", bar_bytes(path)):
+                    entry = _ingest_guarded(path, dataset, opts, manifest, summary, finished, group)
                 if entry is None:
                     continue
                 manifest.entries.append(entry)
