@@ -15,7 +15,8 @@ from rooftop.analyzer.diff.compare import compare
 from rooftop.analyzer.diff.deltas import group_deltas, pct, rel_change
 from rooftop.analyzer.diff.match import identify, match_kernels
 from rooftop.analyzer.diff.records import diff_payload, listing_lint
-from rooftop.analyzer.diff.sides import frame_from_document, read_document
+from rooftop.analyzer.diff.saved import read_document
+from rooftop.analyzer.diff.sides import frame_from_document
 from rooftop.analyzer.document import build_document
 from rooftop.errors import InputError
 

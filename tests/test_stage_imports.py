@@ -207,6 +207,12 @@ def test_no_import_cycle_at_module_level() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def test_no_import_cycle_even_through_function_level_imports() -> None:
+    """Lazy imports inside functions too (issue 23: the diff's sides and window sides imported each other)."""
+    cycle = find_cycle(import_graph(module_level=False))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
 def test_every_stage_imports_only_the_layers_below() -> None:
     assert stage_violations() == {}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from rooftop.analyzer.diff.compare import compare
 from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
 from rooftop.analyzer.diff.match import _HINT, NUMERIC, SIDES, _str_col
 from rooftop.analyzer.diff.records import diff_payload, findings, listing_lint
+from rooftop.analyzer.diff.saved import read_document
 from rooftop.analyzer.document import KERNEL_FIELDS, build_document
 from rooftop.analyzer.schema import Document
 from rooftop.errors import InputError
@@ -29,27 +29,6 @@ class Side:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     devices: list[dict[str, Any]] = field(default_factory=list)
     lint: list[dict[str, Any]] = field(default_factory=list)
-
-
-def read_document(path: Path) -> dict[str, Any] | None:
-    """A rooftop JSON document at ``path``, or None when the file is not one."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot be read ({exc.strerror})", _HINT) from exc
-    if not head.startswith(b"{"):
-        return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(doc, dict) or "schema_version" not in doc:
-        return None
-    tool = doc.get("tool")
-    if not isinstance(tool, dict) or tool.get("name") != "rooftop":
-        return None
-    return doc
 
 
 def frame_from_document(doc: dict[str, Any], path: str) -> pd.DataFrame:

@@ -68,7 +68,8 @@ def _kernel_launches(results: pd.DataFrame) -> pd.DataFrame:
 
 def read_run(path: str, device: str | None = None) -> Run:
     """A saved ``rooftop analyze --json``, an ncu export (file or folder) or an nsys/Kineto timeline."""
-    from rooftop.analyzer.diff.sides import frame_from_document, read_document
+    from rooftop.analyzer.diff.saved import read_document
+    from rooftop.analyzer.diff.sides import frame_from_document
 
     p = Path(path)
     if not p.exists():

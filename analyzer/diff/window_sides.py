@@ -13,7 +13,7 @@ import pandas as pd
 from rooftop.analyzer.diff import stats
 from rooftop.analyzer.diff import windows as wd
 from rooftop.analyzer.diff.gate import MIN_EFFECT_PCT, Gate
-from rooftop.analyzer.diff.sides import read_document
+from rooftop.analyzer.diff.saved import read_document
 from rooftop.analyzer.diff.verdict import decided_counts, how_text, noise_text, test_text
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.schema import Document
