@@ -114,9 +114,13 @@ def test_tensor_peak_ops_weighted_over_variants() -> None:
     # fp16 1e12 ops at 540,672/cycle, tf32 1e11 ops at 270,336/cycle, clock 1.98 GHz:
     # P = 1.1e12 / (1e12 / 1.0705e15 + 1e11 / 5.353e14)
     m = dict(H100_EXPORT)
-    m.update({"sm__ops_path_tensor_src_fp16.sum": 1e12, "sm__ops_path_tensor_src_fp16.sum.peak_sustained": 540672.0,
+    # as a real H100 raw page has them (fixtures/README.md#capture): the unqualified aggregates' peaks are the
+    # 2:4-sparse rates, the dense ones are the op_hgmma_*_sparsity_off paths'
+    m.update({"sm__ops_path_tensor_src_fp16.sum": 1e12, "sm__ops_path_tensor_src_fp16.sum.peak_sustained": 2 * 540672.0,
+              "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum.peak_sustained": 540672.0,
               "sm__ops_path_tensor_src_tf32_dst_fp32.sum": 1e11,
-              "sm__ops_path_tensor_src_tf32_dst_fp32.sum.peak_sustained": 270336.0})
+              "sm__ops_path_tensor_src_tf32_dst_fp32.sum.peak_sustained": 2 * 270336.0,
+              "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained": 270336.0})
     r = facts_for(_kernel(**m))[0].iloc[0]
     p16, p32 = 540672 * 1.98e9, 270336 * 1.98e9
     assert r["peak_tensor"] == pytest.approx(1.1e12 / (1e12 / p16 + 1e11 / p32))
