@@ -20,22 +20,24 @@ LEVELS = MEMORY_LEVELS
 PEAK_UNITS = {"int8": "OP/s"}
 
 
-def chosen(doc: Document, limit: int) -> list[int]:
-    """Positions of the launches to show: the longest first, ``limit`` of them."""
-    order = sorted(range(len(doc["kernels"])), key=lambda p: -(num(doc["kernels"][p]["duration_s"]) or 0.0))
+def chosen(doc: Document, limit: int, among: Sequence[int] | None = None) -> list[int]:
+    """Positions of the launches to show (of ``among``, default all): the longest first, ``limit`` of them."""
+    pool = range(len(doc["kernels"])) if among is None else among
+    order = sorted(pool, key=lambda p: -(num(doc["kernels"][p]["duration_s"]) or 0.0))
     return order[: max(limit, 0)]
 
 
-def detail_text(doc: Document, positions: Sequence[int], width: int | None = None) -> str:
+def detail_text(doc: Document, positions: Sequence[int], width: int | None = None,
+                matching: int | None = None) -> str:
     """The detail view of the launches at ``positions`` of ``doc["kernels"]``, one after another,
-    then how many matching launches were not shown."""
+    then how many of the ``matching`` launches (default: all of the document's) were not shown."""
     cols = terminal_width() if width is None else width
     lines: list[str] = []
     for n, p in enumerate(positions):
         if n:
             lines += ["", "=" * min(cols or 80, 80), ""]
         lines += _one(doc, p)
-    rest = len(doc["kernels"]) - len(positions)
+    rest = (len(doc["kernels"]) if matching is None else matching) - len(positions)
     if rest > 0:
         lines += ["", f"… and {rest:,} more matching launch(es), shorter (--limit N shows more; "
                       "--json PATH writes them all)"]

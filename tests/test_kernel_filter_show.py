@@ -97,3 +97,21 @@ def test_show_on_a_corpus_rep() -> None:
     flat = " ".join(ln.strip() for ln in text.splitlines())
     for r in doc["kernels"][p]["ncu_rules"]:
         assert f"{r['rule']}: {r['title']}" in flat
+
+
+def test_show_reads_a_saved_analysis(tmp_path: Path) -> None:
+    """`rooftop show saved.json -k NAME`: the launches of an analysis saved with --json, shown as
+    they were analysed (all five launches were, so the finding's share is of all of them)."""
+    saved = tmp_path / "a.json"
+    res = CliRunner().invoke(main, ["analyze", str(DEMO), "--json", str(saved), "-q"])
+    assert res.exit_code == 0, res.output
+    doc: Any = rooftop.load(saved)
+    shown = CliRunner().invoke(main, ["show", str(saved), "-k", "gemv"])
+    assert shown.exit_code == 0, shown.output
+    p = next(i for i, k in enumerate(doc["kernels"]) if k["name"].startswith("gemv"))
+    assert shown.output.startswith(f"kernel {p + 1} of 5: gemv_kernel")
+    for s in kernel_sentences(doc["evidence_facts"], p, doc["evidence_rules"]):
+        assert "-> " + s in shown.output
+    assert "more matching" not in shown.output
+    none = CliRunner().invoke(main, ["show", str(saved), "-k", "nomatch"])
+    assert none.exit_code == 2 and "no kernel name matches -k 'nomatch'" in none.output

@@ -31,22 +31,28 @@ def select_kernels(kernels: pd.DataFrame, pattern: str, where: str) -> tuple[pd.
     """The rows of ``kernels`` whose ``name`` matches ``pattern`` (re.search), and the lint entry
     that says so (``kernel-filter``). No kernel at all, or none matching: an :class:`InputError`
     naming a few of the names there are."""
-    rx = compile_filter(pattern)
-    if not len(kernels):
-        raise InputError(where, f"has no kernels for -k {pattern!r} to select",
-                         "-k selects kernels of ncu profiles; drop it for DCGM or trace inputs")
-    names = kernels["name"].astype("string").fillna("")
-    mask = names.map(lambda n: rx.search(n) is not None).astype(bool)
-    if not mask.any():
-        some = ", ".join(list(dict.fromkeys(_short(n) for n in names))[:5])
-        raise InputError(where, f"no kernel name matches -k {pattern!r}",
-                         f"the names here include: {some}")
-    chosen = kernels.loc[mask.to_numpy()].reset_index(drop=True)
+    names = kernels["name"].astype("string").fillna("").tolist() if len(kernels) else []
+    keep = matching_positions(names, pattern, where)
+    chosen = kernels.iloc[keep].reset_index(drop=True)
     lint = {"code": "kernel-filter", "kernels": [],
             "message": f"-k {pattern!r}: {len(chosen):,} of {len(kernels):,} kernel launches analysed (those whose "
                        "name matches); time shares, labels and findings are of those alone "
                        "(docs/formulas.md#kernel-filter)"}
     return chosen, lint
+
+
+def matching_positions(names: list[str], pattern: str, where: str) -> list[int]:
+    """Positions of the names ``pattern`` matches (re.search). No name at all, or none matching:
+    an :class:`InputError` naming a few of the names there are."""
+    rx = compile_filter(pattern)
+    if not names:
+        raise InputError(where, f"has no kernels for -k {pattern!r} to select",
+                         "-k selects kernels of ncu profiles; drop it for DCGM or trace inputs")
+    keep = [i for i, n in enumerate(names) if rx.search(n or "") is not None]
+    if not keep:
+        some = ", ".join(list(dict.fromkeys(_short(n or "") for n in names))[:5])
+        raise InputError(where, f"no kernel name matches -k {pattern!r}", f"the names here include: {some}")
+    return keep
 
 
 def _short(name: str, limit: int = 60) -> str:

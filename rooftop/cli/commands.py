@@ -107,11 +107,22 @@ def analyze(inputs: tuple[str, ...], outputs: Outputs, device: str | None, top: 
 @click.option("--device", help="Device name from `rooftop devices`, or a JSON/YAML ceilings file.")
 def show(inputs: tuple[str, ...], kernel: str, limit: int, device: str | None) -> None:
     """Everything behind a kernel's verdict: identity, label and finding, ceilings, every evidence
-    fact with its sentence, NVIDIA's rules (docs/formulas.md#kernel-filter)."""
+    fact with its sentence, NVIDIA's rules (docs/formulas.md#kernel-filter). INPUT: profiles to
+    analyse now, or one analysis saved with `analyze --json` (shown as it was analysed)."""
     with frozen_imports():
+        from rooftop.analyzer.diff.sides import read_document
+        from rooftop.analyzer.kernels.select import matching_positions
         from rooftop.analyzer.pipeline import run_analysis
         from rooftop.reports.kernel_detail import chosen, detail_text
 
+    saved = read_document(Path(inputs[0])) if len(inputs) == 1 and Path(inputs[0]).is_file() else None
+    if saved is not None:
+        import rooftop
+
+        doc = rooftop.load(inputs[0])
+        among = matching_positions([k["name"] for k in doc["kernels"]], kernel, inputs[0])
+        echo(detail_text(doc, chosen(doc, limit, among), matching=len(among)))
+        return
     doc = run_analysis(list(inputs), device=device, kernel=kernel, command=_command_line(),
                        progress=progress_bar if show_progress(False) else None)
     echo(detail_text(doc, chosen(doc, limit)))
