@@ -110,7 +110,7 @@ def show(inputs: tuple[str, ...], kernel: str, limit: int, device: str | None) -
     fact with its sentence, NVIDIA's rules (docs/formulas.md#kernel-filter). INPUT: profiles to
     analyse now, or one analysis saved with `analyze --json` (shown as it was analysed)."""
     with frozen_imports():
-        from rooftop.analyzer.diff.sides import read_document
+        from rooftop.analyzer.diff.saved import read_document
         from rooftop.analyzer.kernels.select import matching_positions
         from rooftop.analyzer.pipeline import run_analysis
         from rooftop.reports.kernel_detail import chosen, detail_text
