@@ -103,9 +103,17 @@ def device_sources(devices: Sequence[Device]) -> list[tuple[str, str]]:
     """Each named device once with the entries its ceilings come from (``export, builtin``), in
     document order: a GPU with an export and a builtin entry is one device, not two."""
     seen: dict[str, list[str]] = {}
+    exported = {d["name"] for d in devices if d["source"] == "export"}
     for d in devices:
-        if d["name"]:
-            srcs = seen.setdefault(d["name"], [])
-            if d["source"] not in srcs:
-                srcs.append(d["source"])
-    return [(name, ", ".join(srcs)) for name, srcs in seen.items()]
+        if not d["name"]:
+            continue
+        serves = [n for n in d.get("serves") or [] if n in exported]
+        if serves:  # a table entry that fills in an exported GPU's missing ceilings: that GPU's line
+            for n in serves:
+                srcs = seen.setdefault(n, [])
+                srcs.append(f"{d['source']} {d['name']}")
+            continue
+        srcs = seen.setdefault(d["name"], [])
+        if d["source"] not in srcs:
+            srcs.append(d["source"])
+    return [(name, ", ".join(sorted(srcs, key=lambda x: x != "export"))) for name, srcs in seen.items()]

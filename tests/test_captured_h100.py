@@ -196,3 +196,15 @@ def test_trace_ops_near_neither_roof_are_not_called_memory_bound() -> None:
     streams = {(o["name"], o["shape"]): o for o in doc["ops"]}
     assert streams[("aten::add", "[67108864]")]["label"] == "memory-bound"  # 93 % of DRAM
     assert streams[("aten::sum", "[67108864] → []")]["label"] == "memory-bound"  # 81 %
+
+
+def test_one_gpu_is_one_device_line_when_two_sources_fill_its_ceilings() -> None:
+    """small.ncu-rep: DRAM from the export, the rest from the table entry that name matches: the terminal
+    printed two 'device:' lines for one H100."""
+    from rooftop.reports.terminal import summary_text
+
+    doc = run_analysis([str(H100 / "small.ncu-rep.gz")])
+    lines = [ln for ln in summary_text(doc).splitlines() if ln.strip().startswith("device:")]
+    assert lines == ["  device: NVIDIA H100 80GB HBM3 (ceilings: export, builtin NVIDIA H100 SXM5 80GB)"]
+    (table,) = [d for d in doc["devices"] if d["source"] == "builtin"]
+    assert table["serves"] == ["NVIDIA H100 80GB HBM3"]

@@ -294,8 +294,18 @@ def used_devices(df: pd.DataFrame, values: pd.DataFrame, source: pd.DataFrame, d
     out: list[dict[str, Any]] = []
     if option is not None:
         out.append(option.as_contract())
-    used_builtin = set(ids[(source == "builtin").any(axis=1)].unique())
-    out += [s.as_contract() for sid, s in specs.items() if sid in used_builtin and s.source == "builtin"]
+    builtin_rows = (source == "builtin").any(axis=1)
+    used_builtin = set(ids[builtin_rows].unique())
+    exported = df["device"].astype("object") if "device" in df.columns else pd.Series(None, index=df.index, dtype="object")
+    for sid, spec in specs.items():
+        if sid not in used_builtin or spec.source != "builtin":
+            continue
+        entry = spec.as_contract()
+        # the exported GPU names whose kernels take ceilings from this entry: one GPU, two sources
+        serves = sorted({str(n) for n in exported[builtin_rows & (ids == sid)].dropna().unique() if n != spec.name})
+        if serves:
+            entry["serves"] = serves
+        out.append(entry)
     exp_rows = (source == "export").any(axis=1)
     if exp_rows.any():
         name = df["device"].astype("object").where(df["device"].notna(), "unnamed device") if "device" in df.columns \

@@ -68,6 +68,7 @@ class Device(_DeviceBase, total=False):
     sm_count: int | None
     cc: str | None
     clock_mhz: Num
+    serves: list[str]  # a table entry: the exported GPU names whose kernels take ceilings from it
 
 
 class Sol(TypedDict):
