@@ -16,7 +16,7 @@ PYTEST = -m pytest -q -n 2 $(PYTEST_ARGS)
 # pytest exits 5 when no test was collected (a -k that matches nothing): say so, not fail
 RUN_PYTEST = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
-.PHONY: test test-dev test-floor test-newest install venvs demo lint golden bench clean
+.PHONY: test test-quick test-dev test-floor test-newest install venvs demo lint golden bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -43,6 +43,11 @@ test-dev: install
 	$(PY) -m mypy
 	@echo "== leg dev: $$($(PY) -V), newest dependencies"
 	$(PY) $(PYTEST); $(RUN_PYTEST)
+
+# The quick tier for everyday work (issue 23): no corpus (ROOFTOP_SHARED points nowhere, so corpus tests
+# skip), no browser, nothing marked slow (tests/conftest.py SLOW_MODULES). `make test` runs everything.
+test-quick:
+	ROOFTOP_SHARED=/nonexistent $(PY) -m pytest -q -n 2 -m "not slow and not browser" $(PYTEST_ARGS); $(RUN_PYTEST)
 
 test-floor:
 	$(call leg_venv,.venv-floor,$(FLOOR_PYTHON))

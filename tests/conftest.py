@@ -46,3 +46,19 @@ def ncu_corpus() -> Path:
 @pytest.fixture
 def dcgm_corpus() -> Path:
     return corpus_dir("dcgm")
+
+
+# The quick tier (`make test-quick`, issue 23): everyday checks on 2 cores. These modules run whole CLI
+# batteries, build packages, fuzz, start servers or browsers; they are marked `slow` and run in `make test`.
+SLOW_MODULES = frozenset({
+    "test_golden_outputs", "test_fuzz_parsers", "test_packaging", "test_readme_notebook", "test_fleet_dask",
+    "test_html_browser", "test_prom_http", "test_ingest_many", "test_hostile_cli", "test_outputs_safety",
+    "test_bounded_inputs", "test_cli_outputs",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(slow)
