@@ -79,7 +79,7 @@ def test_a_hand_built_kernel_gets_its_facts_and_their_sentences() -> None:
     facts = {g["rule"]: (g["params"], {k: v[0] for k, v in g["values"].items()}) for g in ka.evidence.document()}
     assert facts["sol-verdict"][1] == {"compute_pct": 1.0, "memory_pct": 2.0, "verdict": "Small Grid",
                                        "legacy": False}
-    assert facts["launch"] == ({"launch_us": pytest.approx(5.0)}, {"duration_s": 2e-6})
+    assert facts["launch"] == ({"launch_us": pytest.approx(5.0)}, {"duration_s": 2e-6, "median": False})
     missing = facts["not-in-export"][1]
     assert missing == {"l1_bytes": True, "l2_bytes": True, "dram_bytes": True, "flops": True,
                        "tensor_flops": False, "sol": False, "duration": False}

@@ -79,7 +79,9 @@ def test_mixed_devices_legacy_and_clock_lint() -> None:
 
 
 def test_cache_and_clock_control_from_the_command_line() -> None:
-    k = pd.DataFrame([_k(0), {"input": "b.csv", "index": 0, "name": "x", "duration_s": 1e-3}])
+    # cache-control names only kernels with DRAM bytes (a cold cache changes nothing else)
+    k = pd.DataFrame([_k(0, **{"dram__bytes.sum": 1e6}), {"input": "b.csv", "index": 0, "name": "x", "duration_s": 1e-3,
+                                                         "dram__bytes.sum": 1e6}])
     meta = {"a.csv": {"command": "ncu --set full -o rep ./app"},
             "b.csv": {"command": "ncu --cache-control none --clock-control none ./app"}}
     lint = _codes(analyze_kernels(k, pd.DataFrame(), meta=meta).lint)

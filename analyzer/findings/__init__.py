@@ -55,7 +55,8 @@ def _rules_by_family(est_best: list[tuple[float | None, str | None, str | None]]
 
 # the representative launch's NCU facts the advice reads (docs/formulas.md#findings)
 _REP_FACTS = ("pipe_name", "pipe_pct", "sol_compute_pct", "sol_memory_pct", "zero_flops", "bw_util_l1", "bw_util_l2",
-              "bw_util_dram")
+              "bw_util_dram", "occupancy_achieved_pct", "occupancy_theoretical_pct", "occupancy_limiter",
+              "registers_per_thread", "local_memory_ops", "block")
 
 
 def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.DataFrame,
@@ -65,8 +66,8 @@ def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.Da
 
     label = str(row["label"] or "unknown")
     limiter = str(row["limiter"] or "unknown")
-    time_s = float(row["time_s"]) if pd.notna(row["time_s"]) else 0.0
-    share = time_s / total if total > 0 else 0.0
+    # a family whose durations are not in the export has no share: unknown, never 0 % (docs/formulas.md#findings)
+    share: float | None = float(row["time_s"]) / total if pd.notna(row["time_s"]) and total > 0 else None
     rep = results.iloc[int(row["representative"])]
     facts = {k: rep.get(k) for k in _REP_FACTS if k in results.columns}
     rec = advise(label, limiter, recommendation(label, limiter), {**facts, **dict(fam_row)},

@@ -61,9 +61,9 @@ RECOMMENDATIONS: dict[tuple[str, str], str] = {
         "Too short to amortize launch overhead: capture the launch sequence in a CUDA graph, fuse "
         "small kernels, and do more work per launch (fewer, larger launches)."),
     ("overhead-bound", "small-grid"): (
-        "The grid is too small to fill the GPU: batch more work per launch (larger grids/batches), "
-        "split the reduction dimension (split-K/stream-K), or run independent work concurrently "
-        "on other streams."),
+        "The grid is too small to fill the GPU: batch more work per launch (larger grids/batches) or run "
+        "independent work concurrently on other streams; where the work has an independent reduction "
+        "dimension (a GEMM's K), split it across blocks (split-K/stream-K)."),
     ("overhead-bound", "tail"): (
         "A partial last wave idles most SMs: size the grid to a multiple of the blocks the GPU runs "
         "at once, use a persistent/stream-K kernel, or give each block more work."),

@@ -218,6 +218,8 @@ def short(family: str) -> str:
     return display_name(family, 90)
 
 
-def title(family: str, what: str, share: float, launches: int) -> str:
-    """``<family>: <label (limiter)>, <share>% of kernel time in <n> launch(es)``."""
-    return f"{short(family)}: {what}, {share * 100:.1f}% of kernel time in {launches} launch(es)"
+def title(family: str, what: str, share: float | None, launches: int) -> str:
+    """``<family>: <label (limiter)>, <share>% of kernel time in <n> launch(es)`` (``duration unknown``
+    where the export has no duration)."""
+    part = f"{share * 100:.1f}% of kernel time" if share is not None else "duration unknown"
+    return f"{short(family)}: {what}, {part} in {launches} launch(es)"

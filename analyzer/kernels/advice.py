@@ -78,8 +78,69 @@ def motivation(label: str, limiter: str, row: Mapping[str, Any], roof_pct: float
     return ""
 
 
+OCCUPANCY_HIGH_PCT = 80.0
+"""Achieved occupancy (% of the SM's maximum warps) from which more warps cannot be the fix."""
+_RAISE_OCC = "raise occupancy (fewer registers/shared memory per block), "
+SPILL_ADVICE = (
+    "Local memory traffic first: {ops:.0f} local loads/stores with {regs} registers per thread are register "
+    "spills (or local arrays); they travel through L1, L2 and DRAM and make memory look busy. Cut register "
+    "pressure (fewer live values, smaller per-thread tiles, __launch_bounds__ with a minimum of blocks per SM, "
+    "no dynamically indexed local arrays) before anything else.")
+REG_MAX_ADVICE = (
+    "{regs} registers per thread, the maximum the hardware allows: the compiler likely spills to local memory; "
+    "check the local-memory traffic (Memory Workload Analysis) and cut register pressure first.")
+
+
+def occupancy_text(general: str, row: Mapping[str, Any]) -> str:
+    """``general`` with its "raise occupancy" replaced by what NCU's occupancy numbers say: already high
+    (nothing to raise), or limited by a named resource (docs/formulas.md#findings)."""
+    if _RAISE_OCC not in general:
+        return general
+    ach, theo = _num(row, "occupancy_achieved_pct"), _num(row, "occupancy_theoretical_pct")
+    lim = row.get("occupancy_limiter")
+    if math.isfinite(ach) and ach >= OCCUPANCY_HIGH_PCT:
+        return general.replace(_RAISE_OCC, "") + (f" Occupancy is already {ach:.0f} % of the maximum warps, so more "
+                                                  "warps will not help.")
+    if math.isfinite(theo) and theo < 100.0 and isinstance(lim, str) and lim:
+        regs = _num(row, "registers_per_thread")
+        by = f" ({regs:.0f} per thread)" if lim == "registers" and math.isfinite(regs) else ""
+        return general.replace(_RAISE_OCC, f"raise occupancy (theoretical {theo:.0f} %, limited by {lim}{by}; "
+                                           f"achieved {ach:.0f} %), " if math.isfinite(ach) else
+                               f"raise occupancy (theoretical {theo:.0f} %, limited by {lim}{by}), ")
+    return general
+
+
+def spill_text(row: Mapping[str, Any]) -> str:
+    """Register spilling named as such: local-memory traffic measured, or the register maximum reached."""
+    ops, regs = _num(row, "local_memory_ops"), _num(row, "registers_per_thread")
+    if math.isfinite(ops) and ops > 0:
+        return SPILL_ADVICE.format(ops=ops, regs=f"{regs:.0f}" if math.isfinite(regs) else "an unknown number of")
+    if math.isfinite(regs) and regs >= 255 and not math.isfinite(ops):
+        return REG_MAX_ADVICE.format(regs=f"{regs:.0f}")
+    return ""
+
+
+def block_text(row: Mapping[str, Any]) -> str:
+    """Blocks that leave warp lanes idle (not a multiple of 32 threads), named first."""
+    block = _num(row, "block")
+    if math.isfinite(block) and block > 0 and block % 32:
+        used = int(block) % 32
+        return (f"Blocks of {block:.0f} thread{'s' if block != 1 else ''} leave {32 - used} of the 32 lanes of their last warp idle: use a "
+                "multiple of 32 threads per block (128-256 is a good start) first.")
+    return ""
+
+
 def advise(label: str, limiter: str, general: str, row: Mapping[str, Any], roof_pct: float) -> str:
-    """The recommendation: the motivating numbers, then the advice they select, else ``general``."""
+    """The recommendation: the block size and register spilling where NCU's numbers show them, the
+    motivating numbers, then the advice they select, else ``general``; "raise occupancy" only where
+    occupancy can rise."""
+    general = occupancy_text(general, row)
+    first = " ".join(t for t in (block_text(row), spill_text(row)) if t)
+    text = _advise(label, limiter, general, row, roof_pct)
+    return f"{first} {text}" if first else text
+
+
+def _advise(label: str, limiter: str, general: str, row: Mapping[str, Any], roof_pct: float) -> str:
     why = motivation(label, limiter, row, roof_pct)
     if not why:
         return general

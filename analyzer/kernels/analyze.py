@@ -36,6 +36,7 @@ from rooftop.analyzer.ceilings.refs import ceiling_refs
 from rooftop.analyzer.kernels.classify import classify
 from rooftop.analyzer.kernels.evidence import Facts, kernel_facts, shown
 from rooftop.analyzer.kernels.facts import facts_for
+from rooftop.analyzer.kernels.families import family_key
 from rooftop.analyzer.kernels.lint import lint_kernels
 from rooftop.analyzer.kernels.ncu_results import ncu_rule_items, rule_pipes, stored_sol_verdicts
 from rooftop.analyzer.kernels.ncu_rules import failed_profile_lint, failed_profiles, launch_signals
@@ -90,9 +91,16 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
     sig = launch_signals(f[["input", "index"]].assign(launch__waves_per_multiprocessor=f["waves"]), rules)
     f["ncu_tail"], f["ncu_small_grid"] = sig["ncu_tail"].to_numpy(), sig["ncu_small_grid"].to_numpy()
     failed = failed_profiles(f, rules, meta, f["duration_s"])
+    # the 5 µs launch cut is taken on the median of a kernel's launches in one configuration, so one
+    # family is not split by launches either side of it (docs/formulas.md#kernel-labels)
+    f["launch_duration_s"] = f["duration_s"].groupby(family_key(f), sort=False).transform("median")
     c = classify(f)
     c.loc[failed.to_numpy(), ["label", "limiter", "basis"]] = ["unknown", "unknown", "failed"]
     _bind_to_label(f, c)
+    na = {p: ", ".join(str(x) for x in m["metrics_na"]) for p, m in (meta or {}).items()
+          if isinstance(m, dict) and m.get("metrics_na")}
+    if na:
+        f["metrics_na"] = f["input"].astype("object").map(na)
     facts = kernel_facts(f, c)
     facts.only(failed.to_numpy(dtype=bool), "profile-failed")
     ev: list[list[str] | None] = [None] * len(f)
@@ -100,7 +108,9 @@ def analyze_kernels(kernels: pd.DataFrame, rules: pd.DataFrame, device: str | No
         ev[i] = sentences
     extras = ["binding_level", "dominant_class", "pct_of_roof", "waves", "compute_peak", "compute_util",
               "memory_util", "bytes_convention", "busiest_pct", "top_unit", "top_unit_word", "top_unit_name",
-              "top_unit_side", "top_unit_level", "bw_time_s", "bw_time_complete", "zero_flops"]
+              "top_unit_side", "top_unit_level", "bw_time_s", "bw_time_complete", "zero_flops",
+              "occupancy_achieved_pct", "occupancy_theoretical_pct", "occupancy_limiter", "registers_per_thread",
+              "shared_mem_per_block", "local_memory_ops"]
     extras += [f"{p}_{lvl}" for p in ("ridge", "attainable", "bw_util") for lvl in LEVELS]
     refs = ceiling_refs(f[list(CEILING_COLUMNS)], f[[f"src_{col}" for col in CEILING_COLUMNS]].set_axis(
         list(CEILING_COLUMNS), axis=1), f["ceiling_device"], f["export_device"], f["sm_count"], devices,

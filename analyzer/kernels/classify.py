@@ -22,7 +22,8 @@ Rules (docs/formulas.md#kernel-labels; sources in docs/research/formulas.md §3,
    rooftop's memory and compute sides decides.
 2. Without SOL: the same thresholds on rooftop's own utilisations; a side is named only at >= 60 %;
    both < 60 % is latency only with L1, L2 and DRAM measured, else ``unknown`` (basis ``thin``).
-3. Overhead limiter, in order: ``launch`` (< 5 µs), ``small-grid`` (blocks < SMs, or NCU says Small
+3. Overhead limiter, in order: ``launch`` (< 5 µs; ``launch_duration_s``, the median over a kernel's
+   launches in one launch configuration, where given), ``small-grid`` (blocks < SMs, or NCU says Small
    Grid), ``tail`` (NCU's Tail Effect condition and an idle last-wave share >= 10 %; NCU's own
    Tail Effect result wins), ``latency``.
 4. Which level or pipe: per level the larger of the roofline bandwidth utilization and the SOL
@@ -185,7 +186,7 @@ def classify(f: pd.DataFrame) -> pd.DataFrame:
     mem, cmp_ = u["memory"], u["compute"]
     levels_known = u[[f"mem_{lvl}" for lvl in LEVELS]].notna().all(axis=1) | sol_m.notna()
 
-    launch = dur < LAUNCH_S
+    launch = _col(f, "launch_duration_s").fillna(dur) < LAUNCH_S if "launch_duration_s" in f.columns else dur < LAUNCH_S
     ncu_small = _flag(f, "ncu_small_grid")
     small = (grid < sms) | ncu_small | (verdict == "Small Grid")
     tail = tail_effect(waves)

@@ -164,7 +164,7 @@ def kernel_facts(f: pd.DataFrame, c: pd.DataFrame) -> Facts:
     """The evidence facts of every kernel (``f``: the facts frame, ``c``: the classification), section
     by section (docs/formulas.md#kernel-labels)."""
     facts = Facts(len(f))
-    for section in (_decision, _overhead, _work, _levels, _binding, _provenance):
+    for section in (_decision, _overhead, _work, _levels, _binding, _launch, _provenance):
         section(facts, f, c)
     return facts
 
@@ -209,8 +209,9 @@ def _overhead(facts: Facts, f: pd.DataFrame, c: pd.DataFrame) -> None:
     """Why an overhead-bound kernel is: launch cost, small grid, tail, latency."""
     n, lim, basis = len(f), c["limiter"], _basis(c)
     over = (c["label"] == "overhead-bound").to_numpy()
+    ld = f["launch_duration_s"] if "launch_duration_s" in f.columns else f["duration_s"]
     facts.add("launch", over & (lim == "launch").to_numpy(), params={"launch_us": LAUNCH_S * 1e6},
-              duration_s=f["duration_s"])
+              duration_s=ld, median=_mask(ld != f["duration_s"]))
     grid = f["grid"].astype("float64")
     fewer = (grid < f["sm_count"]).fillna(False).to_numpy()
     small = over & (lim == "small-grid").to_numpy()
@@ -298,6 +299,29 @@ def _binding(facts: Facts, f: pd.DataFrame, c: pd.DataFrame) -> None:
               compute_side_pct=c["compute_side_pct"], label=label, limiter=lim)
 
 
+def _launch(facts: Facts, f: pd.DataFrame, c: pd.DataFrame) -> None:
+    """NCU's launch facts: occupancy achieved of theoretical and its limiter, registers, shared memory per
+    block, waves, local-memory traffic (docs/formulas.md#kernel-labels)."""
+    if "occupancy_achieved_pct" not in f.columns:
+        return
+    nan = pd.Series(np.nan, index=f.index)
+    col = {k: f[k] if k in f.columns else nan for k in (
+        "occupancy_achieved_pct", "occupancy_theoretical_pct", "registers_per_thread", "shared_mem_per_block",
+        "waves", "local_memory_ops")}
+    fin = {k: np.isfinite(_column(v, len(f))) for k, v in col.items()}
+    occ = fin["occupancy_achieved_pct"] | fin["occupancy_theoretical_pct"]
+    full = _column(col["occupancy_theoretical_pct"], len(f)) >= 100.0  # nothing limits a full occupancy
+    lim = f["occupancy_limiter"] if "occupancy_limiter" in f.columns else pd.Series(None, index=f.index, dtype=object)
+    local = _column(col["local_memory_ops"], len(f))
+    shown_lim = lim.astype("object").where(lim.notna().to_numpy() & ~full & occ, None)
+    facts.add("launch-facts", occ | fin["registers_per_thread"] | fin["shared_mem_per_block"] | fin["waves"]
+              | np.isfinite(local), occupancy=occ,
+              achieved_pct=col["occupancy_achieved_pct"], theoretical_pct=col["occupancy_theoretical_pct"],
+              limiter=shown_lim, registers_per_thread=col["registers_per_thread"],
+              shared_mem_per_block=col["shared_mem_per_block"], waves=col["waves"],
+              local_known=np.isfinite(local), local_memory_ops=np.where(local > 0, local, np.nan))
+
+
 def _flag(f: pd.DataFrame, col: str) -> pd.Series:
     """Where ``col`` is True (absent column: nowhere)."""
     if col not in f.columns:
@@ -326,4 +350,6 @@ def _provenance(facts: Facts, f: pd.DataFrame, c: pd.DataFrame) -> None:
                 "sol": _mask(f["sol_compute_pct"].isna() | f["sol_memory_pct"].isna()),
                 "duration": _mask(f["duration_s"].isna())}
     facts.add("not-in-export", np.any(list(missing.values()), axis=0), **missing)
+    if "metrics_na" in f.columns:
+        facts.add("metrics-na", f["metrics_na"].notna(), metrics=f["metrics_na"])
     facts.add("nothing-decides", (label == "unknown") & (basis == "none"))

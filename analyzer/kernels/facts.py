@@ -13,6 +13,7 @@ from rooftop.analyzer.ceilings.devices import load_device_option
 from rooftop.analyzer.ceilings.per_kernel import CEILING_COLUMNS, resolve_ceilings
 from rooftop.analyzer.kernels.roofline import compute as roofline
 from rooftop.analyzer.metrics import columns, sol, traffic, work
+from rooftop.analyzer.metrics.launch_facts import launch_facts
 from rooftop.analyzer.metrics.units import busiest_unit
 
 
@@ -122,6 +123,7 @@ def _units_and_lint_inputs(df: pd.DataFrame, dur: pd.Series, cc: pd.Series,
     more.update({f"pipe_{k}": pipes[k] for k in pipes.columns})
     more.update({k: v for k, v in busiest_unit(df).items()})
     more["issue_slots_active_pct"] = columns.column(df, "sm__inst_issued.avg.pct_of_peak_sustained_active")
+    more.update({k: v for k, v in launch_facts(df).items()})
     hcounts = [work.counter(df, f"sass_thread_inst_executed_op_{op}_pred_on", dur)[0] for op in ("hadd", "hmul", "hfma")]
     hsum = hcounts[0].fillna(0) + hcounts[1].fillna(0) + hcounts[2].fillna(0)
     more["fp16_counters_zero"] = pd.concat(hcounts, axis=1).notna().any(axis=1) & (hsum == 0)

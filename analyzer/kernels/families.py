@@ -312,7 +312,8 @@ def family_table(results: pd.DataFrame) -> pd.DataFrame:
             # 0 FLOPs measured: no intensity (no place on the FLOP roofline, docs/formulas.md#work-bytes)
             out[f"intensity_{lvl}"] = (fl / by).where((by > 0) & (fl > 0))
     total = float(np.nansum(frame["time"]))
-    out["time_share"] = out["time_s"].fillna(0.0) / total if total > 0 else 0.0
+    out["time_share"] = (out["time_s"] / total).where(out["time_s"].notna()) if total > 0 else \
+        pd.Series(np.nan, index=out.index).where(out["time_s"].isna(), 0.0)
     positions = g.indices
     out["kernels"] = [[int(p) for p in positions[f]] for f in out.index]
     longest = frame.assign(t=np.nan_to_num(frame["time"], nan=-1.0)).sort_values(

@@ -64,7 +64,6 @@ def lint_kernels(facts: pd.DataFrame, *, meta: dict[str, dict[str, Any]] | None 
     out += _lint_tensor(f)
     out += _lint_bytes_convention(f)
     out += _lint_legacy(f)
-    out += _lint_clock(f)
     out += _meta_lint(f, meta or {})
     out += _lint_mixed_devices(f)
     return [o for o in out if o is not None]
@@ -191,17 +190,11 @@ def _lint_legacy(f: pd.DataFrame) -> _Items:
                   "SOL % and DRAM bytes are read from them; L1/L2 levels are not available in that layout.", legacy)]
 
 
-def _lint_clock(f: pd.DataFrame) -> _Items:
-    """``clock-control``: measured SM clock vs the device's max clock (device__attribute_clock_rate, kHz)."""
+def _clock_low(f: pd.DataFrame) -> pd.Series:
+    """Kernels whose measured SM clock is below 97 % of the device's max clock (device__attribute_clock_rate)."""
     if "clock_ratio" not in f.columns:
-        return []
-    low = f["clock_ratio"] < 0.97
-    if not low.any():
-        return []
-    lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
-    return [_item("clock-control", f"SM clock ran at {lo:.0%}-{hi:.0%} of the device's max clock for {_count(low, len(f))} "
-                  "(ncu's default --clock-control base): absolute FLOP/s and durations are at that clock; "
-                  "percent of peak is unaffected (docs/formulas.md#profiling-conditions).", low)]
+        return pd.Series(False, index=f.index)
+    return (f["clock_ratio"] < 0.97).fillna(False)
 
 
 def _lint_mixed_devices(f: pd.DataFrame) -> _Items:
@@ -220,24 +213,46 @@ _CLOCK_NONE = re.compile(r"--clock-control[= ]+none")
 
 
 def _meta_lint(f: pd.DataFrame, meta: dict[str, dict[str, Any]]) -> _Items:
-    """Cache/clock control from the recorded ncu command line (parser ``meta['command']``)."""
+    """``cache-control`` and ``clock-control`` from the recorded ncu command line (parser ``meta['command']``)
+    and the measured SM clock, one item each (docs/formulas.md#profiling-conditions); ``metrics-not-collected``
+    for metrics the export names but printed ``n/a`` for on every launch (parser ``meta['metrics_na']``)."""
     out: list[dict[str, Any] | None] = []
-    if not meta or "input" not in f.columns:
-        return out
     flushed = pd.Series(False, index=f.index)
     locked = pd.Series(False, index=f.index)
-    for path, info in meta.items():
+    na: dict[str, list[str]] = {}
+    for path, info in (meta or {}).items():
+        if "input" not in f.columns:
+            break
+        rows = (f["input"].astype("string") == path).fillna(False)
+        if info.get("metrics_na"):
+            na[path] = [str(m) for m in info["metrics_na"]]
         cmd = str(info.get("command") or info.get("command_line") or "")
         if not cmd or ("ncu" not in cmd and "nv-nsight-cu-cli" not in cmd):
             continue
-        rows = f["input"].astype("string") == path
         if not _CACHE_NONE.search(cmd):
-            flushed |= rows.fillna(False)
+            flushed |= rows
         if not _CLOCK_NONE.search(cmd):
-            locked |= rows.fillna(False)
+            locked |= rows
+    # a cold cache changes DRAM bytes only: no item for kernels without DRAM bytes
+    flushed &= (f["bytes_dram"] > 0).fillna(False) if "bytes_dram" in f.columns else False
     out.append(_item("cache-control", "Caches were flushed before every replay pass (ncu default --cache-control all) for "
                      f"{int(flushed.sum())} kernel(s): DRAM bytes include cold-cache traffic a warm run may serve from L2 "
                      "(docs/formulas.md#profiling-conditions).", flushed))
-    out.append(_item("clock-control", "Clocks were locked to base (ncu default --clock-control base) for "
-                     f"{int(locked.sum())} kernel(s): durations and FLOP/s are at base clock (docs/formulas.md#profiling-conditions).", locked))
+    low = _clock_low(f)
+    why = []
+    if locked.any():
+        why.append(f"the recorded command line has ncu's default --clock-control base ({int(locked.sum())} kernel(s))")
+    if low.any():
+        lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
+        span = f"{lo:.0%}" if lo == hi else f"{lo:.0%}-{hi:.0%}"
+        why.append(f"the SM clock ran at {span} of the device's max clock ({int(low.sum())} kernel(s))")
+    out.append(_item("clock-control", f"Clocks below the maximum for {_count(locked | low, len(f))}: " + "; ".join(why) +
+                     ". Absolute durations and FLOP/s are at that clock; percent of peak is unaffected "
+                     "(docs/formulas.md#profiling-conditions).", locked | low))
+    for path, names in na.items():
+        rows = (f["input"].astype("string") == path).fillna(False)
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        out.append(_item("metrics-not-collected", f"{path}: ncu printed n/a for every launch of {shown}: ncu does so for a "
+                         "metric name it does not know or cannot collect on this GPU; check the spelling in --metrics "
+                         "against `ncu --query-metrics` (docs/formulas.md#profiling-conditions).", rows))
     return out

@@ -302,10 +302,13 @@ RULES: dict[str, EvidenceRule] = {
         {"memory_side_pct": _SIDES, "compute_side_pct": _SIDES,
          "unknown": "the levels with no ceiling or no bytes, else the compute side"}),
     "launch": _rule(
-        "Duration {duration_s:si:s} < {launch_us:%.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost; batch, "
+        "Duration {duration_s:si:s}{[{median?} (median of this kernel's launches in this launch configuration)]} < "
+        "{launch_us:%.0f} µs: comparable to the 1.2-2.4 µs kernel launch cost; batch, "
         f"fuse or graph-capture such launches ({_KL})",
         {"duration_s": "s", "launch_us": "µs"},
-        {"duration_s": "kernels[].duration_s", "launch_us": "rooftop's launch-cost threshold"}),
+        {"duration_s": "the median of kernels[].duration_s over the kernel's launches in one launch configuration "
+                       "(name, grid, block)", "median": "that median differs from this launch's own duration",
+         "launch_us": "rooftop's launch-cost threshold"}),
     "small-grid": _rule(
         "Grid of {grid:%.0f} block(s) < {sm_count:%.0f} SMs: {idle_sms:%.0f} SMs get no block (NCU "
         f"LaunchConfiguration Small Grid; {_KL})",
@@ -394,6 +397,27 @@ RULES: dict[str, EvidenceRule] = {
         {"memory_side_pct": "%", "compute_side_pct": "%"},
         {"memory_side_pct": _SIDES, "compute_side_pct": _SIDES, "label": "kernels[].label",
          "limiter": "kernels[].limiter"}),
+    "launch-facts": _rule(
+        "NCU launch facts: {,[{occupancy?}{[{achieved_pct?}occupancy {achieved_pct:%.1f} % achieved"
+        "{[ of {theoretical_pct:%.1f} % theoretical]}|theoretical occupancy {theoretical_pct:%.1f} %]}"
+        "{[ (limited by {limiter})]}][{registers_per_thread:%.0f} registers/thread]"
+        "[{shared_mem_per_block:si:B} shared memory/block][{waves:%.2f} waves]"
+        "[{local_known?}{[{local_memory_ops:%.0f} local-memory loads/stores (register spills or local arrays)"
+        "|no local-memory traffic]}]}",
+        {"achieved_pct": "%", "theoretical_pct": "%", "registers_per_thread": "registers",
+         "shared_mem_per_block": "B", "waves": "waves", "local_memory_ops": "instructions"},
+        {"occupancy": "achieved or theoretical occupancy is in the export",
+         "achieved_pct": "sm__warps_active.avg.pct_of_peak_sustained_active (extra.occupancy_achieved_pct)",
+         "theoretical_pct": "sm__maximum_warps_per_active_cycle_pct (extra.occupancy_theoretical_pct)",
+         "limiter": "the resource with the smallest launch__occupancy_limit_* (ties named together; none at 100 % "
+                    "theoretical; extra.occupancy_limiter)",
+         "registers_per_thread": "launch__registers_per_thread (extra.registers_per_thread)",
+         "shared_mem_per_block": "launch__shared_mem_per_block_static + _dynamic (extra.shared_mem_per_block)",
+         "waves": "launch__waves_per_multiprocessor (extra.waves)",
+         "local_known": "local loads/stores are in the export",
+         "local_memory_ops": "local loads + stores where > 0: l1tex__t_requests_pipe_lsu_mem_local_op_ld/st.sum, else "
+                             "smsp__sass_inst_executed_op_local_ld/st.sum, else sass__inst_executed_local_loads/stores "
+                             "(extra.local_memory_ops)"}),
     "device-assumed": _rule("{text} (docs/formulas.md#ceilings)",
                             sources={"text": "how the device (and its ceilings) was chosen"}),
     "bytes-nersc": _rule(
@@ -411,6 +435,10 @@ RULES: dict[str, EvidenceRule] = {
         "[{flops?}FLOP counters][{tensor_flops?}tensor FLOPs][{sol?}SpeedOfLight %][{duration?}duration]}",
         sources={"l1_bytes": "kernels[].bytes.l1 is null", "flops": "kernels[].flops is null",
                  "sol": "kernels[].sol has a null", "duration": "kernels[].duration_s is null"}),
+    "metrics-na": _rule(
+        "ncu printed n/a on every launch for {metrics}: names ncu did not recognise or could not collect on this "
+        "GPU; check the spelling in --metrics against `ncu --query-metrics` (docs/formulas.md#profiling-conditions)",
+        sources={"metrics": "the export's metric columns whose every value is n/a (parser meta.metrics_na)"}),
     "nothing-decides": _rule(
         "Nothing decides the bound: no SpeedOfLight %, no NCU verdict, and the roofline lacks the FLOPs, bytes, "
         f"time or ceilings to measure either side ({_KL})"),

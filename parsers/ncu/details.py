@@ -235,6 +235,10 @@ def _metrics(
     anybad = long["bad"].groupby(long["key"]).any()
     text_keys = anyval.index[anybad.to_numpy() & ~anyval.to_numpy()]
     meta["text_metrics"] = sorted(str(kuniq[k]) for k in text_keys)
+    # every value a missing marker (n/a): what ncu prints for a metric name it does not know
+    na_keys = anyval.index[~anybad.to_numpy() & ~anyval.to_numpy()]
+    if len(na_keys):
+        meta["metrics_na"] = sorted(str(kuniq[k]) for k in na_keys)
     long = long[~long["key"].isin(text_keys)]
     badcells: dict[int, tuple[int, str, str, int]] = {}
     lb = long[long["bad"]]

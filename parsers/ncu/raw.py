@@ -61,6 +61,9 @@ from rooftop.parsers.units import si_factor, unit_refusal
 FORMAT = "ncu-raw-csv"
 
 
+_TEXT_METRICS = ("launch__kernel_name", "device__attribute_display_name")  # string-valued: n/a is no error
+
+
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
     """Parse a raw-page export into the canonical kernel table (see module docstring)."""
     text = src.text()
@@ -80,6 +83,10 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     }
     cols = _metric_columns(df, metric_cols, units.units, dc)
     meta["text_columns"] = cols.text_cols
+    # every value a missing marker (n/a): what ncu prints for a metric name it does not know
+    na_cols = [c for c in metric_cols if len(df) and c not in _TEXT_METRICS and bool(is_missing_text(df[c]).all())]
+    if na_cols:
+        meta["metrics_na"] = na_cols
     hints = scan_hints(text)
     if hints:
         meta["device_hints"] = hints

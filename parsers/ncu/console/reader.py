@@ -44,6 +44,7 @@ from rooftop.parsers.source import ParseOptions, Source
 __all__ = ["parse"]
 
 _NOISE = re.compile(r"^==(PROF|ERROR|WARNING)==\s?(.*)$")
+_REPORT = re.compile(r"^Report:\s*(.+)$")  # ==PROF== Report: /path/run.ncu-rep (ncu -o)
 _PROCESS = re.compile(r"^\[(\d+)\] (.+)@(\S+)\s*$")
 _SUMMARY_DEVICE = re.compile(r"^\s+Device (\d+), CC (\d+\.\d+)\s*$")  # --print-summary per-kernel group header
 _NVTX_HEAD = re.compile(r"^(\s+)NVTX (?:Push/Pop Stack for Thread \d+|Start/End Ranges)\s*:?\s*$")
@@ -85,6 +86,9 @@ def _feed(st: State, n: int, line: str, decimal_comma: bool) -> None:
         (st.errors if m.group(1) == "ERROR" else st.warnings if m.group(1) == "WARNING" else []).append(
             line.strip()
         )
+        rep = _REPORT.match(m.group(2)) if m.group(1) == "PROF" else None
+        if rep:  # ncu -o: the results went to this report, not to the log
+            st.reports.append(rep.group(1).strip())
         return
     if st.table is not None:
         _table_line(st, n, line, decimal_comma)

@@ -140,6 +140,10 @@ def no_kernel_error(st: State) -> InputError:
         (w for w in st.warnings if "No kernels were profiled" in w), None
     )
     reason = "holds no profiled kernel"
+    if st.reports and not perm:  # ncu -o: the log only names the report
+        shown = ", ".join(st.reports[:3])
+        return InputError(st.path, f"{reason}: ncu wrote its results to {shown} (ncu -o)",
+                          f"analyze that file instead: rooftop analyze {st.reports[0]}")
     if quoted:
         q = quoted if len(quoted) <= 200 else quoted[:197] + "..."
         reason += f"; ncu printed: {q}"

@@ -66,6 +66,7 @@ class State:
     rule: Rule | None = None
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)  # "==PROF== Report: <path>": ncu -o wrote the results there
     nvtx_indent: int | None = None  # inside an "NVTX ..." block of the last launch
     nvtx_domain: str | None = None
     unparsed: list[tuple[int, str]] = field(default_factory=list)

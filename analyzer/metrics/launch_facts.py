@@ -1,0 +1,47 @@
+"""NCU's per-kernel launch facts beside every verdict (docs/formulas.md#kernel-labels, "NCU's facts"):
+occupancy achieved and theoretical and what limits it, registers per thread, shared memory per block,
+and local-memory traffic (register spills or local arrays), exactly as exported."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rooftop.analyzer.metrics.columns import column, first_of
+
+# NCU's Occupancy section "Block Limit <x>": blocks per SM each resource allows; the smallest one binds
+OCCUPANCY_LIMITS = (("registers", "launch__occupancy_limit_registers"),
+                    ("shared memory", "launch__occupancy_limit_shared_mem"),
+                    ("warps per block", "launch__occupancy_limit_warps"),
+                    ("blocks per SM", "launch__occupancy_limit_blocks"),
+                    ("barriers", "launch__occupancy_limit_barriers"))
+# local loads + stores, first group present: requests, SASS instructions (newer and older names)
+LOCAL_OPS = (("l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"),
+             ("smsp__sass_inst_executed_op_local_ld.sum", "smsp__sass_inst_executed_op_local_st.sum"),
+             ("sass__inst_executed_local_loads", "sass__inst_executed_local_stores"))
+
+
+def launch_facts(df: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel: ``occupancy_achieved_pct`` (``sm__warps_active.avg.pct_of_peak_sustained_active``),
+    ``occupancy_theoretical_pct`` (``sm__maximum_warps_per_active_cycle_pct``), ``occupancy_limiter`` (the
+    resource whose block limit is smallest), ``registers_per_thread``, ``shared_mem_per_block`` (static +
+    dynamic bytes), ``local_memory_ops`` (local loads + stores; NaN where not collected)."""
+    out = pd.DataFrame(index=df.index)
+    out["occupancy_achieved_pct"] = first_of(df, ["sm__warps_active.avg.pct_of_peak_sustained_active"])[0]
+    out["occupancy_theoretical_pct"] = first_of(df, ["sm__maximum_warps_per_active_cycle_pct"])[0]
+    limits = pd.DataFrame({name: column(df, col) for name, col in OCCUPANCY_LIMITS})
+    arr = limits.to_numpy(dtype="float64")
+    low = np.nanmin(np.where(np.isnan(arr), np.inf, arr), axis=1) if len(arr) else np.zeros(0)
+    names = [n for n, _ in OCCUPANCY_LIMITS]
+    tied = [" and ".join(n for n, v in zip(names, row, strict=True) if v == m) if np.isfinite(m) else None
+            for row, m in zip(arr.tolist(), low.tolist(), strict=True)]  # every resource at the smallest limit
+    out["occupancy_limiter"] = pd.Series(tied, index=df.index, dtype="object")
+    out["registers_per_thread"] = column(df, "launch__registers_per_thread")
+    static, dynamic = column(df, "launch__shared_mem_per_block_static"), column(df, "launch__shared_mem_per_block_dynamic")
+    out["shared_mem_per_block"] = (static.fillna(0.0) + dynamic.fillna(0.0)).where(static.notna() | dynamic.notna())
+    local = pd.Series(np.nan, index=df.index)
+    for ld, st in LOCAL_OPS:
+        v = column(df, ld) + column(df, st)
+        local = local.fillna(v)
+    out["local_memory_ops"] = local
+    return out
