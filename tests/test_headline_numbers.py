@@ -13,7 +13,8 @@ import pytest
 import rooftop
 from rooftop.analyzer.findings import rank_findings
 from rooftop.analyzer.kernels.analyze import analyze_kernels
-from rooftop.parsers import InputError, parse_path
+from rooftop.errors import InputError
+from rooftop.parsers import parse_path
 from tests.conftest import corpus_dir
 
 NO_WINDOWS = SimpleNamespace(findings=[])
