@@ -18,7 +18,16 @@ from rooftop.analyzer.schema import (
 from rooftop.reports.common_sections import devices_table
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
-from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
+from rooftop.reports.formatting import (
+    DASH,
+    fmt_num,
+    fmt_pct,
+    fmt_time,
+    kernel_label_shares,
+    kernel_time,
+    launches_of,
+    num,
+)
 from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.svg_roofline import roofline_svg, window_roofline_svg
 from rooftop.reports.widgets import Column, Section, kpi, share_bar, table
@@ -46,9 +55,11 @@ def summary_section(doc: Document) -> Section:
     traced = [t for t in doc.get("timeline") or [] if isinstance(t["kernels"], int)]
     kpis = []
     if kernels or not (windows or traced):  # ncu launches; a DCGM or trace page is not "0 launches"
-        kpis.append(kpi(str(len(kernels)), "kernel launches"))
+        kpis.append(kpi(f"{sum(launches_of(k) for k in kernels):.0f}", "kernel launches"))
     if kernels:
-        kpis += [kpi(fmt_time(total), "total kernel time"), kpi(str(len(families)), "kernel families")]
+        known = any(num(k["duration_s"]) is not None for k in kernels)
+        kpis += [kpi(fmt_time(total) if known else "unknown", "total kernel time"),
+                 kpi(str(len(families)), "kernel families")]
     if traced:
         kpis.append(kpi(str(sum(t["kernels"] or 0 for t in traced)), "traced kernels"))
     if windows:
@@ -56,9 +67,11 @@ def summary_section(doc: Document) -> Section:
     kpis += [kpi(str(len(doc["findings"])), "findings"),
              kpi(str(len(doc["rejected"])), "rejected records")]
     body = [f'<div class="kpis">{"".join(kpis)}</div>']
-    if kernels:
+    if kernels and total > 0:
         body.append("<h3>Share of kernel time by label</h3>")
         body.append(share_bar(shares, KERNEL_LABELS))
+    elif kernels:
+        body.append('<p class="note">No launch has a duration in the export: GPU time and its shares are unknown.</p>')
     return Section("Summary", "".join(body), anchor="summary")
 
 
@@ -187,20 +200,27 @@ def distinct_names(names: Sequence[str], limit: int = NAME_LIMIT) -> list[str]:
     return [f"{s} #{i + 1}" if counts[s] > 1 else s for i, s in enumerate(out)]
 
 
+def _launch_shape(k: Kernel) -> str:
+    """``1024 × 256`` (blocks × threads per block; ``?`` where the export lacks one): tells apart rows
+    of one kernel launched in different configurations."""
+    g, b = num(k["grid"]), num(k["block"])
+    return DASH if g is None and b is None else f"{'?' if g is None else f'{g:.0f}'} × {'?' if b is None else f'{b:.0f}'}"
+
+
 def top_kernels_md_section(doc: Document) -> MdSection | None:
     """The longest launches: name, label, limiter, duration, share, FLOP/s, DRAM intensity."""
     kernels = doc["kernels"]
     if not kernels:
         return None
-    total = sum(num(k["duration_s"]) or 0.0 for k in kernels)
+    _, total = kernel_label_shares(kernels)
     top: list[Kernel] = sorted(kernels, key=lambda k: -(num(k["duration_s"]) or 0.0))[:TOP_KERNELS]
     shown = distinct_names([k["name"] for k in top])
-    rows = [{"name": nm, "label": k["label"], "limiter": k["limiter"],
+    rows = [{"name": nm, "grid": _launch_shape(k), "label": k["label"], "limiter": k["limiter"],
              "d": k["duration_s"],
-             "share": (num(k["duration_s"]) or 0.0) / total if total > 0 else None,
+             "share": (kernel_time(k) or 0.0) / total if total > 0 and kernel_time(k) is not None else None,
              "flops": k["achieved_flops_s"], "ai": k["intensity"]["dram"]}
             for nm, k in zip(shown, top, strict=True)]
-    cols: list[Any] = [("name", "kernel"), ("label", "label"), ("limiter", "limiter"),
+    cols: list[Any] = [("name", "kernel"), ("grid", "grid × block"), ("label", "label"), ("limiter", "limiter"),
                        ("d", "duration", fmt_time), ("share", "share", fmt_pct),
                        ("flops", "FLOP/s", lambda v: fmt_num(v, "FLOP/s")), ("ai", "FLOP/B DRAM", lambda v: fmt_num(v))]
     more = f"\n\n_Top {TOP_KERNELS} of {len(kernels)} launches by duration._" if len(kernels) > TOP_KERNELS else ""

@@ -14,6 +14,7 @@ from rooftop.reports.formatting import (
     fmt_num,
     fmt_pct,
     fmt_time,
+    kernel_headline,
     kernel_label_shares,
 )
 from rooftop.reports.md_widgets import CELL_LIMIT, MdSection, md_table
@@ -123,8 +124,7 @@ def key_numbers_section(doc: Document) -> MdSection:
     if kernels:
         shares, total = kernel_label_shares(kernels)
         fams = {k["family"] for k in kernels}
-        lines.append(f"- Kernels: {len(kernels)} launches in {len(fams)} families, "
-                     f"{fmt_time(total)} of GPU time")
+        lines.append(f"- Kernels: {md_esc(kernel_headline(kernels))}, {len(fams)} families")
         if total > 0:
             share = ", ".join(f"{md_esc(lab)} {fmt_pct(v)}"
                               for lab, v in sorted(shares.items(), key=lambda kv: -kv[1]))

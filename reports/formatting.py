@@ -62,14 +62,43 @@ def fmt_time(seconds: Any) -> str:
     return f"{s * 1e9:.3g} ns"
 
 
+def launches_of(k: Kernel) -> float:
+    """The launches a kernel row stands for: ``extra.invocations`` (a ``--print-summary`` row stands for
+    N launches, its duration is their average), 1 where absent (docs/formulas.md#families)."""
+    extra = k.get("extra")
+    inv = num(extra.get("invocations")) if extra is not None else None
+    return inv if inv is not None and inv > 0 else 1.0
+
+
+def kernel_time(k: Kernel) -> float | None:
+    """A kernel row's GPU time: its duration x the launches it stands for (``None``: no duration)."""
+    d = num(k["duration_s"])
+    return None if d is None else d * launches_of(k)
+
+
 def kernel_label_shares(kernels: Sequence[Kernel]) -> tuple[dict[str, float], float]:
-    """Shares of total kernel time per label, and the total time (seconds)."""
+    """Shares of total kernel time per label, and the total time (seconds), each row weighted by the
+    launches it stands for (:func:`launches_of`)."""
     totals: dict[str, float] = {}
     for k in kernels:
         lab = k["label"]
-        totals[lab] = totals.get(lab, 0.0) + (num(k["duration_s"]) or 0.0)
+        totals[lab] = totals.get(lab, 0.0) + (kernel_time(k) or 0.0)
     total = sum(totals.values())
     return ({lab: v / total for lab, v in totals.items()} if total > 0 else {}), total
+
+
+def kernel_headline(kernels: Sequence[Kernel]) -> str:
+    """``1141 launches (12 summary rows), 35.6 ms GPU time``: launches weighted as the findings are;
+    ``duration unknown`` where no row has one (never 0), and how many rows lack one where some do."""
+    launches = sum(launches_of(k) for k in kernels)
+    n = f"{launches:.0f} launch{'' if launches == 1 else 'es'}" + (
+        f" ({len(kernels)} summary rows)" if launches != len(kernels) else "")
+    _, total = kernel_label_shares(kernels)
+    unknown = sum(1 for k in kernels if num(k["duration_s"]) is None)
+    if unknown == len(kernels):
+        return f"{n}, GPU time unknown (no duration in the export)"
+    more = f" ({unknown} launch row(s) without a duration)" if unknown else ""
+    return f"{n}, {fmt_time(total)} GPU time{more}"
 
 
 def get_each(objs: Sequence[Any], key: str) -> list[Any]:

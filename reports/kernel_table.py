@@ -15,7 +15,14 @@ from rooftop.analyzer.schema import Document, Kernel
 from rooftop.analyzer.schema.evidence import SENTENCE_KERNELS
 from rooftop.reports.analyze_sections import family_rows
 from rooftop.reports.escape import esc
-from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time, kernel_label_shares, num
+from rooftop.reports.formatting import (
+    fmt_num,
+    fmt_pct,
+    fmt_time,
+    kernel_label_shares,
+    launches_of,
+    num,
+)
 from rooftop.reports.widgets import Column, Section, table
 
 TABLE_ROWS = SENTENCE_KERNELS  # top rows by time: the launches whose evidence sentences the document holds
@@ -71,7 +78,7 @@ def _rows(kernels: Sequence[Kernel], doc: Document) -> list[dict[str, Any]]:
         rows.append({
             "pos": pos, "name": k["name"], "family": k["family"], "label": k["label"],
             "limiter": k["limiter"], "duration_s": d, "nvtx": nvtx_of(k),
-            "share": (d / total) if (d is not None and total > 0) else None,
+            "share": (d * launches_of(k) / total) if (d is not None and total > 0) else None,
             "achieved": num(k["achieved_flops_s"]), "attainable": num(k["attainable_flops_s"]),
             "ai_dram": num(inten["dram"]), "ai_l2": num(inten["l2"]),
             "ai_l1": num(inten["l1"]), "input": k["input"], "index": k["index"],

@@ -77,7 +77,13 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
     labels, each traced GPU's label, idle share and top finding, a diff's verdict and its reason, the
     top findings (verdict and numbers on one line, the kernel's name below it, shortened by
     :func:`shorten_kernel`)."""
-    from rooftop.reports.formatting import device_sources, fmt_time, kernel_label_shares, num
+    from rooftop.reports.formatting import (
+        device_sources,
+        fmt_time,
+        kernel_headline,
+        kernel_label_shares,
+        num,
+    )
 
     cols = terminal_width() if width is None else width
     cols = max(MIN_WIDTH, cols) if cols else UNWRAPPED
@@ -91,7 +97,7 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
     lines += [f"  {plain(n['message'], 400)}" for n in doc.get("lint") or [] if n["code"] == "kernel-filter"]
     if kernels:
         shares, total = kernel_label_shares(kernels)
-        lines.append(f"  kernels: {len(kernels)} launches, {fmt_time(total)} GPU time")
+        lines.append(f"  kernels: {plain(kernel_headline(kernels))}")
         if total > 0:
             lines.append("  by label: " + ", ".join(
                 f"{plain(lab)} {100 * v:.1f}%" for lab, v in sorted(shares.items(), key=lambda kv: -kv[1])))
@@ -209,7 +215,8 @@ def _finding_lines(f: Finding, short: str, width: int, fmt_time: Callable[[Any],
     title, which carries its verdict, wrapped instead)."""
     share = num(f["time_share"])
     saving = f["est_saving_s"]
-    facts = [f"{100 * share:.1f}% of time"] if share is not None else []
+    facts = [f"{100 * share:.1f}% of time"] if share is not None else \
+        (["duration unknown"] if f.get("family") else [])  # a kernel family without durations: never 0 %
     if saving is not None:
         facts.append(f"est. saving {fmt_time(saving)}")
     label = f.get("label")
