@@ -311,6 +311,7 @@ def family_table(results: pd.DataFrame) -> pd.DataFrame:
             fl, by = g[f"fl_{lvl}"].sum(min_count=1), g[f"by_{lvl}"].sum(min_count=1)
             # 0 FLOPs measured: no intensity (no place on the FLOP roofline, docs/formulas.md#work-bytes)
             out[f"intensity_{lvl}"] = (fl / by).where((by > 0) & (fl > 0))
+    _rates_only(out, results, fam, frame["w"])
     total = float(np.nansum(frame["time"]))
     out["time_share"] = (out["time_s"] / total).where(out["time_s"].notna()) if total > 0 else \
         pd.Series(np.nan, index=out.index).where(out["time_s"].isna(), 0.0)
@@ -354,6 +355,26 @@ def _weighted_rows(results: pd.DataFrame, fam: pd.Series) -> pd.DataFrame:
         cols[f"fl_{lvl}"] = np.where(ok, flops * w, np.nan)
         cols[f"by_{lvl}"] = np.where(ok, b * w, np.nan)
     return pd.DataFrame(cols)
+
+
+def _rates_only(out: pd.DataFrame, results: pd.DataFrame, fam: pd.Series, w: pd.Series) -> None:
+    """Families the sums leave unplaced because the export has no durations (rates-only section CSVs):
+    achieved and attainable FLOP/s and each level's intensity are the launch-weighted mean of their
+    launches' own values, computed from ncu's rates (no time to weight by); only where the sums give
+    nothing (docs/formulas.md#families)."""
+    no_dur = column(results, "duration_s").isna().to_numpy()
+    if not no_dur.any():
+        return
+    wv = w.to_numpy()
+    for col in ("achieved_flops_s", "attainable_flops_s", *(f"intensity_{lvl}" for lvl in _LEVELS)):
+        v = column(results, col).to_numpy()
+        ok = no_dur & np.isfinite(v)
+        if not ok.any():
+            continue
+        g = pd.DataFrame({"family": fam.to_numpy(dtype=object), "vw": np.where(ok, v * wv, np.nan),
+                          "w": np.where(ok, wv, np.nan)}).groupby("family", sort=False)
+        mean = g["vw"].sum(min_count=1) / g["w"].sum(min_count=1)
+        out[col] = out[col].fillna(mean.reindex(out.index))
 
 
 def _isna(v: Any) -> bool:
