@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from rooftop.analyzer.schema import Document, Kernel
+from rooftop.analyzer.schema import Document, Kernel, MemoryLevel
 from rooftop.analyzer.schema.evidence import SENTENCE_KERNELS
 from rooftop.reports.analyze_sections import family_rows
 from rooftop.reports.escape import esc
@@ -83,8 +83,53 @@ def _rows(kernels: Sequence[Kernel], doc: Document) -> list[dict[str, Any]]:
             "ai_dram": num(inten["dram"]), "ai_l2": num(inten["l2"]),
             "ai_l1": num(inten["l1"]), "input": k["input"], "index": k["index"],
             "ceilings": panel.get(pos),
+            **ncu_facts(k),
         })
     return rows
+
+
+_LEVEL_NAMES: tuple[tuple[MemoryLevel, str], ...] = (("dram", "DRAM"), ("l2", "L2"), ("l1", "L1"))
+RULES_SHOWN = 3  # NCU rules with a speedup estimate named per row, largest first
+
+
+def ncu_facts(k: Kernel) -> dict[str, Any]:
+    """NCU's facts beside the verdict (docs/formulas.md#kernel-labels, "NCU's facts"): SM % and memory %,
+    the busiest SOL-breakdown unit, occupancy achieved of theoretical and its limiter, registers per
+    thread, shared memory per block, waves, achieved bandwidth and % of peak per level, and the NCU rules
+    with a speedup estimate (global: the whole kernel; local: the part the rule looks at)."""
+    extra: Mapping[str, Any] = k.get("extra") or {}
+    top, busiest = extra.get("top_unit_name"), num(extra.get("busiest_pct"))
+    ach, theo = num(extra.get("occupancy_achieved_pct")), num(extra.get("occupancy_theoretical_pct"))
+    lim = extra.get("occupancy_limiter")
+    occ = None
+    if ach is not None or theo is not None:
+        occ = (f"{ach:.0f}%" if ach is not None else "?") + (f" of {theo:.0f}%" if theo is not None else "")
+        if lim and (theo is None or theo < 100.0):
+            occ += f" ({lim})"
+    d = num(k["duration_s"])
+    bw = []
+    for lvl, name in _LEVEL_NAMES:
+        b, util = num(k["bytes"][lvl]), num(extra.get(f"bw_util_{lvl}"))
+        rate = b / d if b is not None and d else None
+        if rate is None and util is None:
+            continue
+        bw.append(f"{name} {fmt_num(rate, 'B/s') if rate is not None else '?'}"
+                  + (f" {100 * util:.0f}%" if util is not None else ""))
+    rules = sorted(((num(r.get("speedup_pct")), r) for r in k.get("ncu_rules") or []
+                    if num(r.get("speedup_pct")) is not None), key=lambda t: -(t[0] or 0.0))
+    named = [f"{r.get('rule') or r.get('title')} {sp:.0f}% {r.get('speedup_type') or ''}".strip()
+             for sp, r in rules[:RULES_SHOWN]]
+    if len(rules) > RULES_SHOWN:
+        named.append(f"+{len(rules) - RULES_SHOWN} more")
+    regs, smem, waves = (num(extra.get(c)) for c in ("registers_per_thread", "shared_mem_per_block", "waves"))
+    parts = [f"busiest {top} {busiest:.0f}%" if top and busiest is not None else "",
+             " · ".join(bw), f"occupancy {occ}" if occ else "",
+             f"{regs:.0f} regs/thread" if regs is not None else "",
+             f"{fmt_num(smem, 'B')} shared/block" if smem is not None else "",
+             f"{waves:.2f} waves" if waves is not None else "",
+             "NCU rules: " + "; ".join(named) if named else ""]
+    return {"sm_pct": num(k["sol"]["compute_pct"]), "mem_pct": num(k["sol"]["memory_pct"]),
+            "facts": " · ".join(p for p in parts if p) or None}
 
 
 COLUMNS = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"),
@@ -97,6 +142,9 @@ COLUMNS = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"
            Column("ai_dram", "FLOP/B DRAM", fmt_num, numeric=True),
            Column("ai_l2", "FLOP/B L2", fmt_num, numeric=True),
            Column("ai_l1", "FLOP/B L1", fmt_num, numeric=True),
+           Column("sm_pct", "SM %", lambda v: f"{v:.0f}", numeric=True),
+           Column("mem_pct", "Mem %", lambda v: f"{v:.0f}", numeric=True),
+           Column("facts", "NCU facts", css="facts"),
            Column("ceilings", "ceilings of", css="file"),
            Column("input", "input", file_name, css="file"), Column("index", "launch", numeric=True)]
 
@@ -121,6 +169,10 @@ def kernel_table_section(doc: Document) -> Section | None:
     note = (f"Top {TABLE_ROWS} of {len(kernels)} launches by duration; every launch is in the JSON "
             "output (--json)." if len(kernels) > TABLE_ROWS else
             f"All {len(kernels)} launches. Click a header to sort, a name to see it whole.")
+    if any(r.get("facts") for r in rows):
+        note += (" NCU facts: the busiest SpeedOfLight unit, achieved bandwidth and % of peak per level, occupancy "
+                 "achieved of theoretical (its limit), registers per thread, shared memory per block, waves, and NCU's "
+                 "rules with an estimated speedup (global: of the whole kernel; local: of the part the rule looks at).")
     if empty:
         note += f" Not in the input, so not shown: {', '.join(c.header for c in empty)}."
     if not any(r.get("nvtx") for r in rows):

@@ -67,7 +67,7 @@
       search.addEventListener("input", apply);
       label.addEventListener("change", apply);
     });
-    document.querySelectorAll("td.name > div").forEach(function (d) {
+    document.querySelectorAll("td.name > div, td.facts > div").forEach(function (d) {
       d.addEventListener("click", function () { d.classList.toggle("open"); });
     });
   }
