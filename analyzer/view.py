@@ -45,6 +45,7 @@ from rooftop.analyzer.schema import (
 from rooftop.parsers.model import concat_frames
 
 MAX_LABELLED = 5
+MAX_BANDWIDTH = 10  # families on a panel's bandwidth chart
 LEVELS = BANDWIDTH_CEILINGS  # the memory levels, outermost first: dram, l2, l1
 # the ceilings a panel draws, with their display names (their kind and unit: analyzer/schema/vocab.py)
 CEILING_KEYS: dict[CeilingKey, str] = {
@@ -179,6 +180,36 @@ def no_roof(fam: pd.DataFrame, placed: Sequence[int], ceilings: Sequence[Rooflin
     return out
 
 
+def bandwidth_rows(fam: pd.DataFrame, unplaced: Sequence[int],
+                   ceilings: Sequence[RooflineCeiling]) -> list[dict[str, Any]]:
+    """Families with bytes and time but no place on the FLOP roofline (no FLOPs: copies, transposes,
+    reductions; docs/formulas.md#report-view): per level the achieved Σ bytes / Σ time and its % of the
+    panel's ceiling, and the time the bytes need at least at the ceilings (max over the levels with one), the
+    :data:`MAX_BANDWIDTH` largest by time."""
+    roofs = {c["level"]: float(c["value"]) for c in ceilings if c["kind"] == "bandwidth" and c["value"] > 0}
+    out: list[dict[str, Any]] = []
+    for i in unplaced:
+        t = _num(fam.at[i, "time_s"])
+        if t is None or t <= 0:
+            continue
+        levels, need = [], 0.0
+        for lvl in ("dram", "l2", "l1"):
+            b = _num(fam.at[i, f"bytes_{lvl}"])
+            if b is None or b <= 0:
+                continue
+            roof = roofs.get(lvl)
+            levels.append({"level": lvl, "bytes_s": b / t, "pct": 100.0 * b / t / roof if roof else None})
+            need = max(need, b / roof) if roof else need
+        if levels:
+            out.append({"family": int(i), "levels": levels, "bound_s": need if need > 0 else None})
+    return out[:MAX_BANDWIDTH]
+
+
+def _num(v: Any) -> float | None:
+    x = pd.to_numeric(v, errors="coerce")
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
 def why_empty(results: pd.DataFrame) -> str:
     """One sentence: why no kernel can be placed on a roofline, and what to collect."""
     n = len(results)
@@ -241,6 +272,9 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
         p["placed"] = placed
         p["labelled"] = placed[:MAX_LABELLED]
         p["no_roof"] = no_roof(fams, placed, p["ceilings"])
+        bw = bandwidth_rows(fams, [int(i) for i in mine if not bool(fams.at[i, "placed"])], p["ceilings"])
+        if bw:
+            p["bandwidth"] = bw
     any_placed = any(p["placed"] for p in panels)
     roofline = {"panels": panels, "windows": wpanels, "why_empty": None if any_placed else why_empty(results)}
     return {"roofline": jsonable(roofline), "families": _family_records(fams)}

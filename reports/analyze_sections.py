@@ -29,6 +29,7 @@ from rooftop.reports.formatting import (
     num,
 )
 from rooftop.reports.md_widgets import MdSection, md_table
+from rooftop.reports.svg_bandwidth import bandwidth_svg
 from rooftop.reports.svg_roofline import roofline_svg, window_roofline_svg
 from rooftop.reports.widgets import Column, Section, kpi, share_bar, table
 
@@ -99,7 +100,16 @@ def _panel_html(p: RooflinePanel, families: Sequence[FamilyRow]) -> str:
     more = len(p["families"]) - len(p["placed"])
     if more > 0:
         note += f" {more} famil{'y' if more == 1 else 'ies'} of this chart cannot be placed (no FLOPs or bytes)."
-    return _chart_html(pid, title, _level_toggles(pid), roofline_svg(p, families, title=title), note)
+    html = _chart_html(pid, title, _level_toggles(pid), roofline_svg(p, families, title=title), note) \
+        if p["placed"] else ""
+    bw = bandwidth_svg(p, families, title=f"{title} — kernels without FLOPs")
+    if bw:
+        html += (f'<div class="rf"><h3>{esc(p["device"])} — kernels without FLOPs measured: achieved bandwidth</h3>'
+                 '<p class="note">No FLOPs measured (none executed, or the FLOP counters not collected), so no place on the FLOP roofline: each family\'s achieved bytes/s per '
+                 "level (Σ bytes / Σ time) as a share of that level's ceiling, and the time its bytes need at least "
+                 "at the ceilings (max over levels of bytes / bandwidth; docs/formulas.md#report-view).</p>"
+                 f'<div class="svgwrap">{bw}</div></div>')
+    return html
 
 
 def _window_panel_html(p: WindowPanel) -> str:
@@ -130,7 +140,7 @@ def roofline_section(doc: Document) -> Section | None:
              "label; numbered families are named under the chart, every marker names its family on hover.</p>"]
     if view["why_empty"]:
         parts = [f'<p class="note why-empty">{esc(view["why_empty"])}</p>']
-    parts += [_panel_html(p, families) for p in view["panels"] if p["placed"]]
+    parts += [_panel_html(p, families) for p in view["panels"] if p["placed"] or p.get("bandwidth")]
     parts += [_window_panel_html(p) for p in view["windows"]]
     return Section("Roofline", "".join(parts), anchor="roofline")
 

@@ -151,7 +151,7 @@ class RooflineCeiling(TypedDict):
     binding_kernels: int | None
 
 
-class RooflinePanel(TypedDict):
+class _RooflinePanelBase(TypedDict):
     id: str
     device: str
     kernels: int
@@ -161,6 +161,22 @@ class RooflinePanel(TypedDict):
     placed: list[int]
     labelled: list[int]
     no_roof: list[MemoryLevel]  # levels with placed points but no bandwidth ceiling
+
+
+class BandwidthLevel(TypedDict):
+    level: MemoryLevel
+    bytes_s: float  # achieved: Σ bytes / Σ time of the family
+    pct: Num  # 100 x bytes_s / the panel's ceiling for the level; null without one
+
+
+class BandwidthRow(TypedDict):
+    family: int  # position in the document's families
+    levels: list[BandwidthLevel]
+    bound_s: Num  # max over levels of Σ bytes / ceiling: the time the bytes need at peak; null: a level lacks a ceiling
+
+
+class RooflinePanel(_RooflinePanelBase, total=False):
+    bandwidth: list[BandwidthRow]  # families with bytes and time but no FLOPs (not placed), largest first
 
 
 class WindowPoint(TypedDict):
