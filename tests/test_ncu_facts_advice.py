@@ -87,3 +87,17 @@ def test_launch_facts_beside_the_verdict_alprielse() -> None:
     x = k["extra"]
     assert (x["occupancy_achieved_pct"], x["occupancy_theoretical_pct"], x["registers_per_thread"]) == (50.4, 62.5, 42)
     assert x["top_unit_name"] == "SM (Compute (SM) Throughput)" and x["busiest_pct"] == 77.14
+
+
+def test_small_grid_advice_before_spills_and_findings_show_launch_facts() -> None:
+    """wtzhang23 ray tracer: one block (small grid) with 324 local loads/stores: the grid leads, the spill
+    advice follows it; every finding carries its NCU launch facts sentence (docs/formulas.md#findings)."""
+    from rooftop.analyzer.pipeline import run_analysis
+    from tests.conftest import corpus_dir
+
+    doc = run_analysis([str(corpus_dir("ncu") / "wtzhang23__gpu-ray-tracer__report.ncu-rep")])
+    top = doc["findings"][0]
+    assert top["limiter"] == "small-grid"
+    rec = top["recommendation"]
+    assert rec.startswith("The grid is too small") and "Then the local memory traffic: 324" in rec and rec.endswith(" next.")
+    assert any(e.startswith("NCU launch facts: ") for e in top["evidence"])

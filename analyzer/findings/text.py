@@ -186,9 +186,17 @@ def note_text(row: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+_LAUNCH_FACTS = "NCU launch facts: "
+
+
 def kernel_evidence(k_ev: Any) -> list[str]:
-    """The first four evidence lines of the family's representative launch."""
-    return [str(e) for e in list(k_ev)[:4]] if isinstance(k_ev, (list, tuple, np.ndarray)) else []
+    """The first four evidence lines of the family's representative launch, and its NCU launch facts
+    (occupancy, registers, shared memory, waves, local memory) where they come later: every finding
+    shows NCU's facts beside its verdict (docs/formulas.md#kernel-labels)."""
+    if not isinstance(k_ev, (list, tuple, np.ndarray)):
+        return []
+    lines = [str(e) for e in k_ev]
+    return lines[:4] + [e for e in lines[4:] if e.startswith(_LAUNCH_FACTS)]
 
 
 def missing_named(k_ev: Any) -> list[str]:

@@ -135,9 +135,18 @@ def advise(label: str, limiter: str, general: str, row: Mapping[str, Any], roof_
     motivating numbers, then the advice they select, else ``general``; "raise occupancy" only where
     occupancy can rise."""
     general = occupancy_text(general, row)
-    first = " ".join(t for t in (block_text(row), spill_text(row)) if t)
+    spill = spill_text(row)
+    # a grid that leaves SMs idle, or a launch shorter than its own cost, bounds the kernel before any
+    # per-thread cost: there the spills come after the grid's advice (docs/formulas.md#findings)
+    late = label == "overhead-bound" and limiter in ("small-grid", "launch")
+    first = " ".join(t for t in (block_text(row), "" if late else spill) if t)
     text = _advise(label, limiter, general, row, roof_pct)
-    return f"{first} {text}" if first else text
+    text = f"{first} {text}" if first else text
+    if late and spill:
+        spill = spill.replace("Local memory traffic first: ", "Then the local memory traffic: ", 1).replace(
+            " before anything else.", " next.", 1)
+        return f"{text} {spill}"
+    return text
 
 
 def _advise(label: str, limiter: str, general: str, row: Mapping[str, Any], roof_pct: float) -> str:
