@@ -88,3 +88,11 @@ def test_launch_cut_on_the_median_keeps_one_family() -> None:
     assert set(res["limiter"]) == {"launch"}
     fams = rank_findings(res, NO_WINDOWS)
     assert len(fams) == 1 and fams[0]["kernels"] == [0, 1, 2]
+
+
+def test_clock_span_that_rounds_to_one_percentage_is_one() -> None:
+    """LakshyaSingh354 naive.ncu-rep: both launches at 85 % of the max clock (0.85x, unequal in the 4th digit)
+    read "85%", not "85%-85%"."""
+    doc = rooftop.analyze([str(corpus_dir("ncu") / "LakshyaSingh354__CudaCode__gemm__reps__naive.ncu-rep")])
+    msg = next(x["message"] for x in doc["lint"] if x["code"] == "clock-control")
+    assert "ran at 85% of the device's max clock" in msg and "85%-85%" not in msg

@@ -244,7 +244,7 @@ def _meta_lint(f: pd.DataFrame, meta: dict[str, dict[str, Any]]) -> _Items:
         why.append(f"the recorded command line has ncu's default --clock-control base ({int(locked.sum())} kernel(s))")
     if low.any():
         lo, hi = f.loc[low, "clock_ratio"].min(), f.loc[low, "clock_ratio"].max()
-        span = f"{lo:.0%}" if lo == hi else f"{lo:.0%}-{hi:.0%}"
+        span = f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}-{hi:.0%}"
         why.append(f"the SM clock ran at {span} of the device's max clock ({int(low.sum())} kernel(s))")
     out.append(_item("clock-control", f"Clocks below the maximum for {_count(locked | low, len(f))}: " + "; ".join(why) +
                      ". Absolute durations and FLOP/s are at that clock; percent of peak is unaffected "
