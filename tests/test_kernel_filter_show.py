@@ -51,7 +51,7 @@ def test_cli_summary_says_the_filter(tmp_path: Path) -> None:
                              env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output
     text = " ".join(ln.strip() for ln in res.output.splitlines())
-    assert "-k 'gemv': 1 of 5 kernel launches analysed" in text and "kernels: 1 launches" in text
+    assert "-k 'gemv': 1 of 5 kernel launches analysed" in text and "kernels: 1 launch," in text
 
 
 def test_show_prints_every_fact_ceiling_rule_and_sentence() -> None:

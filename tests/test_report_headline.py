@@ -52,6 +52,6 @@ def test_no_duration_is_unknown_on_the_corpus() -> None:
     doc = run_analysis([str(corpus_dir("ncu") / RATES_ONLY)])
     text = summary_text(doc)
     assert "GPU time unknown" in text and "0 µs" not in text
-    assert "· duration unknown ·" in text
+    assert "[low] unknown (unknown) · duration unknown" in text
     html = summary_section(doc).html_body
     assert "unknown" in html and "Share of kernel time by label" not in html
