@@ -101,3 +101,24 @@ def test_small_grid_advice_before_spills_and_findings_show_launch_facts() -> Non
     rec = top["recommendation"]
     assert rec.startswith("The grid is too small") and "Then the local memory traffic: 324" in rec and rec.endswith(" next.")
     assert any(e.startswith("NCU launch facts: ") for e in top["evidence"])
+
+
+def test_unused_shared_memory_is_no_occupancy_limiter() -> None:
+    """A block with 0 B of shared memory: NCU's shared-memory block limit equals the blocks-per-SM limit
+    (16 and 16 for amitadate's 1-thread blocks); only blocks per SM is named. With shared memory in use
+    the tie stays."""
+    from rooftop.analyzer.metrics.launch_facts import launch_facts
+
+    df = pd.DataFrame({"launch__occupancy_limit_blocks": [16.0, 16.0], "launch__occupancy_limit_shared_mem": [16.0, 16.0],
+                       "launch__occupancy_limit_registers": [48.0, 48.0], "launch__occupancy_limit_warps": [32.0, 32.0],
+                       "launch__shared_mem_per_block_static": [0.0, 4096.0]})
+    assert launch_facts(df)["occupancy_limiter"].tolist() == ["blocks per SM", "shared memory and blocks per SM"]
+
+
+def test_amitadate_names_blocks_per_sm() -> None:
+    from rooftop.analyzer.pipeline import run_analysis
+    from tests.conftest import corpus_dir
+
+    doc = run_analysis([str(corpus_dir("ncu") / "amitadate__GPU_Power_Model__PS1_100_profile.ncu-rep")])
+    rec = doc["findings"][0]["recommendation"]
+    assert "limited by blocks per SM;" in rec and "shared memory" not in rec

@@ -29,16 +29,23 @@ def launch_facts(df: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(index=df.index)
     out["occupancy_achieved_pct"] = first_of(df, ["sm__warps_active.avg.pct_of_peak_sustained_active"])[0]
     out["occupancy_theoretical_pct"] = first_of(df, ["sm__maximum_warps_per_active_cycle_pct"])[0]
-    limits = pd.DataFrame({name: column(df, col) for name, col in OCCUPANCY_LIMITS})
-    arr = limits.to_numpy(dtype="float64")
-    low = np.nanmin(np.where(np.isnan(arr), np.inf, arr), axis=1) if len(arr) else np.zeros(0)
-    names = [n for n, _ in OCCUPANCY_LIMITS]
-    tied = [" and ".join(n for n, v in zip(names, row, strict=True) if v == m) if np.isfinite(m) else None
-            for row, m in zip(arr.tolist(), low.tolist(), strict=True)]  # every resource at the smallest limit
-    out["occupancy_limiter"] = pd.Series(tied, index=df.index, dtype="object")
     out["registers_per_thread"] = column(df, "launch__registers_per_thread")
     static, dynamic = column(df, "launch__shared_mem_per_block_static"), column(df, "launch__shared_mem_per_block_dynamic")
     out["shared_mem_per_block"] = (static.fillna(0.0) + dynamic.fillna(0.0)).where(static.notna() | dynamic.notna())
+    limits = pd.DataFrame({name: column(df, col) for name, col in OCCUPANCY_LIMITS})
+    # a block that uses no shared memory is not limited by it: NCU then reports the shared-memory limit
+    # as the blocks-per-SM maximum (amitadate, 1-thread blocks: both 16), a tie, not a second limiter
+    no_smem = (out["shared_mem_per_block"] == 0).fillna(False).to_numpy()
+    arr = limits.to_numpy(dtype="float64")
+    low = np.nanmin(np.where(np.isnan(arr), np.inf, arr), axis=1) if len(arr) else np.zeros(0)
+    names = [n for n, _ in OCCUPANCY_LIMITS]
+    tied: list[str | None] = []
+    for row, m, unused in zip(arr.tolist(), low.tolist(), no_smem.tolist(), strict=True):
+        at = [n for n, v in zip(names, row, strict=True) if v == m]  # every resource at the smallest limit
+        if unused and len(at) > 1:
+            at = [n for n in at if n != "shared memory"]
+        tied.append(" and ".join(at) if np.isfinite(m) else None)
+    out["occupancy_limiter"] = pd.Series(tied, index=df.index, dtype="object")
     local = pd.Series(np.nan, index=df.index)
     for ld, st in LOCAL_OPS:
         v = column(df, ld) + column(df, st)
