@@ -86,7 +86,7 @@ def test_extras() -> None:
         assert not {"pytest", "mypy", "ruff", "playwright", "polars", "duckdb"} & set(_floors(extras[extra]))
     classifiers: list[str] = project["classifiers"]  # type: ignore[assignment]
     lowest = project["requires-python"]
-    assert lowest == ">=3.10" and "Programming Language :: Python :: 3.10" in classifiers
+    assert lowest == ">=3.11" and "Programming Language :: Python :: 3.11" in classifiers
 
 
 def test_manifest_carries_what_the_tests_read() -> None:

@@ -480,8 +480,10 @@ def test_idle_windows_with_a_workload_are_allocated_not_unattributed() -> None:
 def test_unattributed_idle_below_a_quarter_is_no_finding() -> None:
     r = parse_path(FIX / "prom_scrapes_phases.prom", ParseOptions(start=START))
     w = analyze_windows(r.samples).windows
-    by_gpu = w.assign(idle=w["label"].eq("idle") & w["namespace"].isna(), key=w["host"] + "/" + w["gpu"]).groupby("key")
-    shares = by_gpu.apply(lambda g: g.loc[g["idle"], "covered_s"].sum() / g["covered_s"].sum())
+    w = w.assign(idle_s=w["covered_s"].where(w["label"].eq("idle") & w["namespace"].isna(), 0.0),
+                 key=w["host"] + "/" + w["gpu"])
+    sums = w.groupby("key")[["idle_s", "covered_s"]].sum()
+    shares = sums["idle_s"] / sums["covered_s"]
     found = {x["group"] for x in analyze_windows(r.samples).findings if x["rule"] == "dcgm-idle-unattributed"}
     assert found == {f"GPU {g}" for g, s in shares.items() if s >= 0.25}
     assert 0 < len(found) < len(shares)  # one GPU at or above the cut, one below
