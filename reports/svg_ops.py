@@ -7,35 +7,21 @@ marker at the compulsory end, coloured by label; the five largest by time are nu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from rooftop.analyzer.schema.ops import OpEntry
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct
+from rooftop.reports.svg_roofline import ML, MT, H, W, _Axes, _axes_svg, _decades
 from rooftop.reports.widgets import LABEL_COLORS
 
-W, H = 1040, 520
-ML, MR, MT, MB = 92, 250, 18, 50
+MR = 250  # right margin: the roof labels (the frame, grid and other margins are the kernel roofline's)
 BW_COLORS = {"dram": "#c2255c", "l2": "#e8590c"}
 LABELLED = 5
 NAME_IN_KEY = 90
 ROOF_NAMES = {"tensor": "FP16 tensor", "bf16": "BF16 tensor", "fp8": "FP8 tensor", "tf32": "TF32 tensor",
               "int8": "INT8 tensor", "fp64_tensor": "FP64 tensor", "fp32": "FP32", "fp64": "FP64", "fp16": "FP16",
               "dram": "DRAM", "l2": "L2"}
-
-
-class _Axes:
-    def __init__(self, x: tuple[int, int], y: tuple[int, int]) -> None:
-        self.x0, self.x1 = x
-        self.y0, self.y1 = y
-        self.pw, self.ph = W - ML - MR, H - MT - MB
-
-    def px(self, v: float) -> float:
-        return ML + (math.log10(v) - self.x0) / (self.x1 - self.x0) * self.pw
-
-    def py(self, v: float) -> float:
-        return MT + self.ph - (math.log10(v) - self.y0) / (self.y1 - self.y0) * self.ph
 
 
 def _f(v: float | None) -> float:
@@ -52,11 +38,6 @@ def placed(ops: Sequence[OpEntry]) -> list[OpEntry]:
     """The op signatures a log-log roofline can show: FLOPs, an intensity interval and a rate."""
     return [o for o in ops if o["flops"] and o["intensity"] and o["achieved_flops_per_s"]
             and all(v and v > 0 for v in o["intensity"])]
-
-
-def _decades(lo: float, hi: float) -> tuple[int, int]:
-    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    return (a - 1, b + 1) if b - a < 2 else (a, b)
 
 
 def _short(text: str, limit: int) -> str:
@@ -79,12 +60,13 @@ def ops_roofline_svg(ops: Sequence[OpEntry], title: str = "") -> str | None:
                   if o["roof"].get("bandwidth")}, key=lambda kv: -kv[1])
     xs = [v for o in pts for v in _span(o)] + [p / b for _, p in peaks for _, b in bws]
     ys = [_f(o["achieved_flops_per_s"]) for o in pts] + [p for _, p in peaks]
-    ax = _Axes(_decades(min(xs), max(xs)), _decades(min(ys), max(ys)))
+    ax = _Axes(_decades(min(xs), max(xs)), _decades(min(ys), max(ys)), mr=MR)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
            f'role="img" aria-label="{esc(title or "op roofline")}">',
            "<style>.tk{font:11px sans-serif;fill:#555}.ax{font:12px sans-serif;fill:#333}"
            ".rl{font:11px sans-serif}.nm{font:bold 11px sans-serif}</style>"]
-    out += _axes(ax)
+    out += _axes_svg(ax, "arithmetic intensity (FLOP/byte): each op a segment from its no-reuse to its "
+                         "compulsory bytes", x_tick=lambda e: f"{10.0 ** e:g}")
     out += _roofs(ax, peaks, bws)
     ranked = sorted(pts, key=lambda o: -_f(o["kernel_time_s"]))
     for o in reversed(ranked):  # the largest drawn last, on top
@@ -112,21 +94,6 @@ def key_html(ops: Sequence[OpEntry]) -> str:
     items = "".join(f"<li>{esc(_short(describe(o), NAME_IN_KEY))}: {esc(o['label'])} ({esc(o['limiter'])})</li>"
                     for o in ranked)
     return f'<ol class="note">{items}</ol>' if items else ""
-
-
-def _axes(ax: _Axes) -> list[str]:
-    out = [f'<rect x="{ML}" y="{MT}" width="{ax.pw}" height="{ax.ph}" fill="#fbfbfd" stroke="#c9ced6"/>']
-    for e in range(ax.x0, ax.x1 + 1):
-        x = ax.px(10.0 ** e)
-        out.append(f'<line x1="{x:.1f}" y1="{MT}" x2="{x:.1f}" y2="{MT + ax.ph}" stroke="#e6e8ee"/>'
-                   f'<text x="{x:.1f}" y="{MT + ax.ph + 16}" text-anchor="middle" class="tk">{10.0 ** e:g}</text>')
-    for e in range(ax.y0, ax.y1 + 1):
-        y = ax.py(10.0 ** e)
-        out.append(f'<line x1="{ML}" y1="{y:.1f}" x2="{ML + ax.pw}" y2="{y:.1f}" stroke="#e6e8ee"/>'
-                   f'<text x="{ML - 6}" y="{y + 4:.1f}" text-anchor="end" class="tk">{esc(fmt_num(10.0 ** e, "FLOP/s"))}</text>')
-    out.append(f'<text x="{ML + ax.pw / 2:.0f}" y="{H - 12}" text-anchor="middle" class="ax">'
-               "arithmetic intensity (FLOP/byte): each op a segment from its no-reuse to its compulsory bytes</text>")
-    return out
 
 
 def _roofs(ax: _Axes, peaks: Sequence[tuple[str, float]], bws: Sequence[tuple[str, float]]) -> list[str]:

@@ -12,7 +12,7 @@ it is a few kB, draws at once and works in a Markdown ticket (docs/formulas.md#r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rooftop.analyzer.schema import (
@@ -50,10 +50,10 @@ def _decades(lo: float, hi: float, min_span: int = 2) -> tuple[int, int]:
 class _Axes:
     """Log-log mapping from data to pixels."""
 
-    def __init__(self, x: tuple[int, int], y: tuple[int, int]) -> None:
+    def __init__(self, x: tuple[int, int], y: tuple[int, int], mr: int = MR) -> None:
         self.x0, self.x1 = x
         self.y0, self.y1 = y
-        self.pw, self.ph = W - ML - MR, H - MT - MB
+        self.pw, self.ph = W - ML - mr, H - MT - MB
 
     def px(self, v: float) -> float:
         return ML + (math.log10(v) - self.x0) / (self.x1 - self.x0) * self.pw
@@ -159,18 +159,19 @@ def _ceilings_svg(ax: _Axes, ceilings: Sequence[RooflineCeiling]) -> list[str]:
     return out
 
 
-def _axes_svg(ax: _Axes) -> list[str]:
+def _axes_svg(ax: _Axes, caption: str = "arithmetic intensity (FLOP/byte)",
+              x_tick: Callable[[int], str] = _x_tick) -> list[str]:
+    """The plot frame, the decade grid with its tick labels, and the x-axis caption (also the op roofline's)."""
     out = [f'<rect x="{ML}" y="{MT}" width="{ax.pw}" height="{ax.ph}" fill="#fbfbfd" stroke="#c9ced6"/>']
     for e in range(ax.x0, ax.x1 + 1):
         x = ax.px(10.0 ** e)
         out.append(f'<line x1="{x:.1f}" y1="{MT}" x2="{x:.1f}" y2="{MT + ax.ph}" stroke="#e6e8ee"/>'
-                   f'<text x="{x:.1f}" y="{MT + ax.ph + 16}" text-anchor="middle" class="tk">{esc(_x_tick(e))}</text>')
+                   f'<text x="{x:.1f}" y="{MT + ax.ph + 16}" text-anchor="middle" class="tk">{esc(x_tick(e))}</text>')
     for e in range(ax.y0, ax.y1 + 1):
         y = ax.py(10.0 ** e)
         out.append(f'<line x1="{ML}" y1="{y:.1f}" x2="{ML + ax.pw}" y2="{y:.1f}" stroke="#e6e8ee"/>'
                    f'<text x="{ML - 6}" y="{y + 4:.1f}" text-anchor="end" class="tk">{esc(fmt_num(10.0 ** e, "FLOP/s"))}</text>')
-    out.append(f'<text x="{ML + ax.pw / 2:.0f}" y="{H - 12}" text-anchor="middle" class="ax">'
-               "arithmetic intensity (FLOP/byte)</text>")
+    out.append(f'<text x="{ML + ax.pw / 2:.0f}" y="{H - 12}" text-anchor="middle" class="ax">{caption}</text>')
     return out
 
 
