@@ -131,6 +131,7 @@ def compute_limiter(f: pd.DataFrame, u: pd.DataFrame) -> tuple[pd.Series, pd.Ser
     pipe is named by its FP64 or tensor class where that class did the work."""
     none = pd.Series(None, index=f.index, dtype=object)
     word = f["pipe_word"].astype("object") if "pipe_word" in f.columns else none
+    from_breakdown = word.notna()
     name = f["pipe_name"].astype("object") if "pipe_name" in f.columns else none
     pct = _col(f, "pipe_pct")
     if "rule_pipe_word" in f.columns:
@@ -142,16 +143,13 @@ def compute_limiter(f: pd.DataFrame, u: pd.DataFrame) -> tuple[pd.Series, pd.Ser
         pct = pct.where(~take, _col(f, "rule_pipe_pct"))
     # no SOL breakdown (a details page or console log): NCU's Issue Slots Busy is the issue unit; it names
     # the limiter where it is busier than the pipe NCU's rule names (docs/formulas.md#kernel-labels)
+    # ... and only where it is what makes NCU's Compute (SM) Throughput (within a point): SM Busy can be
+    # 95 % on a pipe no page names (an XU loop) while issue slots sit at 31 % (NaN compares False)
     issue = _col(f, ISSUE_ACTIVE)
-    if "pipe_word" not in f.columns or f["pipe_word"].isna().any():
-        breakdown = f["pipe_word"].notna() if "pipe_word" in f.columns else pd.Series(False, index=f.index)
-        # ... and only where it is what makes NCU's Compute (SM) Throughput (within a point): SM Busy can
-        # be 95 % on a pipe no page names (an XU loop) while issue slots sit at 31 %
-        makes_sol = issue >= _col(f, "sol_compute_pct") - ISSUE_SOL_POINTS
-        busier = ~breakdown & issue.notna() & makes_sol & (pct.isna() | (issue > pct))
-        word = word.mask(busier, "issue")
-        name = name.mask(busier, "instruction issue (NCU's Issue Slots Busy, over active cycles)")
-        pct = pct.mask(busier, issue)
+    busier = ~from_breakdown & (issue >= _col(f, "sol_compute_pct") - ISSUE_SOL_POINTS) & (pct.isna() | (issue > pct))
+    word = word.mask(busier, "issue")
+    name = name.mask(busier, "instruction issue (NCU's Issue Slots Busy, over active cycles)")
+    pct = pct.mask(busier, issue)
     cls = u["class"].astype("object")
     fp32_share = 100.0 * _col(f, "util_fp32") / pct.where(pct > 0)
     word = word.mask((word == "fma") & (fp32_share >= 50.0), "fp32")
