@@ -59,9 +59,10 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
     group = [f"namespace {n}" if isinstance(n, str) and n else f"GPU {i}" for n, i in zip(ns, ident, strict=True)]
     df = w.assign(_h=hours, _group=group, _workload=ns.notna() | w["pod"].notna())
     out: list[dict[str, Any]] = []
+    covered_h = df.groupby("_group")["_h"].sum()  # each group's GPU-hours, once
     for (grp, label), sub in df.groupby(["_group", "label"], sort=True):
         if label == "idle":
-            out += _unattributed_idle(str(grp), sub[~sub["_workload"]], df[df["_group"] == grp], total)
+            out += _unattributed_idle(str(grp), sub[~sub["_workload"]], float(covered_h[grp]), total)
             sub = sub[sub["_workload"]]
         if label not in _RECO or not len(sub):
             continue
@@ -101,12 +102,11 @@ def _findings(w: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _unattributed_idle(grp: str, idle: pd.DataFrame, group: pd.DataFrame, total: float) -> list[dict[str, Any]]:
+def _unattributed_idle(grp: str, idle: pd.DataFrame, covered: float, total: float) -> list[dict[str, Any]]:
     """Idle windows that no workload label claims: a finding when they hold >= 25 % of the GPU's
     covered time. No saving is claimed: whether anything held the GPU is not in the data
     (docs/formulas.md#windows, "Window findings")."""
     gh = float(idle["_h"].sum()) if len(idle) else 0.0
-    covered = float(group["_h"].sum())
     if gh <= 0 or covered <= 0 or gh / covered < IDLE_UNATTRIBUTED_SHARE:
         return []
     return [{
