@@ -16,6 +16,7 @@ from rooftop.analyzer.schema.evidence import SENTENCE_KERNELS
 from rooftop.reports.analyze_sections import family_rows
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import (
+    DASH,
     fmt_num,
     fmt_pct,
     fmt_time,
@@ -132,6 +133,13 @@ def ncu_facts(k: Kernel) -> dict[str, Any]:
             "facts": " · ".join(p for p in parts if p) or None}
 
 
+def whole_pct(value: Any) -> str:
+    """NCU's SpeedOfLight % (already in percent) as a whole number; ``—`` for a launch without it (a failed
+    profile)."""
+    x = num(value)
+    return DASH if x is None else f"{x:.0f}"
+
+
 COLUMNS = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"),
            Column("family", "family", css="name"), Column("nvtx", "NVTX range", css="name"),
            Column("label", "label"), Column("limiter", "limiter"),
@@ -142,8 +150,8 @@ COLUMNS = [Column("pos", "#", numeric=True), Column("name", "kernel", css="name"
            Column("ai_dram", "FLOP/B DRAM", fmt_num, numeric=True),
            Column("ai_l2", "FLOP/B L2", fmt_num, numeric=True),
            Column("ai_l1", "FLOP/B L1", fmt_num, numeric=True),
-           Column("sm_pct", "SM %", lambda v: f"{v:.0f}", numeric=True),
-           Column("mem_pct", "Mem %", lambda v: f"{v:.0f}", numeric=True),
+           Column("sm_pct", "SM %", whole_pct, numeric=True),
+           Column("mem_pct", "Mem %", whole_pct, numeric=True),
            Column("facts", "NCU facts", css="facts"),
            Column("ceilings", "ceilings of", css="file"),
            Column("input", "input", file_name, css="file"), Column("index", "launch", numeric=True)]

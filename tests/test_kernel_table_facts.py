@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from rooftop.analyzer.pipeline import run_analysis
 from rooftop.reports.kernel_table import kernel_table_section, ncu_facts
 from tests.conftest import corpus_dir
@@ -39,3 +41,20 @@ def test_set_full_report_shows_its_facts() -> None:
     assert ">SM %<" in html and ">NCU facts<" in html
     assert "busiest DRAM 88%" in html and "occupancy 79% of 100%" in html and "16 regs/thread" in html
     assert "AchievedOccupancy 12% global" in html
+
+
+def test_a_launch_without_speedoflight_still_gets_its_row() -> None:
+    """A failed profile has no SM %/Mem %: the kernel table said 'not rendered' (TypeError on None) for the
+    corpus ESMM .ncu-rep, one of whose four launches NCU could not profile."""
+    from rooftop.reports.kernel_table import whole_pct
+
+    assert (whole_pct(None), whole_pct(77.6), whole_pct(float("nan"))) == ("—", "78", "—")
+
+
+@pytest.mark.corpus
+def test_the_esmm_report_renders_its_kernel_table() -> None:
+    from rooftop.reports.html import render_html
+
+    doc = run_analysis([str(corpus_dir("ncu") / "AveryClapp__ESMM-Research__profile.ncu-rep")])
+    html = render_html(doc)
+    assert "not rendered" not in html and html.count("esmm_shmem_multi") >= 4
