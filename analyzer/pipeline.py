@@ -13,6 +13,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from rooftop.analyzer.kernels.evidence import Facts
 
+from rooftop.analyzer.assumed_times import times_assumed
 from rooftop.analyzer.document import build_document
 from rooftop.analyzer.schema import Document
 from rooftop.errors import InputError
@@ -74,7 +75,11 @@ class ParsedInputs:
                                        f"earlier sample of their GPU and field ({kinds}): rejected, the earlier "
                                        "kept (a clock stepped back, a DST hour repeated in local times, or two "
                                        "sources for one GPU; docs/formulas.md#inputs, time order)"})
-            if r.meta.get("start_from") == "file mtime" and r.accounting.records:
+            assumed = times_assumed(r.accounting.format, r.meta)
+            said = r.accounting.format == "dcgm-dmon" and r.meta.get("start_from") == "file mtime"  # dmon-time-assumed
+            if assumed and not said and r.accounting.records:
+                out.append({"code": "times-assumed", "kernels": [], "message": f"{r.accounting.path}: {assumed}"})
+            if r.accounting.format == "dcgm-dmon" and r.meta.get("start_from") == "file mtime" and r.accounting.records:
                 source = str(r.meta.get("interval_from", "--interval"))
                 fix = ("--start T" if source.startswith("the file's") else
                        "--start T and --interval S (dmon's -d)")
@@ -95,6 +100,15 @@ class ParsedInputs:
         out = [rej.as_dict() for r in self.results for rej in r.rejected]
         out += [{"path": e.path, "line": e.line, "reason": str(e).split(": ", 1)[-1]} for e in self.unusable]
         return out
+
+
+def _not_assumed_as_fact(lint: list[dict[str, Any]], parsed: ParsedInputs) -> list[dict[str, Any]]:
+    """The window lint without "samples are 30 s apart" when the only 30 s is rooftop's own
+    assumption for Prometheus text without timestamps (lint ``times-assumed`` says that instead)."""
+    timed = [r for r in parsed.results if r.accounting.records and not r.meta.get("interval_assumed")]
+    if timed:
+        return lint
+    return [x for x in lint if x.get("code") != "dcgm-exporter-30s-interval"]
 
 
 def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg = None) -> ParsedInputs:
@@ -264,7 +278,7 @@ def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, to
         kernels=results,
         findings=findings,
         windows=records,
-        lint=ai.lint + wa.lint + parsed.stream_lint() + ta.lint,
+        lint=ai.lint + _not_assumed_as_fact(wa.lint, parsed) + parsed.stream_lint() + ta.lint,
         command=command,
         extra=extra or None,
         plain=plain,

@@ -131,3 +131,153 @@ def test_mig_memory_share_is_memory_slices() -> None:
     assert memory_share("1g.10gb", "NVIDIA H100 80GB HBM3") == 1 / 8
     assert memory_share("2g.12gb", "NVIDIA A30") == 1 / 2
     assert memory_share(None, "NVIDIA A30") is None
+
+
+# ---- defect 5: scrapes split at a blank line or a # HELP/# TYPE block -----------------------
+
+def _scrape_of(text: str, tmp_path: Path) -> dict[tuple[str, str], list[float]]:
+    from datetime import datetime, timezone
+
+    from rooftop.parsers import parse_path
+    from rooftop.parsers.source import ParseOptions
+
+    p = tmp_path / "s.prom"
+    p.write_text(text)
+    s = parse_path(p, ParseOptions(start=datetime(2025, 1, 1, tzinfo=timezone.utc))).samples.to_pandas()
+    t0 = s["timestamp"].min()
+    out: dict[tuple[str, str], list[float]] = {}
+    for r in s.to_dict("records"):
+        out.setdefault((r["field"], r["gpu"]), []).append((r["timestamp"] - t0).total_seconds())
+    return out
+
+
+def test_a_repeated_help_block_starts_a_scrape(tmp_path: Path) -> None:
+    # scrape 2 repeats the # HELP/# TYPE block and lists a GPU scrape 1 did not have first: that
+    # GPU's sample belongs to scrape 2 (t = 30 s); it was counted into scrape 1 (no repeat yet)
+    block = "# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE gr\n# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n"
+    one = block + 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0"} 0.0\n'
+    two = block + 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1"} 0.9\nDCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0"} 0.9\n'
+    got = _scrape_of(one + two, tmp_path)
+    assert got[("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0")] == [0.0, 30.0]
+    assert got[("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1")] == [30.0]
+
+
+def test_a_blank_line_before_a_repeat_starts_a_scrape(tmp_path: Path) -> None:
+    # the issue 68 shape: scrape 2 begins after a blank line with a field scrape 1 did not have
+    text = ('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{gpu="0"} 0.0\n\nDCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0"} 0.4\n'
+            'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{gpu="0"} 0.1\n')
+    got = _scrape_of(text, tmp_path)
+    assert got[("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0")] == [30.0]
+
+
+def test_blank_lines_inside_one_scrape_do_not_split_it(tmp_path: Path) -> None:
+    text = ('DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0"} 0.5\n\nDCGM_FI_PROF_SM_ACTIVE{gpu="0"} 0.5\n\n'
+            'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0"} 0.6\n\nDCGM_FI_PROF_SM_ACTIVE{gpu="0"} 0.6\n')
+    got = _scrape_of(text, tmp_path)
+    assert got[("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0")] == [0.0, 30.0]
+    assert got[("DCGM_FI_PROF_SM_ACTIVE", "0")] == [0.0, 30.0]  # SM's rows are not moved: it repeats
+
+
+def test_issue_68_scrapes_are_not_mixed() -> None:
+    # corpus: an idle scrape (tensor 0, DRAM 0), a blank line, a busy one (GR 0.38, tensor 0.022);
+    # the busy GR was counted into the idle scrape and the two labels came out swapped
+    from rooftop.analyzer.pipeline import run_analysis  # noqa: F401 - the analysis path below
+    from rooftop.analyzer.windows.analysis import analyze_windows
+    from rooftop.parsers import parse_path
+    from rooftop.parsers.source import ParseOptions
+
+    f = corpus_dir("dcgm") / "NVIDIA__dcgm-exporter__issues__68.metrics_excerpt.prom"
+    from datetime import datetime, timezone
+
+    r = parse_path(f, ParseOptions(start=datetime(2025, 1, 1, tzinfo=timezone.utc)))
+    w = analyze_windows(r.samples, window_s=30.0).windows.sort_values("start")
+    assert w["label"].tolist() == ["idle", "overhead-bound"]
+
+
+def _moved_by_loop(scrape: Any, inv: Any, nos: Any, bounds: Any) -> list[int]:
+    """Plain-loop reference of records.move_to_boundaries (final chunk)."""
+    out = list(scrape)
+    inc = [i for i in range(1, len(scrape)) if scrape[i] > scrape[i - 1]]
+    ends = [*inc[1:], len(scrape)] if inc else []
+    prev = 0
+    for i, end in zip(inc, ends, strict=True):
+        later = set(inv[i:end])
+        again = [r for r in range(prev, i) if inv[r] in later]
+        after = nos[again[-1]] if again else nos[prev]
+        cands = [b for b in bounds if after < b < nos[i]]
+        if cands:
+            for r in range(prev, i):
+                if nos[r] > cands[0]:
+                    out[r] = scrape[i]
+        prev = i
+    return out
+
+
+def test_scrape_boundaries_vectorised_equal_the_loop() -> None:
+    import numpy as np
+
+    from rooftop.parsers.prometheus.records import move_to_boundaries
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        nos = np.sort(rng.choice(np.arange(1, 200), size=n, replace=False)).astype("int64")
+        inv = rng.integers(0, 5, size=n).astype("int64")
+        seen: dict[int, int] = {}
+        occ = []
+        for v in inv.tolist():  # the repetition rule: a series' k-th occurrence is in scrape >= k
+            occ.append(seen.get(v, 0))
+            seen[v] = occ[-1] + 1
+        scrape = np.maximum.accumulate(np.array(occ, dtype="int64"))
+        free = np.setdiff1d(np.arange(1, 201), nos)
+        bounds = np.sort(rng.choice(free, size=int(rng.integers(0, 15)), replace=False)).astype("int64")
+        got = move_to_boundaries(scrape, inv, nos, bounds).tolist()
+        assert got == _moved_by_loop(scrape.tolist(), inv.tolist(), nos.tolist(), bounds.tolist())
+
+
+# ---- defect 6: every assumed time or interval said, in analyze and in fleet -----------------
+
+def _analyze(path: Path, *args: Any) -> dict[str, Any]:
+    res = _run("analyze", path, "--json", "-", "--no-html", "-q", *args)
+    assert res.exit_code == 0, res.output
+    out: dict[str, Any] = json.loads(res.output[res.output.index("{"):])
+    return out
+
+
+def test_nvsmi_dmon_reads_its_own_delay() -> None:
+    # corpus: `nvidia-smi dmon -d 5` was read as 1 s samples (a 5x too short capture)
+    from rooftop.parsers import parse_path
+    from rooftop.parsers.source import ParseOptions
+
+    f = corpus_dir("dcgm") / "liguodongiot__llm-action__docs__llm-base__nvidia-smi-dmon.md.nvsmi_dmon.txt"
+    r = parse_path(f, ParseOptions())
+    assert r.meta["interval_s"] == 5.0 and "-d 5" in r.meta["interval_from"]
+    ts = r.samples.column("timestamp").to_pandas()
+    assert (ts.max() - ts.min()).total_seconds() == 5.0 * (r.meta["ticks"] - 1)
+    doc = _analyze(f)
+    [lint] = [x for x in doc["lint"] if x["code"] == "times-assumed"]
+    assert "modification time" in lint["message"] and "--start" in lint["message"]
+
+
+def test_prometheus_text_without_times_says_its_times_are_assumed() -> None:
+    # corpus issue 68: no timestamps; "samples of 1 GPU(s) are 30 s apart" was said as a fact
+    doc = _analyze(corpus_dir("dcgm") / "NVIDIA__dcgm-exporter__issues__68.metrics_excerpt.prom")
+    codes = [x["code"] for x in doc["lint"]]
+    assert "times-assumed" in codes and "dcgm-exporter-30s-interval" not in codes
+    [lint] = [x for x in doc["lint"] if x["code"] == "times-assumed"]
+    assert "30 s apart, rooftop's assumption" in lint["message"]
+
+
+def test_nvsmi_local_times_are_said_to_be_read_as_utc() -> None:
+    doc = _analyze(corpus_dir("dcgm") / "AkshayRoyal__gpu-usage__gpu_usage.csv")
+    [lint] = [x for x in doc["lint"] if x["code"] == "times-assumed"]
+    assert "local time" in lint["message"] and "UTC" in lint["message"]
+
+
+def test_fleet_says_which_gpu_hours_rest_on_assumed_times(tmp_path: Path) -> None:
+    p = tmp_path / "untimed.prom"
+    p.write_text("".join(f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu="0",Hostname="n1"}} 0.{k}\n' for k in range(2))
+                 * 1)
+    doc = _fleet(tmp_path, p)
+    [lint] = [x for x in doc["lint"] if x["code"] == "fleet-times-assumed"]
+    assert "untimed.prom" in lint["message"] and "rooftop's assumption" in lint["message"]

@@ -221,6 +221,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     from rooftop.analyzer.windows.reduce import unplaced_lint
 
     lint += coverage_lint(windows) + unplaced_lint(unplaced) + host_lint(manifest, prev_lo, hi)
+    lint += assumed_lint(manifest, prev_lo, hi)
     if not len(windows):
         lint.append({"code": "fleet-empty-period",
                      "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})
@@ -269,6 +270,19 @@ def host_lint(manifest: Manifest, lo: int, hi: int) -> list[dict[str, Any]]:
                         f"host ({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}), so two machines' GPU 0 "
                         "are never one GPU, but one machine's files without GPU UUIDs count its GPUs once per "
                         "file; ingest them with --host NAME"}]
+
+
+def assumed_lint(manifest: Manifest, lo: int, hi: int) -> list[dict[str, Any]]:
+    """Lint ``fleet-times-assumed``: inputs of the period whose times or interval rooftop assumed
+    (recorded at ingest, docs/formulas.md#inputs "Assumed times"): their GPU-hours rest on it."""
+    items = [(str(e["path"]), str(e["times_assumed"])) for e in manifest.entries
+             if e.get("times_assumed") and not _outside(e, lo, hi)]
+    if not items:
+        return []
+    shown = " | ".join(f"{p}: {t}" for p, t in items[:3])
+    return [{"code": "fleet-times-assumed", "kernels": [],
+             "message": f"GPU-hours of {len(items)} input(s) rest on times or intervals rooftop assumed, not "
+                        f"read: {shown}{' | ...' if len(items) > 3 else ''}"}]
 
 
 def _outside(e: dict[str, Any], lo: int, hi: int) -> bool:

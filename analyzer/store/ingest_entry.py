@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rooftop.analyzer.assumed_times import times_assumed
 from rooftop.analyzer.document import created_now
 from rooftop.analyzer.store.batch import HeldInput
 from rooftop.analyzer.store.dataset import PartitionWriter
@@ -110,6 +111,9 @@ def manifest_entry(path: Path, size: int, digest: str, result: ParseResult, file
         "missing": acc.missing,
         "rejected": acc.rejected,
     }
+    assumed = times_assumed(acc.format, result.meta)
+    if assumed:
+        entry["times_assumed"] = assumed
     if prefix is not None:
         entry.update(kind="append", prefix_sha256=prefix.entry["sha256"], prefix_size=int(prefix.entry["size"]),
                      prefix_input=[prefix.entry.get("host"), prefix.entry["path"]],

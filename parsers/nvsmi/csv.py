@@ -157,6 +157,9 @@ def csv_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: i
     if not timed:
         start_ms = stamp()
         meta["start"] = datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat()
+        meta["start_from"] = "--start" if opts.start is not None else "file mtime"
+        meta["interval_s"] = opts.interval_or_default()
+        meta["interval_from"] = "--interval" if opts.interval_s is not None else "the default 1 s (no timestamps)"
     rejected.sort(key=lambda r: r.line or 0)
     return ParseResult(accounting=acc, samples=SAMPLE_SCHEMA.empty_table(), rejected=rejected, meta=meta)
 

@@ -9,7 +9,9 @@ rejected as a glitch. Ticks and timestamps as for ``dcgmi dmon`` (``ParseOptions
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -26,6 +28,25 @@ from rooftop.parsers.source import ParseOptions, Source
 PCIE_MAX_MBS = 70_000.0
 
 _Rec = tuple[int, list[str], bool, tuple[str, ...]]
+
+
+_COMMAND = re.compile(rb"nvidia-smi[ \t]+dmon\b[^\n]*")
+_DELAY = re.compile(rb"(?:[ \t]-d[ \t]*|[ \t]--delay(?:=|[ \t]+))(\d+)\b")
+
+
+def file_delay(src: Source) -> tuple[int, int] | None:
+    """``(line, seconds)`` of the first ``nvidia-smi dmon ... -d N`` command pasted in the file
+    (nvidia-smi dmon's ``-d`` is in seconds, default 1: ``nvidia-smi dmon -h``); None without one."""
+    lines_before = 0
+    for block in src.line_blocks(8 << 20):
+        data = bytes(block)
+        if b"dmon" in data:
+            for m in _COMMAND.finditer(data):
+                d = _DELAY.search(m.group(0))
+                if d and int(d.group(1)) > 0:
+                    return lines_before + data.count(b"\n", 0, m.start()) + 1, int(d.group(1))
+        lines_before += data.count(b"\n") + 1
+    return None
 
 
 class _DmonReader:
@@ -79,6 +100,12 @@ def dmon_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: 
     ``segment_lines`` rows; return the whole file's :class:`ParseResult` with empty ``samples``.
     Ticks as :func:`parsers.dcgm.dmon.reader.parse_batches`: the start is ``opts.start`` or the mtime minus
     the tick count, counted first in a rows-only pass (``hold=True``: segments held instead)."""
+    interval_from = "--interval" if opts.interval_s is not None else "nvidia-smi dmon's default -d 1 (no -d in the file)"
+    if opts.interval_s is None:
+        own = file_delay(src)
+        if own is not None:
+            opts = replace(opts, interval_s=float(own[1]))
+            interval_from = f"the file's nvidia-smi dmon -d {own[1]} (line {own[0]})"
     total: int | None = None
     if not hold and opts.start is None:
         count = Ticker()
@@ -91,26 +118,33 @@ def dmon_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: 
     reader = _DmonReader(src)
     rejected: list[Rejected] = []
     acc = InputAccounting(src.path, "nvidia-smi-dmon")
+    dated_rows = [0]  # rows stamped from their own -o DT date/time columns
 
     def parts() -> Iterator[Part | None]:
         for recs, rej in reader.segments(segment_lines):
             rejected.extend(rej)
             acc.rejected += len(rej)
-            yield _dmon_part(src, recs, ticker, interval_ms, acc, rejected)
+            yield _dmon_part(src, recs, ticker, interval_ms, acc, rejected, dated_rows)
 
     def stamp() -> int:
         return default_start_ms(src, opts, total if total is not None else ticker.count, opts.interval_or_default())
 
     yield from segments(src, opts, hold, parts(), stamp)
     start_ms = stamp()
-    meta = {"ticks": ticker.count, "columns": reader.header, "rows": reader.rows,
-            "start": datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat()}
+    meta: dict[str, object] = {"ticks": ticker.count, "columns": reader.header, "rows": reader.rows,
+                               "start": datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat(),
+                               "interval_s": opts.interval_or_default(), "interval_from": interval_from}
+    if dated_rows[0]:  # -o DT: the machine's local date and time, no zone (read as UTC)
+        meta["dated_rows"] = dated_rows[0]
+        meta["naive_timestamps"] = True
+    if dated_rows[0] < reader.rows:  # rows without their own time are ticked from the start
+        meta["start_from"] = "--start" if opts.start is not None else "file mtime"
     rejected.sort(key=lambda r: r.line or 0)
     return ParseResult(accounting=acc, samples=SAMPLE_SCHEMA.empty_table(), rejected=rejected, meta=meta)
 
 
 def _dmon_part(src: Source, recs: list[_Rec], ticker: Ticker, interval_ms: int, acc: InputAccounting,
-               rejected: list[Rejected]) -> Part | None:
+               rejected: list[Rejected], dated_rows: list[int] | None = None) -> Part | None:
     if not recs:
         return None
     ent = np.array([r[1][r[3].index("gpu")] for r in recs], dtype=object)
@@ -124,6 +158,8 @@ def _dmon_part(src: Source, recs: list[_Rec], ticker: Ticker, interval_ms: int, 
         ms = stamps.dt.tz_localize(None).astype("datetime64[ms]").to_numpy().astype("int64")
         ts_ms[np.asarray(dated)[has]] = ms[has]
         absolute[np.asarray(dated)[has]] = True
+        if dated_rows is not None:
+            dated_rows[0] += int(has.sum())
     rows: list[np.ndarray] = []
     fids: list[np.ndarray] = []
     fields: list[np.ndarray] = []

@@ -42,6 +42,8 @@ class State:
     unit_ambiguous: int = 0  # values of a UNIT_BY_VALUE field that are exactly 1 (1 % or 100 %)
     rescaled: dict[str, int] = field(default_factory=dict)  # explicit timestamps not in ms, by scale
     heads: HeadCache = field(default_factory=HeadCache)
+    announced: tuple[set[bytes], set[bytes]] = field(default_factory=lambda: (set(), set()))  # HELP, TYPE seen
+    help_scrapes: int = 0  # scrapes begun by a repeated # HELP/# TYPE line so far
 
 
 Located = tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array, pa.Array, pa.Array]
@@ -123,7 +125,104 @@ def number_scrapes(inv: np.ndarray, uniq: np.ndarray, idents: list[tuple[Any, ..
     return scrape
 
 
-def _scrapes(h: Heads, hidx: np.ndarray, state: State) -> np.ndarray:
+_HELP = np.frombuffer(b"# HELP ", dtype=np.uint8)
+_TYPE = np.frombuffer(b"# TYPE ", dtype=np.uint8)
+_BLANK_TEXT = r"^[ \t]*\r?$"
+_META_TEXT = r"^# (HELP|TYPE) "
+
+
+def boundary_lines(data: pa.Array | bytes | memoryview, offset: int) -> tuple[np.ndarray, list[tuple[int, bytes]]]:
+    """The chunk's blank lines (1-based numbers) and its ``# HELP``/``# TYPE`` lines as
+    ``(number, b"HELP name")``: where a scrape of concatenated ``curl`` output can begin."""
+    if isinstance(data, (bytes, memoryview)):
+        arr = np.frombuffer(data, dtype=np.uint8)
+        starts = np.r_[0, np.flatnonzero(arr == 10) + 1]  # every line's first byte (one past the end: blank)
+        first = np.append(arr, np.uint8(10))[starts]
+        blank = np.flatnonzero((first == 10) | (first == 13))
+        hashes = np.flatnonzero(first == 35)  # '#': "# HELP " / "# TYPE " compared byte by byte
+        pad = np.append(arr, np.zeros(8, dtype=np.uint8))
+        head = pad[starts[hashes][:, None] + np.arange(7)]
+        meta = hashes[(head == _HELP).all(axis=1) | (head == _TYPE).all(axis=1)]
+        buf = bytes(data) if len(meta) else b""
+        names = [(int(i) + offset + 1, _meta_key(buf, int(starts[i]))) for i in meta.tolist()]
+        return blank.astype("int64") + offset + 1, names
+    blank = np.flatnonzero(bool_mask(pc.match_substring_regex(data, _BLANK_TEXT))).astype("int64")
+    metas = np.flatnonzero(bool_mask(pc.match_substring_regex(data, _META_TEXT)))
+    lines = data.take(pa.array(metas, pa.int64())).to_pylist() if len(metas) else []
+    named = [(int(i) + offset + 1, _meta_key(str(t).encode(), 0)) for i, t in zip(metas.tolist(), lines, strict=True)]
+    return blank + offset + 1, named
+
+
+def _meta_key(buf: bytes, at: int) -> bytes:
+    """``b"HELP name"`` / ``b"TYPE name"`` of the ``# HELP name ...`` line starting at ``at``."""
+    end = buf.find(b"\n", at)
+    words = buf[at + 2 : end if end >= 0 else len(buf)].split(None, 2)
+    return b" ".join(words[:2])
+
+
+def help_events(named: list[tuple[int, bytes]], state: State) -> np.ndarray:
+    """Line numbers where a repeated ``# HELP``/``# TYPE`` line begins a scrape: the family was
+    already announced (HELP, or TYPE) since the current scrape began (carried across chunks)."""
+    out: list[int] = []
+    helps, types = state.announced
+    for line, key in named:
+        kind, _, name = key.partition(b" ")
+        seen = helps if kind == b"HELP" else types
+        if name in seen:
+            out.append(line)
+            helps.clear()
+            types.clear()
+        seen.add(name)
+    return np.array(out, dtype="int64")
+
+
+def move_to_boundaries(scrape: np.ndarray, inv: np.ndarray, nos: np.ndarray, bounds: np.ndarray,
+                       final: bool = True) -> np.ndarray:
+    """Scrape indices with each new scrape begun at a blank line before the repeat that revealed
+    it (docs/formulas.md#inputs, "Scrapes"): the first blank line
+    after the last row of the previous scrape whose series is again in the new one (and after that
+    scrape's first row); the rows from it to the repeat belong to the new scrape (their series are
+    not in it yet). ``nos``: the rows' line numbers (ascending); ``final``: the chunk is the file's
+    last (else its last scrape may go on in the next chunk, where a repeat of a moved series could
+    not be seen: that scrape's start is left where it is). Vectorised over the chunk's scrapes."""
+    inc = np.flatnonzero(np.diff(scrape) > 0) + 1  # first row of each scrape begun in the chunk
+    if not final:
+        inc = inc[:-1]
+    if not len(inc) or not len(bounds):
+        return scrape
+    n = len(scrape)
+    runs = np.r_[0, inc, n]  # run q = rows [runs[q], runs[q+1]); scrape q+1 begins at inc[q]
+    run = np.searchsorted(inc, np.arange(n), side="right")  # each row's run
+    # the next row of the same series (n where none), and whether it lies in the following run
+    order = np.lexsort((np.arange(n), inv))
+    nxt = np.full(n, n, dtype="int64")
+    same = inv[order[1:]] == inv[order[:-1]]
+    nxt[order[:-1][same]] = order[1:][same]
+    follow_end = runs[np.minimum(run + 2, len(runs) - 1)]
+    again = (run < len(inc)) & (nxt >= runs[np.minimum(run + 1, len(runs) - 1)]) & (nxt < follow_end)
+    # per increment q: the line after which its boundary must lie
+    prev_first = runs[:-2]  # first row of the run before each increment
+    last_again = np.full(len(inc), -1, dtype="int64")
+    rows = np.flatnonzero(again)
+    np.maximum.at(last_again, run[rows], rows)
+    after = nos[np.where(last_again >= 0, last_again, prev_first)]
+    j = np.searchsorted(bounds, after, side="right")
+    ok = j < len(bounds)
+    line = bounds[np.minimum(j, len(bounds) - 1)]
+    ok &= line < nos[inc]
+    lo = np.searchsorted(nos, line, side="right")
+    ok &= lo < inc
+    if not ok.any():
+        return scrape
+    out: np.ndarray = np.array(scrape, copy=True)
+    for q in np.flatnonzero(ok).tolist():  # disjoint ranges, one slice assignment each
+        out[lo[q]:inc[q]] = scrape[inc[q]]
+    return out
+
+
+def _scrapes(h: Heads, hidx: np.ndarray, state: State, nos: np.ndarray | None = None,
+             bounds: np.ndarray | None = None, final: bool = True,
+             events: np.ndarray | None = None) -> np.ndarray:
     """Scrape index of each row: running maximum of "how many times its series appeared before"
     (a repeated series starts a new scrape; a series is its field plus host/gpu/UUID/GPU-instance).
 
@@ -136,13 +235,25 @@ def _scrapes(h: Heads, hidx: np.ndarray, state: State) -> np.ndarray:
     m = max(1, len(idents))
     uniq, inv_h = np.unique(h.fid.astype("int64") * m + head_ident, return_inverse=True)
     inv = inv_h.reshape(-1)[hidx].astype(np.int16 if len(uniq) < 2**15 else np.int64)
-    return number_scrapes(inv, uniq, idents, state)
+    scrape = number_scrapes(inv, uniq, idents, state)
+    if nos is not None and events is not None and len(events):
+        # a repeated # HELP/# TYPE line begins a scrape at once (prefix-stable: only earlier lines decide)
+        bump = state.help_scrapes + np.searchsorted(events, nos, side="right")
+        scrape = np.maximum.accumulate(np.maximum(scrape, bump))
+        state.help_scrapes += len(events)
+        state.max_scrape = max(state.max_scrape, int(scrape[-1]))
+    if nos is not None and bounds is not None:
+        scrape = move_to_boundaries(scrape, inv, nos, bounds, final)
+    return scrape
 
 
-def _columns(h: Heads, hidx: np.ndarray, value: pa.Array, ts_s: pa.Array, state: State) -> pa.Table:
+def _columns(h: Heads, hidx: np.ndarray, value: pa.Array, ts_s: pa.Array, state: State,
+             nos: np.ndarray | None = None, bounds: np.ndarray | None = None, final: bool = True,
+             events: np.ndarray | None = None) -> pa.Table:
     """The rows' table (good lines only): ts_ms, scrape, field_id, field, value (canonical unit),
-    missing, and the label columns dictionary-encoded by head."""
-    scrape = _scrapes(h, hidx, state)
+    missing, and the label columns dictionary-encoded by head. ``nos``/``bounds``: the rows' line
+    numbers and the chunk's possible scrape starts (:func:`move_to_boundaries`)."""
+    scrape = _scrapes(h, hidx, state, nos, bounds, final, events)
     v = np.asarray(value.to_numpy(zero_copy_only=False), dtype="float64")
     # the canonical factor of each head's field name (DCGM 4.6.1 SI names converted), per sample
     names = h.name.to_pylist()
@@ -171,9 +282,9 @@ def _columns(h: Heads, hidx: np.ndarray, value: pa.Array, ts_s: pa.Array, state:
 
 
 def parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: State, path: str,
-                rejected: list[Rejected]) -> tuple[pa.Table | None, int]:
-    """(rows of one chunk, its number of lines); ``offset``: lines before the chunk. Rows: ts_ms,
-    scrape, field_id, field, value, missing and the label columns."""
+                rejected: list[Rejected], final: bool = True) -> tuple[pa.Table | None, int]:
+    """(rows of one chunk, its number of lines); ``offset``: lines before the chunk; ``final``: no
+    chunk follows. Rows: ts_ms, scrape, field_id, field, value, missing and the label columns."""
     n_lines, (c_idx, ok, hidx, heads, value_s, ts_s) = _locate(data, state)
     if not len(c_idx):
         return None, n_lines
@@ -195,4 +306,11 @@ def parse_chunk(data: pa.Array | bytes | memoryview, offset: int, state: State, 
     if not good.all():
         keep = pa.array(good)
         value_all, ts_s = value_all.filter(keep), ts_s.filter(keep)
-    return _columns(h, hidx_k, value_all, ts_s, state), n_lines
+    nos = c_no[ok][good]
+    # scrapes told apart by repetition (no explicit times): a scrape begins at its blank line or
+    # # HELP/# TYPE block, not at the first repeated series (values of two scrapes never mixed)
+    bounds = events = None
+    if ts_s.null_count == len(ts_s) and len(ts_s):
+        bounds, named = boundary_lines(data, offset)
+        events = help_events(named, state)
+    return _columns(h, hidx_k, value_all, ts_s, state, nos, bounds, final, events), n_lines

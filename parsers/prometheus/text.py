@@ -180,7 +180,9 @@ def _record_parts(src: Source, state: State, rejected: list[Rejected], tally: _T
     rows had explicit timestamps; chunks without records are skipped."""
     offset = 0
     for data in _chunks(src):
-        t, n_lines = parse_chunk(data, offset, state, src.path, rejected)
+        # a block of line_blocks shorter than a full read less a long line is the file's last
+        final = not isinstance(data, (bytes, memoryview)) or len(data) < CHUNK_BYTES - (1 << 20)
+        t, n_lines = parse_chunk(data, offset, state, src.path, rejected, final)
         offset += n_lines
         if t is None or not t.num_rows:
             continue
@@ -196,8 +198,8 @@ def _record_parts(src: Source, state: State, rejected: list[Rejected], tally: _T
             yield rec, explicit
 
 
-def _meta(state: State, tally: _Tally, n_scrapes: int, interval_s: float, assumed: bool, start_ms: int
-          ) -> dict[str, Any]:
+def _meta(state: State, tally: _Tally, n_scrapes: int, interval_s: float, assumed: bool, start_ms: int,
+          start_given: bool = False) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "other_metric_lines": state.other,
         "scrapes": n_scrapes,
@@ -216,6 +218,7 @@ def _meta(state: State, tally: _Tally, n_scrapes: int, interval_s: float, assume
             meta["interval_assumed"] = False
         else:  # the time of scrape 0 (what a later ingest of the grown file reuses)
             meta["start"] = datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc).isoformat()
+            meta["start_from"] = "--start" if start_given else "file mtime"
     return meta
 
 
@@ -258,7 +261,7 @@ def parse_batches(src: Source, opts: ParseOptions, *, spill: bool = True
         held.close()
     acc = InputAccounting(src.path, FORMAT, records=tally.records, missing=tally.missing, rejected=len(rejected))
     return ParseResult(accounting=acc, rejected=rejected,
-                       meta=_meta(state, tally, n_scrapes, interval_s, assumed, start_ms))
+                       meta=_meta(state, tally, n_scrapes, interval_s, assumed, start_ms, opts.start is not None))
 
 
 def parse(src: Source, opts: ParseOptions) -> ParseResult:
