@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rooftop.analyzer.schema import BOUND_LABELS, WINDOW_LABELS_SHOWN, Document
+from rooftop.reports.common_sections import devices_table
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_num, fmt_pct
 from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.timelines import label_share_chart
-from rooftop.reports.widgets import Column, Section, table
+from rooftop.reports.widgets import Column, Section, kpi, table
 
 LABELS = WINDOW_LABELS_SHOWN
 MD_LABELS = ("idle", *BOUND_LABELS)  # the Markdown group table's label columns
@@ -133,6 +134,9 @@ def sections(doc: Document) -> list[Section]:
         + (_share_bar(shares) if shares else "<p class=note>No samples in this period.</p>")
     )
     out.append(Section("Fleet", body, anchor="fleet"))
+    morning = morning_section(doc)
+    if morning is not None:
+        out.append(morning)
     rows = group_rows(doc)
     if rows:
         shown = rows[:MAX_ROWS]
@@ -184,6 +188,99 @@ def _md_pct(v: Any) -> str:
     return "—" if f is None else f"{100 * f:.0f}%"
 
 
+def _hours_cell(v: Any) -> str:
+    f = _num(v)
+    return "—" if f is None else (f"{f:.2f}" if f >= 0.1 else f"{f * 3600:.0f} s")
+
+
+def _owner_rows(fl: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for o in fl.get("owners") or []:
+        prev = o.get("previous_gpu_hours")
+        rows.append({"owner": f"{o.get('kind')}: {o.get('owner')}", "gpus": o.get("gpus"),
+                     "gpu_hours": _num(o.get("gpu_hours")), "busy": _num(o.get("busy_hours")),
+                     "idle": _num(o.get("idle_hours")), "unknown": _num(o.get("unknown_hours")),
+                     "change": "new" if prev is None else _pct_change(_change(o.get("gpu_hours"), prev))})
+    return rows
+
+
+OWNER_COLUMNS = [Column("owner", "owner"), Column("gpus", "GPUs", numeric=True),
+                 Column("gpu_hours", "GPU-hours", _hours_cell, numeric=True),
+                 Column("busy", "busy", _hours_cell, numeric=True), Column("idle", "idle", _hours_cell, numeric=True),
+                 Column("unknown", "unknown", _hours_cell, numeric=True),
+                 Column("change", "vs previous period")]
+IDLE_COLUMNS = [Column("gpu", "GPU"), Column("host", "host"), Column("owner", "held by"),
+                Column("idle_hours", "idle GPU-hours", _hours_cell, numeric=True),
+                Column("gpu_hours", "of GPU-hours", _hours_cell, numeric=True)]
+COVERAGE_COLUMNS = [Column("host", "host"), Column("gpus", "GPUs", numeric=True),
+                    Column("covered_hours", "GPU-hours with data", _hours_cell, numeric=True),
+                    Column("coverage", "of GPUs x period", fmt_pct, numeric=True)]
+
+
+def morning_section(doc: Document) -> Section | None:
+    """The first screen of a fleet report: GPU-hours by owner (busy / idle / unknown, against the
+    previous period), GPUs held by a workload while idle, and each host's data coverage."""
+    fl = doc.get("fleet") or {}
+    owners = _owner_rows(fl)
+    if not owners:
+        return None
+    idle = list(fl.get("allocated_idle") or [])
+    cover = [c for c in fl.get("coverage") or [] if (_num(c.get("coverage")) or 0.0) < 0.999]
+    body = ["<h3>GPU-hours by owner</h3>",
+            '<p class="note">Owner: the job label, else namespace/pod, else namespace; "host" where the data '
+            "names no workload. Busy = compute-, memory-, overhead-bound and mixed.</p>",
+            f'<div class="tablewrap">{table(owners, OWNER_COLUMNS)}</div>',
+            "<h3>Allocated but idle</h3>",
+            (f'<div class="tablewrap">{table(idle, IDLE_COLUMNS)}</div>' if idle else
+             '<p class="note">No GPU a workload label holds was idle >= 90 % of its covered time.</p>'),
+            "<h3>Data gaps per host</h3>",
+            (f'<div class="tablewrap">{table(cover, COVERAGE_COLUMNS)}</div>' if cover else
+             '<p class="note">Every host\'s GPUs have data for the whole period.</p>')]
+    return Section("Who used the GPUs", "".join(body), anchor="owners")
+
+
+def morning_md_section(doc: Document) -> MdSection | None:
+    """The owner table, allocated-but-idle GPUs and data gaps for Markdown."""
+    fl = doc.get("fleet") or {}
+    owners = _owner_rows(fl)
+    if not owners:
+        return None
+    h = lambda v: _hours_cell(v)  # noqa: E731 - a column formatter
+    parts = [md_table(owners[:MD_ROWS], [("owner", "owner"), ("gpus", "GPUs"), ("gpu_hours", "GPU-h", h),
+                                          ("busy", "busy", h), ("idle", "idle", h), ("unknown", "unknown", h),
+                                          ("change", "vs previous")])]
+    idle = list(fl.get("allocated_idle") or [])
+    if idle:
+        parts.append("Allocated but idle:\n\n" + md_table(idle[:MD_ROWS], [
+            ("gpu", "GPU"), ("host", "host"), ("owner", "held by"), ("idle_hours", "idle GPU-h", h)]))
+    cover = [c for c in fl.get("coverage") or [] if (_num(c.get("coverage")) or 0.0) < 0.999]
+    if cover:
+        parts.append("Data gaps per host:\n\n" + md_table(cover[:MD_ROWS], [
+            ("host", "host"), ("gpus", "GPUs"), ("covered_hours", "GPU-h with data", h),
+            ("coverage", "of GPUs x period", _md_pct)]))
+    return MdSection("Who used the GPUs", "\n\n".join(parts))
+
+
+def overview_section(doc: Document) -> Section:
+    """The fleet page's header: GPUs, GPU-hours, idle GPU-hours, findings; the devices and their
+    ceilings go to the end (:func:`devices_section`)."""
+    fl = doc.get("fleet") or {}
+    shares, total = _fleet_shares(doc)
+    idle_h = total * shares.get("idle", 0.0) if shares else 0.0
+    held = len(fl.get("allocated_idle") or [])
+    body = (f'<div class="kpis">{kpi(str(fl.get("gpus")), "GPUs")}{kpi(_hours_cell(total), "GPU-hours")}'
+            f'{kpi(_hours_cell(idle_h), "idle GPU-hours")}{kpi(str(held), "GPUs allocated but idle")}'
+            f'{kpi(str(len(doc["findings"])), "findings")}{kpi(str(len(doc["rejected"])), "rejected records")}</div>')
+    return Section("Overview", body, anchor="overview")
+
+
+def devices_section(doc: Document) -> Section | None:
+    """Devices and ceilings of the GPUs the fleet's windows named (reference, at the end)."""
+    if not doc["devices"]:
+        return None
+    return Section("Devices and ceilings", devices_table(doc), anchor="devices")
+
+
 def markdown_sections(doc: Document) -> list[MdSection]:
     """Fleet-specific Markdown sections: period, top groups, what moved, kernel join."""
     out: list[MdSection] = []
@@ -195,6 +292,9 @@ def markdown_sections(doc: Document) -> list[MdSection]:
     if shares:
         lines.append("Fleet GPU-time: " + ", ".join(f"{lab} {_md_pct(shares.get(lab))}" for lab in LABELS))
     out.append(MdSection("Fleet", "\n\n".join(lines)))
+    morning_md = morning_md_section(doc)
+    if morning_md is not None:
+        out.append(morning_md)
     rows = group_rows(doc)
     if rows:
         cols: list[Any] = [("group", "group"), ("gpus", "GPUs"),
@@ -226,4 +326,5 @@ def join_md_section(doc: Document) -> MdSection | None:
         ("observed", "DCGM", _ratio), ("verdict", "verdict"), ("meaning", "what it means")]))
 
 
-__all__: Sequence[str] = ["group_rows", "join_md_section", "join_section", "markdown_sections", "sections"]
+__all__: Sequence[str] = ["devices_section", "group_rows", "join_md_section", "join_section", "markdown_sections",
+                          "morning_md_section", "morning_section", "overview_section", "sections"]

@@ -17,6 +17,7 @@ import pandas as pd
 from rooftop.analyzer.document import build_document, jsonable
 from rooftop.analyzer.fleet import engines
 from rooftop.analyzer.fleet.join import JoinRequest, fleet_join
+from rooftop.analyzer.fleet.owners import allocated_idle, host_coverage, owner_rows
 from rooftop.analyzer.fleet.rollup import (
     GROUPABLE,
     fleet_findings,
@@ -199,7 +200,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     length = hi - lo
     prev_lo = lo - length
     files = select_files(manifest, prev_lo, hi)
-    labels = [*group_columns(by), "mig_profile"]  # workload labels kept per window; MIG share
+    # workload labels kept per window (the owners of the morning table), MIG share
+    labels = list(dict.fromkeys([*group_columns(by), "namespace", "pod", "job", "mig_profile"]))
     if join is not None and join.column and join.column not in labels:
         labels.append(join.column)
     spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), labels),
@@ -247,6 +249,9 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                 "files_scanned": len(files), "windows_total": len(windows),
                 "gpus": gpu_count(windows),
                 "gpu_hours": float(cur_roll["gpu_hours"].sum()) if len(cur_roll) else 0.0,
+                "owners": owner_rows(windows, previous, window_s),
+                "allocated_idle": allocated_idle(windows, window_s),
+                "coverage": host_coverage(windows, window_s, lo, hi),
             },
             **kernel_join,
         },
