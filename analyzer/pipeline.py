@@ -250,15 +250,15 @@ def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, to
     step()
     if ta.timeline:  # every PyTorch op on the roofline from the trace (docs/formulas.md#ops)
         from rooftop.analyzer.ops.analysis import analyze_ops
+        from rooftop.analyzer.ops.ncu_join import cross_validate, ncu_kernels_per_signature
         from rooftop.analyzer.timeline.join import rank_together
 
-        oa = analyze_ops(parsed.results, device, top)
+        measured = ncu_kernels_per_signature(parsed.results, ai.kernels, results) if len(results) else None
+        oa = analyze_ops(parsed.results, device, top, measured)  # ncu's verdict per op: docs/formulas.md#op-ncu-verdicts
         if oa.coverage:
             extra.update(ops=oa.ops, ops_coverage=oa.coverage)
             findings = rank_together(findings, oa.findings, top)
         if oa.coverage and len(results):  # and an ncu profile: the op model against its counters
-            from rooftop.analyzer.ops.ncu_join import cross_validate
-
             extra["ops_ncu"] = cross_validate(parsed.results, ai.kernels, results)
     if has_windows:
         extra["timelines"] = wa.timelines()

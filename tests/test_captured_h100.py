@@ -208,3 +208,31 @@ def test_one_gpu_is_one_device_line_when_two_sources_fill_its_ceilings() -> None
     assert lines == ["  device: NVIDIA H100 80GB HBM3 (ceilings: export, builtin NVIDIA H100 SXM5 80GB)"]
     (table,) = [d for d in doc["devices"] if d["source"] == "builtin"]
     assert table["serves"] == ["NVIDIA H100 80GB HBM3"]
+
+
+def test_a_paired_ncu_profile_decides_every_op_it_measured() -> None:
+    """rooftop analyze TRACE PROFILE: every op whose kernels ncu profiled takes NCU's verdict for them
+    (docs/formulas.md#op-ncu-verdicts), not the trace's 'profile it with ncu' (was: both GEMMs, the RNG
+    and the softmax unknown with that advice, although ops_ncu had matched all 34 kernels)."""
+    doc = _doc("kineto_programs.json.gz", "ncu_raw.csv.gz")
+    ops = {(o["name"], o["shape"]): o for o in doc["ops"]}
+    want = {("aten::mm", "M×N×K 4096×4096×4096"): ("compute-bound", "tensor"),
+            ("aten::mm", "M×N×K 2048×2048×2048"): ("compute-bound", "issue"),  # SIMT sgemm, TF32 off
+            ("aten::normal_", "[67108864]"): ("compute-bound", "issue"),
+            ("aten::_softmax", "[8192, 4096] dim=-1"): ("compute-bound", "issue"),
+            ("aten::addmv_", None): ("memory-bound", "dram"),  # the GEMV, unmodelled by the trace
+            ("aten::add", "[67108864]"): ("memory-bound", "dram"),
+            ("aten::sum", "[67108864] → []"): ("memory-bound", "dram"),
+            ("aten::add", "[1024]"): ("overhead-bound", "launch"),
+            ("aten::mm", "M×N×K 256×256×256"): ("overhead-bound", "small-grid")}
+    for key, verdict in want.items():
+        assert (ops[key]["label"], ops[key]["limiter"]) == verdict, key
+        assert ops[key]["verdict_source"] == "ncu"
+    assert ops[("aten::add", "[67108864]")]["pct_of_roof"] == pytest.approx(0.933, abs=0.01)  # the trace agrees
+    assert not [f for f in doc["findings"] if f["rule"] == "op-unknown"]
+    (sgemm,) = [f for f in doc["findings"] if f["title"].startswith("aten::mm M×N×K 2048×2048×2048 fp32: ")]
+    assert "tensor cores" in sgemm["recommendation"]
+    for f in doc["findings"]:
+        assert "profile it with ncu" not in f["recommendation"], f["title"]
+        if f["source"] == "ops" and "aten::mm" not in f["title"]:
+            assert "split-K" not in f["recommendation"] and "GEMV" not in f["recommendation"], f["title"]

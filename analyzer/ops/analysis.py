@@ -10,8 +10,9 @@ from typing import Any
 from rooftop.analyzer.ceilings.devices import DeviceSpec, load_device_option, lookup
 from rooftop.analyzer.ops.attribution import REASONS, attribute, coverage_times
 from rooftop.analyzer.ops.findings import op_findings
+from rooftop.analyzer.ops.ncu_join import NcuLaunch, SignatureKey
 from rooftop.analyzer.ops.signatures import Signature, signatures
-from rooftop.analyzer.ops.verdicts import Verdict, verdict
+from rooftop.analyzer.ops.verdicts import Verdict, ncu_verdict, verdict
 from rooftop.parsers.model import ParseResult
 
 TOP_KERNELS = 3
@@ -39,7 +40,8 @@ def _device(r: ParseResult, device: str, option: DeviceSpec | None) -> tuple[str
     return (name if isinstance(name, str) and name else None), option or (lookup(name) if name else None)
 
 
-def _entry(r: ParseResult, sig: Signature, v: Verdict, gpu: str | None, device_ns: int) -> dict[str, Any]:
+def _entry(r: ParseResult, sig: Signature, v: Verdict, gpu: str | None, device_ns: int, source: str
+           ) -> dict[str, Any]:
     w = sig.modelled.work
     t = sig.time_ns / 1e9
     flops = w.flops * sig.calls if w else None
@@ -57,7 +59,7 @@ def _entry(r: ParseResult, sig: Signature, v: Verdict, gpu: str | None, device_n
         "achieved_flops_per_s": (flops / t if flops is not None and t > 0 else None),
         "achieved_bytes_per_s": ([lo / t, hi / t] if lo is not None and hi is not None and t > 0 else None),
         "label": v.label, "limiter": v.limiter, "pct_of_roof": v.pct_of_roof, "roof": v.roof,
-        "min_time_s": v.min_time_s, "evidence": v.evidence,
+        "min_time_s": v.min_time_s, "evidence": v.evidence, "verdict_source": source,
         "formula": sig.modelled.source or None, "unmodelled": sig.modelled.reason or None,
         "params": dict(w.params) if w else {}, "top_kernels": top,
     }
@@ -89,9 +91,11 @@ def _coverage(r: ParseResult, device: str, times: dict[str, int], sigs: list[Sig
     }
 
 
-def analyze_ops(results: list[ParseResult], device: str | None = None, top: int = 10) -> OpsAnalysis:
+def analyze_ops(results: list[ParseResult], device: str | None = None, top: int = 10,
+                ncu: dict[SignatureKey, list[NcuLaunch]] | None = None) -> OpsAnalysis:
     """Every op of every trace input with GPU activity: attributed, modelled, judged; the ``top`` op
-    findings."""
+    findings. ``ncu``: the ncu launches matched per op signature (a paired profile), whose verdict wins
+    (docs/formulas.md#op-ncu-verdicts)."""
     option = load_device_option(device) if device else None
     out = OpsAnalysis()
     for r in results:
@@ -107,6 +111,9 @@ def analyze_ops(results: list[ParseResult], device: str | None = None, top: int 
             dev_ns = times[dev]["gpu_ns"]
             out.coverage.append(_coverage(r, dev, times[dev], sigs, gpu, spec))
             mine = sorted((s for s in sigs if s.device == dev), key=lambda s: (-s.time_ns, s.name, s.dims or ""))
-            out.ops.extend(_entry(r, s, verdict(s, spec), gpu, dev_ns) for s in mine)
+            for s in mine:
+                v = verdict(s, spec)
+                got = (ncu or {}).get((r.accounting.path, s.device, s.name, s.dims, s.types, s.concrete))
+                out.ops.append(_entry(r, s, ncu_verdict(v, got) if got else v, gpu, dev_ns, "ncu" if got else "trace"))
     out.findings = op_findings(out.ops, top)
     return out

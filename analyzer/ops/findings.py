@@ -47,6 +47,8 @@ def describe(op: dict[str, Any]) -> str:
 def verdict_text(op: dict[str, Any]) -> str:
     label, limiter, pct = op["label"], op["limiter"], op.get("pct_of_roof")
     roof = op.get("roof") or {}
+    if op.get("verdict_source") == "ncu" and pct is None:
+        return f"{label} ({'small grid' if limiter == 'small-grid' else limiter}) in ncu"
     if label == "memory-bound":
         return f"memory-bound at {100 * pct:.0f} % of {ROOF_NAMES.get(limiter, 'memory')} (compulsory bytes)" \
             if pct is not None else "memory-bound"
@@ -60,6 +62,37 @@ def verdict_text(op: dict[str, Any]) -> str:
 
 GEMV_ADVICE = ("a GEMV reads its whole matrix for one vector: batch the GEMVs that share the matrix into one "
                "GEMM so each byte is used for many FLOPs")
+
+
+NCU_ADVICE = {  # the limiter NCU names for an op's kernels (docs/formulas.md#op-ncu-verdicts)
+    "compute-bound": "ncu finds its kernels bound by {limiter}: only fewer instructions per element make it "
+                     "faster (cheaper math: fast intrinsics, a narrower dtype); "
+                     "the kernel findings give NCU's detail",
+    "memory-bound": "ncu finds its kernels bound by {limiter} bandwidth: cut the bytes it moves there (fuse it "
+                    "with its producer or consumer, better locality, a narrower dtype)",
+    "overhead-bound": "ncu finds its kernels near neither roof ({limiter}): raise the work per launch (larger "
+                      "batches or shapes per call) and see NCU's warp stall reasons in the kernel findings",
+}
+
+
+SMALL_GRID_ADVICE = ("its grid cannot fill the SMs (under one wave): batch these calls into one launch over more "
+                     "data (concatenate the tensors, torch._foreach ops) or fuse them (torch.compile)")
+
+
+def advice_for(op: dict[str, Any]) -> str:
+    """The recommendation for an op's label and limiter; a GEMM on the FP32 pipe is told to use tensor cores
+    whatever ncu's limiter inside that pipe."""
+    label, limiter = op["label"], op["limiter"]
+    fp32_gemm = op["category"] in ("gemm", "conv") and (op.get("roof") or {}).get("compute") == "fp32"
+    if label == "compute-bound" and fp32_gemm:
+        return ADVICE[("compute-bound", "fp32")]
+    if (label, limiter) == ("overhead-bound", "small-grid") and op["category"] not in ("gemm", "conv"):
+        return SMALL_GRID_ADVICE
+    if (label, limiter) in ADVICE:
+        return ADVICE[(label, limiter)]
+    if op.get("verdict_source") == "ncu" and label in NCU_ADVICE:
+        return NCU_ADVICE[label].format(limiter=limiter)
+    return UNKNOWN_ADVICE
 
 
 def _undecided(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,7 +135,7 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
             continue
         share = op["time_share"]
         score = saving / (t / share) if share else 0.0
-        advice = ADVICE.get((op["label"], op["limiter"]), UNKNOWN_ADVICE)
+        advice = advice_for(op)
         if op["label"] == "memory-bound" and "(GEMV)" in describe(op):
             advice = f"{advice}; {GEMV_ADVICE}"
         where = f"{str(op['input']).rsplit('/', 1)[-1]} GPU {op['device']}"

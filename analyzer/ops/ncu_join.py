@@ -19,31 +19,25 @@ from rooftop.parsers.model import ParseResult
 LISTED = 20
 
 
-def _ncu_launches(kernels: pd.DataFrame, results: pd.DataFrame) -> dict[tuple[str, ...], list[tuple[float, float]]]:
-    """(name,) and (base, grid, block) -> the measured (FLOPs, DRAM bytes) of each ncu launch, in launch order."""
+def _ncu_launches(kernels: pd.DataFrame, results: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, ...], list[int]]]:
+    """The ncu launches in launch order, and (name,) and (base, grid, block) -> their row positions."""
     have = [c for c in ("grid_dim", "block_dim") if c not in results.columns]
     r = results.merge(kernels[["input", "index", *have]], on=["input", "index"], how="left") if have else results
-    r = r.sort_values(["input", "index"], kind="stable")
-    flops = pd.to_numeric(r.get("flops"), errors="coerce").to_numpy(dtype=float)
-    dram = pd.to_numeric(r.get("bytes_dram"), errors="coerce").to_numpy(dtype=float)
-    out: dict[tuple[str, ...], list[tuple[float, float]]] = defaultdict(list)
-    for name, grid, block, f, d in zip(r["name"].astype(str), r["grid_dim"].astype(str), r["block_dim"].astype(str),
-                                       flops.tolist(), dram.tolist(), strict=True):
-        out[(name,)].append((f, d))
-        out[(base_name(name), grid, block)].append((f, d))
-    return out
+    r = r.sort_values(["input", "index"], kind="stable").reset_index(drop=True)
+    out: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for i, (name, grid, block) in enumerate(zip(r["name"].astype(str), r["grid_dim"].astype(str),
+                                                r["block_dim"].astype(str), strict=True)):
+        out[(name,)].append(i)
+        out[(base_name(name), grid, block)].append(i)
+    return r, out
 
 
-def _measured_per_op(r: ParseResult, launches: dict[tuple[str, ...], list[tuple[float, float]]]
-                     ) -> tuple[dict[int, tuple[float, float]], int, int, Any]:
-    """Per op row whose every kernel matched an ncu launch with both counts: (FLOPs, DRAM bytes);
-    also the kernels matched and unmatched, and the attribution."""
-    att = attribute(r.events, r.ops)
+def _matched_rows(att: Any, launches: dict[tuple[str, ...], list[int]]) -> tuple[Any, dict[int, list[int | None]]]:
+    """Each attributed kernel of the trace, in start order, joined to its ncu launch: per op row, the ncu row
+    position of each of its kernels (``None``: no launch left for that key); also those kernels."""
     k = att.acts[(att.acts["kind"] == "kernel") & (att.acts["op"] >= 0)].sort_values("start_ns", kind="stable")
     seen: dict[tuple[str, ...], int] = defaultdict(int)
-    sums: dict[int, list[float]] = {}
-    bad: set[int] = set()
-    matched = unmatched = 0
+    rows: dict[int, list[int | None]] = defaultdict(list)
     for name, grid, block, op in zip(k["name"].astype(str), k["grid_dim"].astype(str), k["block_dim"].astype(str),
                                      k["op"].to_numpy(np.int64).tolist(), strict=True):
         key: tuple[str, ...] = (name,)
@@ -52,15 +46,61 @@ def _measured_per_op(r: ParseResult, launches: dict[tuple[str, ...], list[tuple[
         got = launches.get(key, [])
         i = seen[key]
         seen[key] += 1
-        if i >= len(got) or not all(np.isfinite(got[i])):
-            unmatched += 1
-            bad.add(op)
+        rows[op].append(got[i] if i < len(got) else None)
+    return k, rows
+
+
+def _measured_per_op(r: ParseResult, ncu: pd.DataFrame, launches: dict[tuple[str, ...], list[int]]
+                     ) -> tuple[dict[int, tuple[float, float]], int, int, Any]:
+    """Per op row whose every kernel matched an ncu launch with both counts: (FLOPs, DRAM bytes);
+    also the kernels matched and unmatched, and the attribution."""
+    att = attribute(r.events, r.ops)
+    _, rows = _matched_rows(att, launches)
+    flops = pd.to_numeric(ncu.get("flops"), errors="coerce").to_numpy(dtype=float)
+    dram = pd.to_numeric(ncu.get("bytes_dram"), errors="coerce").to_numpy(dtype=float)
+    out: dict[int, tuple[float, float]] = {}
+    matched = unmatched = 0
+    for op, positions in rows.items():
+        good = [i for i in positions if i is not None and np.isfinite(flops[i]) and np.isfinite(dram[i])]
+        matched += len(good)
+        unmatched += len(positions) - len(good)
+        if len(good) == len(positions):
+            out[op] = (float(sum(flops[i] for i in good)), float(sum(dram[i] for i in good)))
+    return out, matched, unmatched, att
+
+
+SignatureKey = tuple[str, str, str, str | None, str | None, str | None]
+NcuLaunch = tuple[str, str, float, str]  # label, limiter, ncu duration s, kernel name
+
+
+def ncu_kernels_per_signature(results: list[ParseResult], kernels: pd.DataFrame, kernel_results: pd.DataFrame
+                              ) -> dict[SignatureKey, list[NcuLaunch]]:
+    """(input, device, op name, dims, dtypes, concrete inputs) -> the ncu launches its calls' kernels matched,
+    as :data:`NcuLaunch`: the op's verdict from ncu (docs/formulas.md#op-ncu-verdicts).
+    Only op calls whose every kernel matched a launch count."""
+    if not len(kernel_results) or "label" not in kernel_results.columns:
+        return {}
+    ncu, launches = _ncu_launches(kernels, kernel_results)
+    labels = ncu["label"].astype(str).tolist()
+    limiters = ncu["limiter"].astype(str).tolist() if "limiter" in ncu.columns else ["unknown"] * len(ncu)
+    dur = pd.to_numeric(ncu.get("duration_s"), errors="coerce").to_numpy(dtype=float)
+    names = ncu["name"].astype(str).tolist()
+    out: dict[SignatureKey, list[NcuLaunch]] = defaultdict(list)
+    for r in results:
+        if not r.meta.get("timeline") or not len(r.ops):
             continue
-        matched += 1
-        acc = sums.setdefault(op, [0.0, 0.0])
-        acc[0] += got[i][0]
-        acc[1] += got[i][1]
-    return {op: (v[0], v[1]) for op, v in sums.items() if op not in bad}, matched, unmatched, att
+        att = attribute(r.events, r.ops)
+        k, rows = _matched_rows(att, launches)
+        device = dict(zip(k["op"].to_numpy(np.int64).tolist(), k["device"].fillna("").astype(str), strict=True))
+        for op, positions in rows.items():
+            if not positions or any(i is None for i in positions):
+                continue
+            h = att.hosts.iloc[op]
+            key = (r.accounting.path, device[op], str(h["name"]), _text(h["input_dims"]), _text(h["input_types"]),
+                   _text(h["concrete_inputs"]))
+            out[key].extend((labels[i], limiters[i], float(dur[i]) if np.isfinite(dur[i]) else 0.0, names[i])
+                            for i in positions if i is not None)
+    return dict(out)
 
 
 def _text(v: object) -> str | None:
@@ -72,12 +112,12 @@ def cross_validate(results: list[ParseResult], kernels: pd.DataFrame, kernel_res
     """One entry per trace input: matched op calls, and per category the model against ncu."""
     if not len(kernel_results):
         return []
-    launches = _ncu_launches(kernels, kernel_results)
+    ncu, launches = _ncu_launches(kernels, kernel_results)
     out = []
     for r in results:
         if not r.meta.get("timeline") or not len(r.ops):
             continue
-        per_op, matched, unmatched, att = _measured_per_op(r, launches)
+        per_op, matched, unmatched, att = _measured_per_op(r, ncu, launches)
         cats: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         ops: list[dict[str, Any]] = []
         for op, (m_flops, m_dram) in sorted(per_op.items()):

@@ -135,3 +135,26 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     ev.append("the bytes interval straddles the ridge: the trace cannot tell compute- from memory-bound; "
               "an ncu profile's dram__bytes would (rooftop analyze TRACE PROFILE)")
     return Verdict("unknown", "unknown", roof, None, t_min, ev)
+
+
+def ncu_verdict(trace: Verdict, launches: list[tuple[str, str, float, str]]) -> Verdict:
+    """The op's verdict when ncu profiled its kernels (``docs/formulas.md#op-ncu-verdicts``): the label and
+    limiter of the matched launches holding most of their ncu time (NCU's SOL verdicts, as for kernels), not
+    the trace's bound. The roof and ``min_time_s`` stay the model's; ``pct_of_roof`` only where the trace agrees."""
+    by: dict[tuple[str, str], float] = {}
+    for label, limiter, dur, _ in launches:
+        by[(label, limiter)] = by.get((label, limiter), 0.0) + (dur if dur > 0 else 0.0)
+    total = sum(by.values())
+    ranked = sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))
+    (label, limiter), t = ranked[0]
+    share = t / total if total > 0 else None
+    names = sorted({n for lb, lm, _, n in launches if (lb, lm) == (label, limiter)})
+    words = "; ".join(f"{lb} ({lm}) {100 * d / total:.0f} %" for (lb, lm), d in ranked) if total > 0 else ""
+    ev = [f"ncu profiled its kernels ({len(launches)} launch(es) matched): {label} ({limiter})"
+          + (f" for {100 * share:.0f} % of their ncu time" if share is not None else "")
+          + f", NCU's verdict for {names[0][:80]}" + (f" and {len(names) - 1} more" if len(names) > 1 else ""),
+          *([f"ncu time by verdict: {words}"] if len(ranked) > 1 else []),
+          f"the trace alone: {trace.label}" + (f" ({trace.limiter})" if trace.limiter != "unknown" else "")]
+    ev += [e for e in trace.evidence if "rooftop analyze TRACE PROFILE" not in e]
+    same = (label, limiter) == (trace.label, trace.limiter)
+    return Verdict(label, limiter, trace.roof, trace.pct_of_roof if same else None, trace.min_time_s, ev)

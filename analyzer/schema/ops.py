@@ -49,6 +49,7 @@ class OpEntry(TypedDict):
     roof: OpRoof
     min_time_s: Num | None
     evidence: list[str]
+    verdict_source: Literal["trace", "ncu"]  # ncu: the verdict of its matched ncu launches
     formula: str | None  # the docs/formulas.md section of its formula
     unmodelled: str | None  # why it has no FLOPs / bytes
     params: dict[str, Json]
