@@ -236,3 +236,18 @@ def test_a_paired_ncu_profile_decides_every_op_it_measured() -> None:
         assert "profile it with ncu" not in f["recommendation"], f["title"]
         if f["source"] == "ops" and "aten::mm" not in f["title"]:
             assert "split-K" not in f["recommendation"] and "GEMV" not in f["recommendation"], f["title"]
+
+
+def test_time_beyond_the_roofline_names_its_kernels_and_their_fix() -> None:
+    """The paired run's timeline findings (docs/formulas.md#timeline-join) name the kernels whose traced time
+    lies beyond their roofline bound, the NCU verdict as label and limiter, and that limiter's concrete advice
+    (was: 'above roofline: compute-bound / issue is 14.3% of the span', 'fix the kernels' limiter', no label)."""
+    doc = _doc("kineto_programs.json.gz", "ncu_raw.csv.gz")
+    above = {f["limiter"]: f for f in doc["findings"] if f["rule"].startswith("timeline-above-roofline")}
+    issue = above["issue"]
+    assert issue["label"] == "compute-bound"
+    for kernel in ("distribution_elementwise_grid_stride_kernel", "cutlass_80_simt_sgemm", "cunn_SoftMaxForwardReg"):
+        assert kernel in issue["title"] and kernel in issue["recommendation"]
+    assert "Instruction issue" in issue["recommendation"]
+    assert above["dram"]["label"] == "memory-bound" and "reduce_kernel" in above["dram"]["title"]
+    assert not any("fix the kernels' limiter" in f["recommendation"] for f in doc["findings"])

@@ -18,12 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.findings.recommendations import recommendation
 from rooftop.analyzer.findings.severity import severity
 from rooftop.analyzer.timeline import TimelineAnalysis
 from rooftop.analyzer.timeline.metrics import GPU_KINDS
 from rooftop.parsers.model import ParseResult
 
 RULE = "docs/formulas.md#timeline-join"
+KERNELS_NAMED = 3  # kernels named per above-roofline part, largest first
 
 
 def base_name(name: str) -> str:
@@ -31,6 +33,18 @@ def base_name(name: str) -> str:
     head = re.split(r"[<(]", name, maxsplit=1)[0].strip()
     head = head.removeprefix("void ").strip()
     return head.rsplit("::", 1)[-1]
+
+
+_GENERIC = {"", "kernel", "kernel2", "device_kernel"}
+
+
+def display_name(name: str, width: int = 60) -> str:
+    """A kernel's short name for a title: its base name (without anonymous namespaces), or, where that is
+    generic (``cutlass::Kernel2``), the name up to its parameters; at most ``width`` characters."""
+    n = name.removeprefix("void ").replace("(anonymous namespace)::", "")
+    b = base_name(n)
+    short = n.split("(", 1)[0].strip() if b.lower() in _GENERIC else b
+    return short if len(short) <= width else short[: width - 1] + "…"
 
 
 def _ncu_table(kernels: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
@@ -89,6 +103,7 @@ def waterfall(r: ParseResult, device: str, ta: TimelineAnalysis, ncu: pd.DataFra
     scale = dt.kernel_busy_ns / ksum if ksum else 0.0
     floor = 0.0
     above: dict[str, float] = {}
+    by_key: dict[str, dict[str, float]] = {}  # above-roofline part -> kernel base name -> its seconds there
     unmatched = 0.0
     names = k["name"].astype(str).to_numpy()
     per_name = pd.Series(dur, index=names).groupby(level=0).sum()
@@ -101,9 +116,14 @@ def waterfall(r: ParseResult, device: str, ta: TimelineAnalysis, ncu: pd.DataFra
         floor += eff * t * scale
         key = f"above roofline: {m['label']} / {m['limiter']}"
         above[key] = above.get(key, 0.0) + (1 - eff) * t * scale
+        who = by_key.setdefault(key, {})
+        short = display_name(str(name), 200)
+        who[short] = who.get(short, 0.0) + (1 - eff) * t * scale
     copies = dt.busy.busy - dt.kernel_busy_ns
     parts = [_part("kernels at roofline", floor, span, f"matched kernel time x ncu achieved/attainable ({RULE})")]
-    parts += [_part(n, v, span, f"matched kernel time x (1 - efficiency), by the ncu label ({RULE})")
+    parts += [{**_part(n, v, span, f"matched kernel time x (1 - efficiency), by the ncu label ({RULE})"),
+               "kernels": [{"name": kn, "seconds": round(ks / 1e9, 9)} for kn, ks in
+                           sorted(by_key[n].items(), key=lambda kv: (-kv[1], kv[0]))[:KERNELS_NAMED]]}
               for n, v in sorted(above.items(), key=lambda kv: -kv[1])]
     parts.append(_part("kernels without an ncu match", unmatched, span, f"no ncu kernel of that name or shape ({RULE})"))
     parts.append(_part("copies/sets alone", copies, span, "GPU busy minus kernel busy (docs/formulas.md#timelines)"))
@@ -134,13 +154,25 @@ def findings(waterfalls: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             if name.startswith("idle: "):  # the trace's own findings (docs/formulas.md#timeline-findings)
                 continue
-            rec = RECOMMEND.get(name) or f"fix the kernels' limiter ({name.split(': ', 1)[-1]})"
             where = f"{str(w['input']).rsplit('/', 1)[-1]} GPU {w['device']}"
+            share = f"{100 * (p['share'] or 0):.1f}% of the span"
+            extra: dict[str, Any] = {}
+            if name.startswith("above roofline: "):
+                label, limiter = name.removeprefix("above roofline: ").split(" / ", 1)
+                named = p.get("kernels") or []
+                names = ", ".join(display_name(str(k["name"]), 48) for k in named)
+                title = (f"{where}: kernels ncu calls {label} ({limiter}) spend {share} beyond their roofline "
+                         f"bound: {names}")
+                rec = f"{names}: {recommendation(label, limiter)}"
+                extra = {"label": label, "limiter": limiter}
+                ev = [p["why"], *(f"{k['name']}: {1e6 * float(k['seconds']):.4g} µs beyond its roofline bound"
+                                  for k in named)]
+            else:
+                title, rec, ev = f"{where}: {name} is {share}", RECOMMEND.get(name, ""), [p["why"]]
             out.append({"rank": 0, "rule": "timeline-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
                         "severity": severity(float(p["share"] or 0.0), True),
-                        "title": f"{where}: {name} is {100 * (p['share'] or 0):.1f}% of the span",
-                        "kernels": [], "time_share": p["share"], "est_saving_s": p["seconds"],
-                        "recommendation": rec, "source": "timeline", "evidence": [p["why"]]})
+                        "title": title, "kernels": [], "time_share": p["share"], "est_saving_s": p["seconds"],
+                        "recommendation": rec, **extra, "source": "timeline", "evidence": ev})
     return out
 
 
