@@ -200,15 +200,31 @@ def _owner_rows(fl: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows.append({"owner": f"{o.get('kind')}: {o.get('owner')}", "gpus": o.get("gpus"),
                      "gpu_hours": _num(o.get("gpu_hours")), "busy": _num(o.get("busy_hours")),
                      "idle": _num(o.get("idle_hours")), "unknown": _num(o.get("unknown_hours")),
-                     "change": "new" if prev is None else _pct_change(_change(o.get("gpu_hours"), prev))})
+                     "change": "new" if prev is None else _pct_change(_change(o.get("gpu_hours"), prev)),
+                     "ofu": _ofu_cell(o)})
     return rows
+
+
+def _ofu_cell(o: Mapping[str, Any]) -> str:
+    """An owner's OFU estimate, with the GPU-hours it rests on where that is not all of them."""
+    v, h, total = _num(o.get("ofu")), _num(o.get("ofu_hours")) or 0.0, _num(o.get("gpu_hours")) or 0.0
+    if v is None:
+        return "unknown"
+    return f"{v:.2f}" if h >= 0.999 * total else f"{v:.2f} (over {_hours_cell(h)} GPU-h)"
+
+
+OFU_NOTE = ("Efficiency (OFU): an MFU-like estimate from DCGM alone, tensor pipe activity x SM clock / max SM "
+            "clock, weighted by GPU-hours (arXiv:2605.20799: r = 0.78 against application MFU over 608 jobs). "
+            "It assumes the work runs on the tensor pipe (FP32/FP64 pipe work counts 0) at the stated peak per "
+            "active cycle; window means of activity and clock are multiplied; unknown where the tensor field, "
+            "the SM clock or the max clock is absent (docs/formulas.md#ofu).")
 
 
 OWNER_COLUMNS = [Column("owner", "owner"), Column("gpus", "GPUs", numeric=True),
                  Column("gpu_hours", "GPU-hours", _hours_cell, numeric=True),
                  Column("busy", "busy", _hours_cell, numeric=True), Column("idle", "idle", _hours_cell, numeric=True),
                  Column("unknown", "unknown", _hours_cell, numeric=True),
-                 Column("change", "vs previous period")]
+                 Column("change", "vs previous period"), Column("ofu", "efficiency (OFU)")]
 IDLE_COLUMNS = [Column("gpu", "GPU"), Column("host", "host"), Column("owner", "held by"),
                 Column("idle_hours", "idle GPU-hours", _hours_cell, numeric=True),
                 Column("gpu_hours", "of GPU-hours", _hours_cell, numeric=True)]
@@ -230,6 +246,7 @@ def morning_section(doc: Document) -> Section | None:
             '<p class="note">Owner: the job label, else namespace/pod, else namespace; "host" where the data '
             "names no workload. Busy = compute-, memory-, overhead-bound and mixed.</p>",
             f'<div class="tablewrap">{table(owners, OWNER_COLUMNS)}</div>',
+            f'<p class="note">{esc(OFU_NOTE)}</p>',
             "<h3>Allocated but idle</h3>",
             (f'<div class="tablewrap">{table(idle, IDLE_COLUMNS)}</div>' if idle else
              '<p class="note">No GPU a workload label holds was idle >= 90 % of its covered time.</p>'),
@@ -248,7 +265,7 @@ def morning_md_section(doc: Document) -> MdSection | None:
     h = lambda v: _hours_cell(v)  # noqa: E731 - a column formatter
     parts = [md_table(owners[:MD_ROWS], [("owner", "owner"), ("gpus", "GPUs"), ("gpu_hours", "GPU-h", h),
                                           ("busy", "busy", h), ("idle", "idle", h), ("unknown", "unknown", h),
-                                          ("change", "vs previous")])]
+                                          ("change", "vs previous"), ("ofu", "OFU")]), md_esc(OFU_NOTE)]
     idle = list(fl.get("allocated_idle") or [])
     if idle:
         parts.append("Allocated but idle:\n\n" + md_table(idle[:MD_ROWS], [

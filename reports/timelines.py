@@ -103,6 +103,7 @@ FAMILIES = (
     ("sm_active", "SM active (DCGM SM_ACTIVE)", "ratio", 1.0, False),
     ("tensor_active", "Tensor pipe active (DCGM PIPE_TENSOR_ACTIVE)", "ratio", 1.0, False),
     ("dram_active", "DRAM active (DCGM DRAM_ACTIVE)", "ratio", 1.0, False),
+    ("est_ofu", "Efficiency estimate, OFU (tensor active x SM clock / max SM clock)", "ratio", 1.0, False),
     ("gpu_util", "GPU utilization (NVML / nvidia-smi, coarse: any kernel resident)", "ratio", 1.0, True),
     ("mem_copy_util", "Memory copy utilization (NVML / nvidia-smi, coarse)", "ratio", 1.0, True),
     ("power_w", "Power draw (NVML)", "W", 1.0, True),

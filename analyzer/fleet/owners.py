@@ -16,6 +16,7 @@ import pandas as pd
 
 from rooftop.analyzer.fleet.rollup import gpu_seconds
 from rooftop.analyzer.windows.identity import physical_ids
+from rooftop.analyzer.windows.ofu import weighted_ofu
 
 BUSY = ("compute-bound", "memory-bound", "overhead-bound", "mixed")
 IDLE_HELD_SHARE = 0.9  # a GPU held by a workload whose covered time is >= 90 % idle: allocated but idle
@@ -46,16 +47,21 @@ def _hours(w: pd.DataFrame, window_s: float) -> pd.DataFrame:
     owner, kind = owners_of(w)
     lab = w["label"].astype("object").where(w["label"].notna(), "unknown").astype(str).to_numpy()
     h = gpu_seconds(w, window_s) / 3600.0
-    return pd.DataFrame({"owner": owner, "kind": kind, "gpu": physical_ids(w), "h": h,
+    est = (pd.to_numeric(w["est_ofu"], errors="coerce").to_numpy(dtype="float64") if "est_ofu" in w.columns
+           else np.full(len(w), np.nan))
+    return pd.DataFrame({"owner": owner, "kind": kind, "gpu": physical_ids(w), "h": h, "ofu": est,
                          "busy": np.where(np.isin(lab, BUSY), h, 0.0), "idle": np.where(lab == "idle", h, 0.0),
                          "unknown": np.where(lab == "unknown", h, 0.0)})
 
 
 def owner_rows(windows: pd.DataFrame, previous: pd.DataFrame, window_s: float) -> list[dict[str, Any]]:
-    """GPU-hours by owner, busy / idle / unknown, and the previous period's GPU-hours (None: new)."""
+    """GPU-hours by owner, busy / idle / unknown, the previous period's GPU-hours (None: new), and
+    the GPU-hour-weighted OFU estimate over the windows that have one (docs/formulas.md#ofu)."""
     if not len(windows):
         return []
     cur = _hours(windows, window_s)
+    eff = {(str(k), str(o)): weighted_ofu(d["ofu"].to_numpy(), d["h"].to_numpy())
+           for (k, o), d in cur.groupby(["kind", "owner"], sort=False)}
     g = cur.groupby(["kind", "owner"], sort=False).agg(
         gpus=("gpu", "nunique"), gpu_hours=("h", "sum"), busy=("busy", "sum"), idle=("idle", "sum"),
         unknown=("unknown", "sum")).reset_index()
@@ -66,11 +72,12 @@ def owner_rows(windows: pd.DataFrame, previous: pd.DataFrame, window_s: float) -
     g = g.sort_values(["gpu_hours", "owner"], ascending=[False, True], kind="stable")
     out = []
     for r in g.head(MAX_ROWS).to_dict("records"):
-        before = prev.get((str(r["kind"]), str(r["owner"])))
+        key = (str(r["kind"]), str(r["owner"]))
+        before = prev.get(key)
         out.append({"owner": r["owner"], "kind": r["kind"], "gpus": int(r["gpus"]),
                     "gpu_hours": float(r["gpu_hours"]), "busy_hours": float(r["busy"]),
                     "idle_hours": float(r["idle"]), "unknown_hours": float(r["unknown"]),
-                    "previous_gpu_hours": before})
+                    "previous_gpu_hours": before, "ofu": eff[key][0], "ofu_hours": eff[key][1]})
     return out
 
 

@@ -175,6 +175,7 @@ class Window(_WindowBase, total=False):
     est_flops_s: Num
     est_dram_bytes_s: Num
     est_intensity: Num
+    est_ofu: Num  # docs/formulas.md#ofu: null where a field it needs is absent
     evidence: list[str]
     # docs/formulas.md#windows: the one GPU key, the window length, the time its samples span
     gpu_key: str

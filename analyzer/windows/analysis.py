@@ -11,9 +11,9 @@ import pyarrow as pa
 
 from rooftop.analyzer.windows.fields import (
     _KEY_KEEP,
-    COARSE_SERIES,
     LABEL_COLUMNS,
     METRICS,
+    OPTIONAL_SERIES,
     TIMELINE_RATIOS,
     gpu_key,
 )
@@ -48,7 +48,7 @@ class WindowAnalysis:
                 "start": _iso(r["start"]), "end": _iso(r["end"]),
                 "label": r["label"], "limiter": r["limiter"], "metrics": metrics,
                 "est_flops_s": _num(r.get("est_flops_s")), "est_dram_bytes_s": _num(r.get("est_dram_bytes_s")),
-                "est_intensity": _num(r.get("est_intensity")),
+                "est_intensity": _num(r.get("est_intensity")), "est_ofu": _num(r.get("est_ofu")),
                 "uuid": r.get("uuid"), "mig": r.get("mig"), "mig_profile": r.get("mig_profile"),
                 "namespace": r.get("namespace"), "pod": r.get("pod"), "container": r.get("container"),
                 "job": r.get("job"), "device": r.get("device"), "n_samples": int(r["n_samples"]),
@@ -63,21 +63,21 @@ class WindowAnalysis:
     def timelines(self) -> dict[str, dict[str, list[Any]]]:
         """``{gpu_key: {"t": [iso...], "<metric>": [...], "label": [...]}}`` keyed like the records'
         ``gpu_key``: the four DCGM activity ratios always, and the coarse NVML signals
-        (:data:`COARSE_SERIES`: utilisation, power, clocks) where the GPU has any."""
+        (:data:`COARSE_SERIES`: utilisation, power, clocks) and the OFU estimate where the GPU has any."""
         w = self.windows
         out: dict[str, dict[str, list[Any]]] = {}
         if w is None or not len(w):
             return out
         for r in w.to_dict("records"):
             key = gpu_key(r["host"], r["gpu"], r.get("mig"))
-            tl = out.setdefault(key, {"t": [], **{m: [] for m in (*TIMELINE_RATIOS, *COARSE_SERIES)},
+            tl = out.setdefault(key, {"t": [], **{m: [] for m in (*TIMELINE_RATIOS, *OPTIONAL_SERIES)},
                                       "label": []})
             tl["t"].append(_iso(r["start"]))
-            for m in (*TIMELINE_RATIOS, *COARSE_SERIES):
+            for m in (*TIMELINE_RATIOS, *OPTIONAL_SERIES):
                 tl[m].append(_num(r.get(m)))
             tl["label"].append(r["label"])
         for tl in out.values():
-            for m in COARSE_SERIES:
+            for m in OPTIONAL_SERIES:
                 if all(v is None for v in tl[m]):
                     del tl[m]
         return out

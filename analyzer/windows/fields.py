@@ -26,13 +26,17 @@ PROFILE_METRICS: dict[int, str] = {
     252: "fb_used_mib",
 }
 # windows also average the clocks, drawn on the timeline as coarse signals (not used by any label)
-WINDOW_FIELDS: dict[int, str] = {**PROFILE_METRICS, 100: "sm_clock_mhz", 101: "mem_clock_mhz"}
+# and the max SM clock (113), the OFU efficiency estimate's denominator (docs/formulas.md#ofu)
+WINDOW_FIELDS: dict[int, str] = {**PROFILE_METRICS, 100: "sm_clock_mhz", 101: "mem_clock_mhz",
+                                 113: "max_sm_clock_mhz"}
 METRICS: tuple[str, ...] = tuple(WINDOW_FIELDS.values())
 KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
 LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")
 PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active", "fp16": "fp16_active"}
 TIMELINE_RATIOS = ("gr_active", "sm_active", "tensor_active", "dram_active")
 COARSE_SERIES = ("gpu_util", "mem_copy_util", "power_w", "sm_clock_mhz", "mem_clock_mhz")  # NVML, nvidia-smi
+# series a GPU's timeline carries only where it has a value (docs/formulas.md#windows "Timelines")
+OPTIONAL_SERIES = (*COARSE_SERIES, "est_ofu")
 RATIO_METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
                  "fp32_active", "fp16_active", "imma_active", "hmma_active", "dfma_active")
 

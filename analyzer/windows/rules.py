@@ -10,6 +10,7 @@ import pandas as pd
 
 from rooftop.analyzer.windows.fields import METRICS, PIPES
 from rooftop.analyzer.windows.identity import gpu_shares, memory_share
+from rooftop.analyzer.windows.ofu import max_clocks, ofu, spec_clocks, tensor_activity
 from rooftop.analyzer.windows.span import add_coverage
 
 IDLE_MAX = 0.05  # kempnerpulse "idle": GR < 5 %, DRAM < 5 % (docs/research/anchors.md §3 row 18)
@@ -170,7 +171,7 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     if not n:
         for c in ("label", "limiter", "device", "evidence"):
             out[c] = pd.Series([], dtype=object)
-        for c in ("est_flops_s", "est_dram_bytes_s", "est_intensity"):
+        for c in ("est_flops_s", "est_dram_bytes_s", "est_intensity", "est_ofu"):
             out[c] = pd.Series([], dtype="float64")
         return out
     for m in METRICS:
@@ -202,6 +203,9 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     out["est_dram_bytes_s"] = dram_bw
     with np.errstate(invalid="ignore", divide="ignore"):
         out["est_intensity"] = np.where(dram_bw > 0, out["est_flops_s"] / dram_bw, np.nan)
+    spec_clock = spec_clocks(mspecs, mcode)
+    est_ofu = np.where(parent, np.nan, ofu(out, spec_clock))  # a MIG parent's work: its instances
+    out["est_ofu"] = est_ofu
     if not evidence:  # labels and estimates only (the fleet roll-ups); evidence is text per window
         out["evidence"] = None
         out["device"] = names.tolist()
@@ -215,9 +219,25 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
     tflops = _strs("est. %.1f TFLOP/s (activity x ", out["est_flops_s"].to_numpy() / 1e12, est)
     tflops[est] = tflops[est] + names[est] + " peaks; an estimate, not a count)"
     ev.append(tflops)
+    ev.append(_ofu_ev(out, est_ofu, max_clocks(out, spec_clock)))
     out["evidence"] = [[x for x in row if x is not None] for row in zip(*ev, strict=True)]
     out["device"] = names.tolist()
     return out
+
+
+def _ofu_ev(out: pd.DataFrame, est: np.ndarray, peak: np.ndarray) -> np.ndarray:
+    """The OFU line of each window that has one (docs/formulas.md#ofu)."""
+    ok = np.isfinite(est)
+    res = np.full(len(est), None, dtype=object)
+    if not ok.any():
+        return res
+    tensor, source = tensor_activity(out)
+    clock = out["sm_clock_mhz"].to_numpy(dtype="float64")
+    for i in np.flatnonzero(ok):
+        what = "tensor pipe" if source[i] == "tensor" else "HMMA+IMMA+DFMA pipes"
+        res[i] = (f"est. OFU {est[i]:.2f} ({what} {tensor[i]:.2f} x SM clock {clock[i]:.0f} / max "
+                  f"{peak[i]:.0f} MHz; an MFU-like estimate, arXiv:2605.20799)")
+    return res
 
 
 def _memory_shares(out: pd.DataFrame, share: np.ndarray) -> np.ndarray:
