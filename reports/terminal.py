@@ -173,10 +173,11 @@ def _ops_lines(doc: Document, limit: int = 8) -> list[str]:
                    + (f"{100 * att:.1f}% of launched GPU time attributed" if att is not None
                       else "no GPU time attributed")
                    + (f", {100 * mod:.1f}% of it modelled" if mod is not None else ""))
-        top = next((f for f in doc["findings"] if f.get("source") == "ops" and f"({name} GPU {c['device']})"
-                    in str(f["title"])), None)
+        where = f" ({name} GPU {c['device']})"
+        top = next((f for f in doc["findings"] if f.get("source") == "ops" and where in str(f["title"])), None)
         if top is not None:
-            out.append(f"    top op: {plain(str(top['title']).split(': ')[0], 240)}")
+            # the finding's title without the input and device this line already names
+            out.append(f"    top op: {plain(str(top['title']).replace(where, ''), 240)}")
     if len(cov) > limit:
         out.append(f"  … and {len(cov) - limit} more traced device(s) with ops (listed in the report and the JSON)")
     return out

@@ -34,6 +34,11 @@ def test_markdown_lists_the_top_ops_and_the_terminal_their_coverage(doc: Documen
     assert "## Op coverage" in md and "## Top ops" in md and "aten::mm M×N×K 8192×8192×8192 Half" in md
     text = summary_text(doc, width=200)
     assert "ops ops_pair.json GPU 0: 100.0% of launched GPU time attributed, 100.0% of it modelled" in text
+    # the top op line carries the verdict (it was cut at the first ': ', which left the name alone, or
+    # "...; largest" for an undecided group) and not the input and device the line above names
+    top = next(line for line in text.splitlines() if "top op:" in line)
+    assert "top op: aten::add [268435456] fp32: memory-bound at 88 % of DRAM" in top
+    assert "ops_pair.json" not in top
 
 
 def test_op_names_are_escaped(doc: Document) -> None:
