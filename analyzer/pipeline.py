@@ -262,6 +262,9 @@ def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, to
             extra["ops_ncu"] = cross_validate(parsed.results, ai.kernels, results)
     if has_windows:
         extra["timelines"] = wa.timelines()
+        links = wa.links()
+        if links:
+            extra["links"] = links
         extra["window"] = wa.window
     if has_windows and len(results):
         from rooftop.analyzer.ceilings.devices import load_device_option

@@ -26,6 +26,7 @@ from rooftop.reports import common_sections as common
 from rooftop.reports import (
     diff_sections,
     fleet_sections,
+    links_sections,
     ops_sections,
     timeline_sections,
     timelines,
@@ -72,10 +73,11 @@ def render_html(doc: Document) -> str:
 
 SECTIONS_BY_KIND: dict[Kind, list[SectionBuilder]] = {
     "analyze": [an.summary_section, common.findings_section, an.roofline_section, kernel_table_section,
-                timelines.dcgm_sections, timeline_sections.timeline_sections, ops_sections.ops_sections, fleet_sections.join_section,
+                timelines.dcgm_sections, links_sections.links_section, timeline_sections.timeline_sections, ops_sections.ops_sections, fleet_sections.join_section,
                 an.devices_section, common.lint_section,
                 common.inputs_section, common.provenance_section],
-    "fleet": [fleet_sections.overview_section, fleet_sections.sections, common.findings_section,
+    "fleet": [fleet_sections.overview_section, fleet_sections.sections, links_sections.links_section,
+              common.findings_section,
               common.lint_section, fleet_sections.devices_section, common.inputs_section, common.provenance_section],
     "diff": [common.overview_section, diff_sections.sections,
              common.lint_section,

@@ -17,6 +17,7 @@ from rooftop.reports import common_sections as common
 from rooftop.reports import (
     diff_sections,
     fleet_sections,
+    links_sections,
     ops_sections,
     timeline_sections,
     trend_sections,
@@ -29,8 +30,9 @@ __all__ = ["MD_SECTIONS_BY_KIND", "render_markdown"]
 MD_SECTIONS_BY_KIND: dict[Kind, list[MdBuilder]] = {
     "analyze": [common.key_numbers_section, common.findings_md_section, common.recommendations_md_section,
                 an.roofline_md_section, an.top_kernels_md_section,
+                links_sections.links_md_section,
                 timeline_sections.timeline_md_sections, ops_sections.ops_md_sections, fleet_sections.join_md_section, common.lint_md_section, common.reproduce_md_section],
-    "fleet": [common.key_numbers_section, fleet_sections.markdown_sections,
+    "fleet": [common.key_numbers_section, fleet_sections.markdown_sections, links_sections.links_md_section,
               common.findings_md_section, common.lint_md_section, common.reproduce_md_section],
     "diff": [common.key_numbers_section, diff_sections.markdown_sections, common.lint_md_section,
              common.reproduce_md_section],

@@ -109,8 +109,14 @@ FAMILIES = (
     ("power_w", "Power draw (NVML)", "W", 1.0, True),
     ("sm_clock_mhz", "SM clock (NVML)", "Hz", 1e6, True),
     ("mem_clock_mhz", "Memory clock (NVML)", "Hz", 1e6, True),
+    ("nvlink_tx_bytes", "NVLink transmit (DCGM NVLINK_TX_BYTES)", "B/s", 1.0, False),
+    ("nvlink_rx_bytes", "NVLink receive (DCGM NVLINK_RX_BYTES)", "B/s", 1.0, False),
+    ("pcie_tx_bytes", "PCIe transmit (DCGM PCIE_TX_BYTES)", "B/s", 1.0, False),
+    ("pcie_rx_bytes", "PCIe receive (DCGM PCIE_RX_BYTES)", "B/s", 1.0, False),
+    ("pcie_tx_kbs", "PCIe transmit (NVML / nvidia-smi txpci)", "B/s", 1000.0, True),
+    ("pcie_rx_kbs", "PCIe receive (NVML / nvidia-smi rxpci)", "B/s", 1000.0, True),
 )
-_Y_TITLES = {"ratio": "share of time", "W": "watts", "Hz": "hertz"}
+_Y_TITLES = {"ratio": "share of time", "W": "watts", "Hz": "hertz", "B/s": "bytes per second"}
 
 
 @dataclass(frozen=True)

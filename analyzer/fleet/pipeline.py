@@ -30,6 +30,7 @@ from rooftop.analyzer.fleet.rollup import (
 from rooftop.analyzer.schema import Document
 from rooftop.analyzer.store.layout import MS_PER_DAY, file_date, iso_ms, parse_iso
 from rooftop.analyzer.store.manifest import Manifest
+from rooftop.analyzer.windows.links import link_rows
 from rooftop.errors import InputError
 
 DEFAULT_PERIOD = timedelta(hours=24)
@@ -252,6 +253,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                 "owners": owner_rows(windows, previous, window_s),
                 "allocated_idle": allocated_idle(windows, window_s),
                 "coverage": host_coverage(windows, window_s, lo, hi),
+                "links": link_rows(windows, busiest_first=True),
             },
             **kernel_join,
         },

@@ -42,6 +42,7 @@ class Document(_DocumentBase, total=False):
     """The whole document. Optional keys by who writes them (loose types are theirs to tighten)."""
 
     timelines: dict[str, dict[str, list[Json]]]  # per-GPU DCGM series for the report
+    links: list[dict[str, Json]]  # analyze: NVLink / PCIe bytes/s per GPU (docs/formulas.md#links)
     window: dict[str, Json]  # analyze: the window used (seconds, source default/option, reason)
     kernel_join: dict[str, Json]  # predicted vs observed DCGM signature (fleet --kernels)
     groups: list[dict[str, Json]]  # fleet roll-ups

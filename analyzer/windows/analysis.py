@@ -18,6 +18,7 @@ from rooftop.analyzer.windows.fields import (
     gpu_key,
 )
 from rooftop.analyzer.windows.findings import _findings
+from rooftop.analyzer.windows.links import link_rows
 from rooftop.analyzer.windows.lint import _lint, coverage_lint
 from rooftop.analyzer.windows.reduce import finish_windows, unplaced_lint, without_unplaced
 from rooftop.analyzer.windows.rules import classify_windows, window_devices
@@ -59,6 +60,11 @@ class WindowAnalysis:
             }
             recs.append(rec)
         return recs
+
+    def links(self) -> list[dict[str, Any]]:
+        """NVLink / PCIe bytes/s per GPU, link and direction (docs/formulas.md#links)."""
+        w = self.windows
+        return link_rows(w) if w is not None and len(w) else []
 
     def timelines(self) -> dict[str, dict[str, list[Any]]]:
         """``{gpu_key: {"t": [iso...], "<metric>": [...], "label": [...]}}`` keyed like the records'

@@ -28,7 +28,8 @@ PROFILE_METRICS: dict[int, str] = {
 # windows also average the clocks, drawn on the timeline as coarse signals (not used by any label)
 # and the max SM clock (113), the OFU efficiency estimate's denominator (docs/formulas.md#ofu)
 WINDOW_FIELDS: dict[int, str] = {**PROFILE_METRICS, 100: "sm_clock_mhz", 101: "mem_clock_mhz",
-                                 113: "max_sm_clock_mhz"}
+                                 113: "max_sm_clock_mhz",
+                                 200: "pcie_tx_kbs", 201: "pcie_rx_kbs"}  # NVML PCIe throughput, KB/s (docs/formulas.md#links)
 METRICS: tuple[str, ...] = tuple(WINDOW_FIELDS.values())
 KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
 LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")
@@ -36,7 +37,8 @@ PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active"
 TIMELINE_RATIOS = ("gr_active", "sm_active", "tensor_active", "dram_active")
 COARSE_SERIES = ("gpu_util", "mem_copy_util", "power_w", "sm_clock_mhz", "mem_clock_mhz")  # NVML, nvidia-smi
 # series a GPU's timeline carries only where it has a value (docs/formulas.md#windows "Timelines")
-OPTIONAL_SERIES = (*COARSE_SERIES, "est_ofu")
+LINK_SERIES = ("nvlink_tx_bytes", "nvlink_rx_bytes", "pcie_tx_bytes", "pcie_rx_bytes", "pcie_tx_kbs", "pcie_rx_kbs")
+OPTIONAL_SERIES = (*COARSE_SERIES, "est_ofu", *LINK_SERIES)
 RATIO_METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
                  "fp32_active", "fp16_active", "imma_active", "hmma_active", "dfma_active")
 
