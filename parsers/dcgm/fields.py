@@ -11,8 +11,9 @@ as a ratio, BAR1 in bytes) and deprecates the fields they replace (:data:`SI_SUC
 NVIDIA go-dcgm's DCGM 4.6.1 ``dcgm_fields.h``). They are stored as the replaced field, converted.
 
 dcgm-exporter 4.9.0 (DCGM 4.7) renamed 23 default fields and changed 11 units (its release text);
-the new names are not in any source at hand, so none is mapped: such a name is rejected as an
-unknown field, never guessed. Field 203 under ``DCGM_FI_DEV_GPU_UTIL_RATIO`` may be a percent or
+the new names are not in any source at hand, so none is listed: a name not listed is read by DCGM's
+field-naming standard (:func:`by_grammar`: unit suffix, stem of a listed field), else rejected as
+an unknown field, never guessed. Field 203 under ``DCGM_FI_DEV_GPU_UTIL_RATIO`` may be a percent or
 a ratio: its value decides (:func:`percent_or_ratio`, docs/formulas.md#inputs).
 
 Canonical units in the sample table: DCGM's own units of the classic fields (MHz, mJ, %, MiB),
@@ -220,14 +221,93 @@ PROFILING_IDS = frozenset(range(1001, 1097))
 _FIELD_ID = re.compile(r"^(?:DCGM_FI_)?(\d+)$")
 
 
+# --- DCGM's field-naming standard (NVIDIA/DCGM dcgmlib/dcgm_field_naming.py, DCGM 4.6.0):
+# field_name = "DCGM_FI" _ domain _ subsystem _ property [_ unit] [_ suffix], unit in BYTES CELSIUS
+# HERTZ JOULES SECONDS WATTS, suffix in RATIO TOTAL. A name rooftop does not list is read by that
+# grammar: its stem (the name less unit and suffix) must be the stem of a listed field's classic or
+# 4.6 name, and its unit is converted to the unit rooftop stores that field in (docs/formulas.md#inputs).
+UNITS = ("BYTES", "CELSIUS", "HERTZ", "JOULES", "SECONDS", "WATTS")
+SUFFIXES = ("RATIO", "TOTAL")
+# the unit rooftop stores each field in (DCGM's classic units; NVML utilisation as a ratio)
+_STORED: dict[str, tuple[int, ...]] = {
+    "MHz": (100, 101, 102, 110, 111, 113, 114, 115),
+    "mJ": (156,),
+    "W": (155, 157, 160, 164),
+    "C": (140, 150, 151, 152, 158, 159),
+    "MiB": (90, 92, 93, 250, 251, 252, 253),
+    "%": (191,),
+    "ratio": (203, 204, 206, 207, 254, *range(1001, 1009), *range(1013, 1041)),
+    "B/s": (1009, 1010, 1011, 1012, *range(1040, 1080)),
+    "bytes": (1091, 1092),
+}
+STORED_UNIT: dict[int, str] = {fid: unit for unit, ids in _STORED.items() for fid in ids}
+# (unit word, suffix) of a name -> stored unit -> factor
+_CONVERT: dict[tuple[str | None, str | None], dict[str, float]] = {
+    ("HERTZ", None): {"MHz": 1e-6},
+    ("JOULES", "TOTAL"): {"mJ": 1000.0},
+    ("JOULES", None): {"mJ": 1000.0},
+    ("WATTS", None): {"W": 1.0},
+    ("CELSIUS", None): {"C": 1.0},
+    ("BYTES", None): {"MiB": _MIB, "B/s": 1.0, "bytes": 1.0},  # PROF *_BYTES are rates (dcgm-exporter CSV)
+    ("BYTES", "TOTAL"): {"bytes": 1.0},
+    (None, "RATIO"): {"ratio": 1.0, "%": 100.0},
+}
+
+
+def split_name(name: str) -> tuple[str, str | None, str | None]:
+    """``(stem, unit, suffix)`` of a DCGM field name by the naming standard (unit and suffix None
+    where the name has none): ``DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL`` -> ``(DCGM_FI_DEV_GPU_ENERGY,
+    JOULES, TOTAL)``."""
+    parts = name.split("_")
+    suffix = parts.pop() if len(parts) > 3 and parts[-1] in SUFFIXES else None
+    unit = parts.pop() if len(parts) > 3 and parts[-1] in UNITS else None
+    return "_".join(parts), unit, suffix
+
+
+_BY_STEM: dict[str, int] = {}
+for _f in FIELDS:
+    for _n in (_f.name, _f.new_name):
+        if _n:
+            _BY_STEM.setdefault(split_name(_n)[0], _f.id)
+
+
+def by_grammar(name: str) -> tuple[int, float] | None:
+    """``(field ID, factor to its stored unit)`` of a name rooftop does not list, read by the naming
+    standard; None where the name has no unit or ratio suffix, its stem names no listed field, or
+    its unit does not convert to the field's stored unit (never guessed)."""
+    if not name.startswith("DCGM_FI_") or name in BY_NAME:
+        return None
+    stem, unit, suffix = split_name(name)
+    if unit is None and suffix != "RATIO":
+        return None
+    fid = _BY_STEM.get(stem)
+    if fid is None:
+        return None
+    factor = _CONVERT.get((unit, suffix), {}).get(STORED_UNIT.get(fid, ""))
+    return None if factor is None else (fid, factor)
+
+
+def name_id(name: str) -> int | None:
+    """The field ID of a metric name: listed (:data:`BY_NAME`), else by the naming standard."""
+    fid = BY_NAME.get(name)
+    if fid is not None:
+        return fid
+    g = by_grammar(name)
+    return g[0] if g else None
+
+
 def field_id(name: str) -> int | None:
     """The ID of a field given by any of its names (enum, 4.6 name, 4.6.1 SI name, dmon short name,
-    or a number); a 4.6.1 SI field gives the ID of the field it replaces (see :func:`canonical_factor`)."""
+    a name by the naming standard (:func:`by_grammar`), or a number); a 4.6.1 SI field gives the ID
+    of the field it replaces (see :func:`canonical_factor`)."""
     n = name.strip()
     if n in BY_NAME:
         return BY_NAME[n]
     if n.upper() in BY_SHORT:
         return BY_SHORT[n.upper()]
+    g = by_grammar(n)
+    if g is not None:
+        return g[0]
     m = _FIELD_ID.match(n)
     if not m:
         return None
@@ -241,6 +321,9 @@ def canonical_factor(name: str) -> float:
     (docs/formulas.md#inputs): the SI successor's unit -> the replaced field's, then
     :data:`TO_CANONICAL`. 1.0 for names rooftop does not know."""
     n = name.strip()
+    g = by_grammar(n)
+    if g is not None:
+        return g[1]
     m = _FIELD_ID.match(n)
     succ = SUCCESSOR_BY_NAME.get(n)
     if succ is None and m:

@@ -122,7 +122,7 @@ def parse_heads(heads: pa.Array, seen: set[str]) -> Heads:
     names = name.to_pylist()
     valid = np.array([bool(NAME_OK.match(n or "")) for n in names], dtype=bool)
     valid &= ~brace | bool_mask(pc.ends_with(heads, "}"))
-    fid = np.array([F.BY_NAME.get(n, -1) for n in names], dtype="int32")
+    fid = np.array([-1 if (i := F.name_id(n or "")) is None else i for n in names], dtype="int32")
     blocks = pc.dictionary_encode(labels)  # one label block per GPU, repeated for every field
     bidx = blocks.indices
     lcols = {col: label_values(blocks.dictionary, lab_names, seen).take(bidx) for col, lab_names in LABELS.items()}

@@ -235,7 +235,7 @@ def _other(out: _Rows, k: int, item: Any, rtype: str) -> None:
 def _read(out: _Rows, k: int, series: _Compact, rtype: str) -> None:
     metric = series.metric
     name = metric.get("__name__", "")
-    fid = F.BY_NAME.get(name) if isinstance(name, str) else None
+    fid = F.name_id(name) if isinstance(name, str) else None
     long_label = next((k for k, v in metric.items() if isinstance(v, str) and len(v) > MAX_FIELD_CHARS), None)
     if long_label is not None:  # a label value no GPU series has: refused, not carried into the reports
         out.reject(f"series {k}: label {str(long_label)[:40]!r} is longer than {MAX_FIELD_CHARS:,} characters",
