@@ -109,16 +109,54 @@ def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
 _Sources = tuple[tuple[CeilingKey, str], ...]  # (ceiling key, the devices[] source it came from)
 
 
-def _panel_keys(results: pd.DataFrame, ceilings: pd.DataFrame | None) -> list[tuple[str, _Sources]]:
+def _text_codes(frame: pd.DataFrame | None, name: str, n: int) -> tuple[np.ndarray, list[str]]:
+    """:func:`_text` as codes into its distinct texts: ``texts[codes[i]]`` is ``_text(frame, name, n)[i]``,
+    code -1 where that is None. One hash pass instead of a ``str`` per kernel (bench/NOTES.md);
+    ``tests/test_kernel_fast_paths.py`` holds the two equal."""
+    if frame is None or name not in frame.columns:
+        return np.full(n, -1, dtype=np.int64), []
+    values = frame[name].to_numpy(dtype=object)
+    codes, uniq = pd.factorize(values, use_na_sentinel=True)
+    if all(type(u) is str for u in uniq) and all(v is None or v is pd.NA or (type(v) is float and math.isnan(v))
+                                                for v in values[codes < 0].tolist()):
+        return codes.astype(np.int64), list(uniq)
+    codes, uniq = pd.factorize(np.asarray(_text(frame, name, n), dtype=object), use_na_sentinel=True)
+    return codes.astype(np.int64), list(uniq)
+
+
+def _panel_groups(results: pd.DataFrame, ceilings: pd.DataFrame | None) -> dict[tuple[str, _Sources], np.ndarray]:
+    """Kernel rows (ascending) per panel key, keys in the order of their first kernel: the kernel's
+    ceiling device (else its own device, else "unknown device") and the source of each of its ceilings.
+    The key is built once per distinct combination of those texts, not per kernel."""
     n = len(results)
-    dev = _text(ceilings, "ceiling_device", n)
-    own = _text(results, "device", n)
-    srcs = {k: _text(ceilings, f"src_{_cname(k)}", n) for k in CEILING_KEYS}
-    keys = []
-    for i in range(n):
-        name = dev[i] or own[i] or "unknown device"
-        keys.append((name, tuple((k, str(s[i])) for k, s in srcs.items() if s[i])))
-    return keys
+    cols = [_text_codes(ceilings, "ceiling_device", n), _text_codes(results, "device", n),
+            *(_text_codes(ceilings, f"src_{_cname(k)}", n) for k in CEILING_KEYS)]
+    combo, first = _combine([c for c, _ in cols])
+    by_combo = np.argsort(combo, kind="stable")
+    bounds = np.flatnonzero(np.diff(combo[by_combo])) + 1
+    parts = dict(zip(combo[by_combo[np.r_[0, bounds]]].tolist(), np.split(by_combo, bounds), strict=True)) if n else {}
+    groups: dict[tuple[str, _Sources], list[np.ndarray]] = {}
+    for i in first.tolist():
+        dev, own, *srcs = (texts[codes[i]] if codes[i] >= 0 else None for codes, texts in cols)
+        key = (dev or own or "unknown device", tuple((k, str(v)) for k, v in zip(CEILING_KEYS, srcs, strict=True) if v))
+        groups.setdefault(key, []).append(parts[int(combo[i])])
+    return {k: v[0] if len(v) == 1 else np.sort(np.concatenate(v)) for k, v in groups.items()}
+
+
+def _combine(codes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One code per row for the tuple of ``codes`` (-1 allowed), and the first row of each code in row order."""
+    n = len(codes[0]) if codes else 0
+    combo = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for c in codes:
+        size = int(c.max()) + 2 if n else 1
+        if radix * size >= 2**62:  # too many distinct tuples for one integer: renumber what there is so far
+            combo = np.unique(combo, return_inverse=True)[1].astype(np.int64)
+            radix = int(combo.max()) + 1
+        combo = combo * size + (c + 1)
+        radix *= size
+    _, first = np.unique(combo, return_index=True)
+    return combo, np.sort(first)
 
 
 def _cname(key: CeilingKey) -> str:
@@ -133,16 +171,21 @@ def _ceiling_rows(ceilings: pd.DataFrame | None, rows: np.ndarray, weights: np.n
     n = 0 if ceilings is None else len(ceilings)
     for key, source in sources:
         col = "dominant_class" if ceiling_kind(key) == "compute" else "binding_level"
-        binding = np.asarray(_text(results, col, len(results)), dtype=object)[rows]
+        b_codes, b_texts = _text_codes(results, col, len(results))
+        binding = b_codes[rows]
         vals = _col(ceilings, _cname(key), n)[rows]
         if not np.isfinite(vals).any():
             continue
-        texts = _text(ceilings, f"detail_{_cname(key)}", n)
-        details = [d for d in (texts[i] for i in rows.tolist()) if d]
+        d_codes, d_texts = _text_codes(ceilings, f"detail_{_cname(key)}", n)
+        details = d_codes[rows]
+        details = details[details >= 0]
+        _, at, counts = np.unique(details, return_index=True, return_counts=True)
+        seen = {d_texts[int(details[i])]: int(c) for i, c in sorted(zip(at.tolist(), counts.tolist(), strict=True))}
+        seen = {t: c for t, c in seen.items() if t}  # set(list(...)): the iteration order set(details) had
+        bound = int((binding == b_texts.index(key)).sum()) if key in b_texts else 0
         out.append(_ceiling(key, weighted_median(vals, weights), float(np.nanmin(vals)), float(np.nanmax(vals)),
-                            source, f"{device}|{source}", max(set(details), key=details.count) if details else source,
-                            int(np.isfinite(vals).sum()),
-                            int((binding == key).sum()) if any(b is not None for b in binding) else None))
+                            source, f"{device}|{source}", max(set(list(seen)), key=seen.__getitem__) if seen else source,
+                            int(np.isfinite(vals).sum()), bound if (binding >= 0).any() else None))
     return out
 
 
@@ -242,10 +285,7 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
         return {"roofline": {"panels": [], "windows": wpanels, "why_empty": None}, "families": []}
     if ceilings is not None:
         ceilings = ceilings.reset_index(drop=True)
-    keys = _panel_keys(results, ceilings)
-    groups: dict[tuple[str, _Sources], list[int]] = {}
-    for i, k in enumerate(keys):
-        groups.setdefault(k, []).append(i)
+    groups = _panel_groups(results, ceilings)
     dur = np.nan_to_num(_col(results, "duration_s", n), nan=0.0)
     panels: list[dict[str, Any]] = []
     frames: list[pd.DataFrame] = []

@@ -224,22 +224,51 @@ def tensor_flops(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> tuple[pd.Se
     if todo.any() and "name" in df.columns:
         by_pipe = {p: counter(df, f"inst_executed_pipe_tensor_op_{p}", dur)[0] for p in ("hmma", "imma", "dmma")}
         agg = (inst - fp16_thread_inst(df, dur).fillna(0.0) / 32.0).clip(lower=0.0)
-        names = df["name"].astype("object").tolist()
-        ccs = cc.to_numpy(dtype="float64")
-        for i in np.flatnonzero(todo.to_numpy()).tolist():
-            got = tensor_shape(names[i] if isinstance(names[i], str) else None, float(ccs[i]))
-            if got is None:
-                continue
-            shape, per, pipe = got
-            n_pipe = by_pipe[pipe].iat[i]
-            n = n_pipe if math.isfinite(n_pipe) else agg.iat[i]
-            if not math.isfinite(n):
-                continue
-            total.iat[i] = n * per
-            which = f"sm__inst_executed_pipe_tensor_op_{pipe}" if math.isfinite(n_pipe) else \
-                "(sm__inst_executed_pipe_tensor - FP16 warp instructions)"
-            src.iat[i] = f"{which} x {per:g} ({shape} from the kernel name, docs/formulas.md#work-bytes)"
+        rows = np.flatnonzero(todo.to_numpy())
+        pos, values, sources = _by_name(df["name"].to_numpy(dtype=object)[rows], cc.to_numpy(dtype="float64")[rows],
+                                        {p: c.to_numpy(dtype="float64")[rows] for p, c in by_pipe.items()},
+                                        agg.to_numpy(dtype="float64")[rows])
+        if len(pos):
+            total, src = total.copy(), src.copy()
+            total.iloc[rows[pos]] = values
+            src.iloc[rows[pos]] = sources
     return total, src, ops
+
+
+def _by_name(names: np.ndarray, ccs: np.ndarray, by_pipe: dict[str, np.ndarray],
+             agg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tensor FLOPs from the kernel name's shape (:func:`tensor_flops`' last rule) for rows with
+    ``names``, ``ccs``, per-type pipe counts and the aggregate pipe less FP16: (positions that got a
+    value, the values, their sources). :func:`tensor_shape` runs once per distinct (name, CC), not per
+    launch (bench/NOTES.md); ``tests/test_kernel_fast_paths.py`` holds it equal to the per-row loop."""
+    name_codes, name_uniq = pd.factorize(names, use_na_sentinel=True)
+    cc_codes, cc_uniq = pd.factorize(ccs, use_na_sentinel=True)
+    combo, inverse = np.unique(name_codes.astype(np.int64) * (len(cc_uniq) + 1) + cc_codes + 1, return_inverse=True)
+    pipes = ("hmma", "imma", "dmma")
+    per, pipe = np.full(len(combo), np.nan), np.full(len(combo), -1)
+    shapes: list[str] = []
+    for j, code in enumerate(combo.tolist()):
+        nc, cc_code = divmod(code, len(cc_uniq) + 1)
+        name = name_uniq[nc] if nc >= 0 and isinstance(name_uniq[nc], str) else None
+        got = tensor_shape(name, float(cc_uniq[cc_code - 1]) if cc_code else math.nan)
+        shapes.append(got[0] if got else "")
+        if got is not None:
+            per[j], pipe[j] = got[1], pipes.index(got[2])
+    row_pipe = pipe[inverse]
+    n_pipe = np.stack([by_pipe[p] for p in pipes])[np.maximum(row_pipe, 0), np.arange(len(row_pipe))]
+    n_pipe = np.where(row_pipe >= 0, n_pipe, np.nan)
+    from_pipe = np.isfinite(n_pipe)
+    n = np.where(from_pipe, n_pipe, agg)
+    pos = np.flatnonzero((row_pipe >= 0) & np.isfinite(n))
+    texts: dict[tuple[int, bool], str] = {}
+    sources = np.empty(len(pos), dtype=object)
+    for k, (j, own) in enumerate(zip(inverse[pos].tolist(), from_pipe[pos].tolist(), strict=True)):
+        if (j, own) not in texts:
+            which = f"sm__inst_executed_pipe_tensor_op_{pipes[pipe[j]]}" if own else \
+                "(sm__inst_executed_pipe_tensor - FP16 warp instructions)"
+            texts[j, own] = f"{which} x {per[j]:g} ({shapes[j]} from the kernel name, docs/formulas.md#work-bytes)"
+        sources[k] = texts[j, own]
+    return pos, n[pos] * per[inverse[pos]], sources
 
 
 def tensor_inst_unscaled(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> pd.Series:

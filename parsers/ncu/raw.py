@@ -47,6 +47,7 @@ from rooftop.parsers.ncu.csv_identity import (
     measured_columns,
 )
 from rooftop.parsers.ncu.csv_values import (
+    all_missing_text,
     detect_decimal_comma,
     instance_reducer,
     is_missing_text,
@@ -84,7 +85,7 @@ def parse(src: Source, opts: ParseOptions) -> ParseResult:
     cols = _metric_columns(df, metric_cols, units.units, dc)
     meta["text_columns"] = cols.text_cols
     # every value a missing marker (n/a): what ncu prints for a metric name it does not know
-    na_cols = [c for c in metric_cols if len(df) and c not in _TEXT_METRICS and bool(is_missing_text(df[c]).all())]
+    na_cols = [c for c in metric_cols if len(df) and c not in _TEXT_METRICS and all_missing_text(df[c])]
     if na_cols:
         meta["metrics_na"] = na_cols
     hints = scan_hints(text)

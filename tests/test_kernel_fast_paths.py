@@ -1,0 +1,175 @@
+"""Fast paths of the 100k-kernel analysis held equal to their plain forms (bench/NOTES.md, issue 23 item 7)."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rooftop.analyzer.metrics.columns import nan_series, none_series
+from rooftop.analyzer.metrics.work import counter, fp16_thread_inst, tensor_flops, tensor_shape
+from rooftop.analyzer.view import (
+    CEILING_KEYS,
+    RooflineCeiling,
+    _ceiling,
+    _ceiling_rows,
+    _cname,
+    _col,
+    _panel_groups,
+    _text,
+    _text_codes,
+    ceiling_kind,
+    weighted_median,
+)
+from rooftop.parsers.ncu.csv_values import PROBE_ROWS, all_missing_text, is_missing_text
+
+_CELLS = ["n/a", "N/A", " (!) nan", "", "  ", "1.5", "0", "nan", "(!)n/a", "12,345", None]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_all_missing_text_equals_the_whole_column_check(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, PROBE_ROWS - 1, PROBE_ROWS, PROBE_ROWS + 1, 300])
+    missing = [c for c in _CELLS if c is not None and bool(is_missing_text(pd.Series([c], dtype=object)).all())]
+    cells: list[str | None] = [rng.choice(missing) for _ in range(n)]
+    if n and rng.random() < 0.7:  # one value that is not a marker, anywhere (also past the probe)
+        cells[rng.randrange(n)] = rng.choice(_CELLS)
+    s = pd.Series(cells, dtype=object)
+    assert all_missing_text(s) == bool(is_missing_text(s).all())
+
+
+def _tensor_by_name_reference(df: pd.DataFrame, dur: pd.Series, cc: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The name rule of ``tensor_flops`` as the per-launch loop it was (before the fast path)."""
+    total, src = nan_series(df), none_series(df)
+    inst, _ = counter(df, "inst_executed_pipe_tensor", dur)
+    by_pipe = {p: counter(df, f"inst_executed_pipe_tensor_op_{p}", dur)[0] for p in ("hmma", "imma", "dmma")}
+    agg = (inst - fp16_thread_inst(df, dur).fillna(0.0) / 32.0).clip(lower=0.0)
+    names = df["name"].astype("object").tolist()
+    ccs = cc.to_numpy(dtype="float64")
+    for i in range(len(df)):
+        got = tensor_shape(names[i] if isinstance(names[i], str) else None, float(ccs[i]))
+        if got is None:
+            continue
+        shape, per, pipe = got
+        n_pipe = by_pipe[pipe].iat[i]
+        n = n_pipe if math.isfinite(n_pipe) else agg.iat[i]
+        if not math.isfinite(n):
+            continue
+        total.iat[i] = n * per
+        which = f"sm__inst_executed_pipe_tensor_op_{pipe}" if math.isfinite(n_pipe) else \
+            "(sm__inst_executed_pipe_tensor - FP16 warp instructions)"
+        src.iat[i] = f"{which} x {per:g} ({shape} from the kernel name, docs/formulas.md#work-bytes)"
+    return total, src
+
+
+_NAMES = ["ampere_fp16_s16816gemm_fp16_128x128", "cutlass_75_tensorop_i8816gemm", "volta_h884gemm_64x64",
+          "ampere_d884gemm_64x64", "sm80_xmma_gemm_f16f16_1688gemm", "elementwise_kernel", "x_8832gemm", None]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_tensor_flops_by_name_equals_the_per_launch_loop(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+
+    def counts() -> np.ndarray:
+        v = rng.integers(0, 10**6, n).astype(float)
+        v[rng.random(n) < 0.3] = np.nan
+        return v
+
+    df = pd.DataFrame({
+        "name": pd.Series([_NAMES[int(i)] for i in rng.integers(0, len(_NAMES), n)], dtype="object"),
+        "sm__inst_executed_pipe_tensor.sum": counts(),
+        "sm__inst_executed_pipe_tensor_op_hmma.sum": counts(),
+        "sm__inst_executed_pipe_tensor_op_imma.sum": counts(),
+        "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum": counts(),
+    })
+    if seed % 2:
+        df["name"] = df["name"].astype("string")
+    cc = pd.Series(rng.choice([7.0, 7.2, 7.5, 8.0, 8.6, 9.0, 12.0, np.nan], n))
+    dur = pd.Series(rng.random(n) * 1e-3)
+    total, src, _ = tensor_flops(df, dur, cc)
+    ref_total, ref_src = _tensor_by_name_reference(df, dur, cc)
+    keep = ~((cc >= 7.0) & (cc < 7.2))  # Volta takes the pipe x 512 rule before the name rule
+    assert total[keep].equals(ref_total[keep])
+    assert src[keep].equals(ref_src[keep])
+    assert src.notna().sum() > 0 or seed > 3  # the name rule fires in the first cases
+
+
+def _panel_groups_reference(results: pd.DataFrame, ceilings: pd.DataFrame | None) -> dict[object, list[int]]:
+    """The panel keys as the per-kernel loop they were (analyzer/view.py before the fast path)."""
+    n = len(results)
+    dev = _text(ceilings, "ceiling_device", n)
+    own = _text(results, "device", n)
+    srcs = {k: _text(ceilings, f"src_{_cname(k)}", n) for k in CEILING_KEYS}
+    groups: dict[object, list[int]] = {}
+    for i in range(n):
+        name = dev[i] or own[i] or "unknown device"
+        groups.setdefault((name, tuple((k, str(s[i])) for k, s in srcs.items() if s[i])), []).append(i)
+    return groups
+
+
+def _ceiling_rows_reference(ceilings: pd.DataFrame, rows: np.ndarray, weights: np.ndarray, sources: Any, device: str,
+                            results: pd.DataFrame) -> list[RooflineCeiling]:
+    """``_ceiling_rows`` as it was: every text column as a list of ``str`` per kernel."""
+    out = []
+    n = len(ceilings)
+    for key, source in sources:
+        col = "dominant_class" if ceiling_kind(key) == "compute" else "binding_level"
+        binding = np.asarray(_text(results, col, len(results)), dtype=object)[rows]
+        vals = _col(ceilings, _cname(key), n)[rows]
+        if not np.isfinite(vals).any():
+            continue
+        texts = _text(ceilings, f"detail_{_cname(key)}", n)
+        details = [d for d in (texts[i] for i in rows.tolist()) if d]
+        out.append(_ceiling(key, weighted_median(vals, weights), float(np.nanmin(vals)),
+                            float(np.nanmax(vals)), source, f"{device}|{source}",
+                            max(set(details), key=details.count) if details else source,
+                            int(np.isfinite(vals).sum()),
+                            int((binding == key).sum()) if any(b is not None for b in binding) else None))
+    return out
+
+
+def _mixed_texts(rng: np.random.Generator, n: int, pool: list[object], dtype: str) -> pd.Series:
+    vals = [pool[int(i)] for i in rng.integers(0, len(pool), n)]
+    return pd.Series(vals, dtype=dtype)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_panel_groups_and_ceiling_rows_equal_the_per_kernel_loops(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    odd = seed % 3 == 0  # non-text cells too: numbers, NaN, pd.NA, empty strings
+    devs: list[object] = ["H100", "A100", "", None] + ([np.nan, 7, pd.NA] if odd else [])
+    srcs: list[object] = ["export", "builtin", "user", None, ""] + ([np.nan, 1.5] if odd else [])
+    details: list[object] = ["ncu export", "device table H100", "device table A100", "", None] + ([3] if odd else [])
+    dtype = "object" if seed % 2 or odd else "string"
+    if dtype == "string":
+        devs, srcs, details = ([v for v in p if v is None or isinstance(v, str)] for p in (devs, srcs, details))
+    ceilings = pd.DataFrame({"ceiling_device": _mixed_texts(rng, n, devs, dtype)})
+    for k in CEILING_KEYS:
+        ceilings[f"src_{_cname(k)}"] = _mixed_texts(rng, n, srcs, dtype)
+        ceilings[f"detail_{_cname(k)}"] = _mixed_texts(rng, n, details, dtype)
+        vals = rng.random(n) * 1e12
+        vals[rng.random(n) < 0.2] = np.nan
+        ceilings[_cname(k)] = vals
+    results = pd.DataFrame({
+        "device": _mixed_texts(rng, n, devs, dtype),
+        "dominant_class": _mixed_texts(rng, n, ["fp32", "tensor", "fp16", None], "object"),
+        "binding_level": _mixed_texts(rng, n, ["dram", "l2", "l1", None] if seed % 4 else [None], "object"),
+    })
+    for frame, name in [(ceilings, "ceiling_device"), (results, "device"), (ceilings, "src_peak_fp32"),
+                        (results, "binding_level"), (results, "missing")]:
+        codes, texts = _text_codes(frame, name, n)
+        assert [texts[c] if c >= 0 else None for c in codes.tolist()] == _text(frame, name, n)
+    fast = _panel_groups(results, ceilings)
+    ref = _panel_groups_reference(results, ceilings)
+    assert list(fast) == list(ref)
+    assert all(fast[k].tolist() == ref[k] for k in ref)
+    w = rng.random(n)
+    for (device, sources), rows in fast.items():
+        got = _ceiling_rows(ceilings, rows, w[rows], sources, device, results)
+        assert got == _ceiling_rows_reference(ceilings, rows, w[rows], sources, device, results)
