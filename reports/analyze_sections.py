@@ -25,7 +25,7 @@ from rooftop.reports.formatting import (
     fmt_time,
     kernel_label_shares,
     kernel_time,
-    launches_of,
+    launches_each,
     num,
 )
 from rooftop.reports.md_widgets import MdSection, md_table
@@ -56,7 +56,7 @@ def summary_section(doc: Document) -> Section:
     traced = [t for t in doc.get("timeline") or [] if isinstance(t["kernels"], int)]
     kpis = []
     if kernels or not (windows or traced):  # ncu launches; a DCGM or trace page is not "0 launches"
-        kpis.append(kpi(f"{sum(launches_of(k) for k in kernels):.0f}", "kernel launches"))
+        kpis.append(kpi(f"{sum(launches_each(kernels).tolist()):.0f}", "kernel launches"))
     if kernels:
         known = any(num(k["duration_s"]) is not None for k in kernels)
         kpis += [kpi(fmt_time(total) if known else "unknown", "total kernel time"),

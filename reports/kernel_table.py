@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
+import numpy as np
+
 from rooftop.analyzer.schema import Document, Kernel, MemoryLevel
 from rooftop.analyzer.schema.evidence import SENTENCE_KERNELS
 from rooftop.reports.analyze_sections import family_rows
@@ -23,6 +25,7 @@ from rooftop.reports.formatting import (
     kernel_label_shares,
     launches_of,
     num,
+    num_column,
 )
 from rooftop.reports.widgets import Column, Section, table
 
@@ -68,7 +71,8 @@ def kernel_panels(doc: Document) -> dict[int, str]:
 
 
 def _rows(kernels: Sequence[Kernel], doc: Document) -> list[dict[str, Any]]:
-    order = sorted(range(len(kernels)), key=lambda i: -(num(kernels[i]["duration_s"]) or 0.0))
+    d_all = num_column(kernels, "duration_s")  # longest first; stable, as sorted() on -(num(d) or 0.0)
+    order = np.argsort(-np.where(np.isfinite(d_all), d_all, 0.0), kind="stable").tolist()
     _, total = kernel_label_shares(kernels)
     panel = kernel_panels(doc)
     rows = []

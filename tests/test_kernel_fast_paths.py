@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rooftop.analyzer.findings.estimate import launch_units
 from rooftop.analyzer.metrics.columns import nan_series, none_series
 from rooftop.analyzer.metrics.work import counter, fp16_thread_inst, tensor_flops, tensor_shape
 from rooftop.analyzer.view import (
@@ -26,6 +27,13 @@ from rooftop.analyzer.view import (
     weighted_median,
 )
 from rooftop.parsers.ncu.csv_values import PROBE_ROWS, all_missing_text, is_missing_text
+from rooftop.reports.formatting import (
+    kernel_label_shares,
+    kernel_time,
+    kernel_times,
+    launches_each,
+    launches_of,
+)
 
 _CELLS = ["n/a", "N/A", " (!) nan", "", "  ", "1.5", "0", "nan", "(!)n/a", "12,345", None]
 
@@ -173,3 +181,57 @@ def test_panel_groups_and_ceiling_rows_equal_the_per_kernel_loops(seed: int) -> 
     for (device, sources), rows in fast.items():
         got = _ceiling_rows(ceilings, rows, w[rows], sources, device, results)
         assert got == _ceiling_rows_reference(ceilings, rows, w[rows], sources, device, results)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_launch_units_of_some_rows_equal_those_rows_of_all(seed: int) -> None:
+    """``launch_estimates`` reads units only for launches with NCU rules: the same Units as reading all."""
+    rng = np.random.default_rng(seed)
+    n = 50
+
+    def pct() -> np.ndarray:
+        v = rng.random(n) * 100
+        v[rng.random(n) < 0.3] = np.nan
+        return v
+
+    results = pd.DataFrame({
+        "busiest_pct": pct(), "sol_compute_pct": pct(), "sol_memory_pct": pct(), "sol_l1_pct": pct(),
+        "sol_l2_pct": pct(), "sol_dram_pct": pct(),
+        "top_unit_word": _mixed_texts(rng, n, ["dram", "fma", None], "object"),
+        "top_unit_name": _mixed_texts(rng, n, ["DRAM", "FMA pipe", None, np.nan], "object"),
+        "top_unit_side": _mixed_texts(rng, n, ["compute", "memory", None], "object"),
+        "top_unit_level": _mixed_texts(rng, n, ["dram", "l2", None], "object"),
+    }, index=rng.permutation(n) + 1000)
+    rows = sorted(rng.choice(n, int(rng.integers(0, n)), replace=False).tolist())
+    every = launch_units(results)
+    assert [repr(u) for u in launch_units(results, rows)] == [repr(every[i]) for i in rows]
+
+
+def _label_shares_reference(kernels: list[dict[str, Any]]) -> tuple[dict[str, float], float]:
+    """``kernel_label_shares`` as the per-kernel loop it was."""
+    totals: dict[str, float] = {}
+    for k in kernels:
+        lab = k["label"]
+        totals[lab] = totals.get(lab, 0.0) + (kernel_time(k) or 0.0)  # type: ignore[arg-type]
+    total = sum(totals.values())
+    return ({lab: v / total for lab, v in totals.items()} if total > 0 else {}), total
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_label_shares_and_launch_arrays_equal_the_per_kernel_loops(seed: int) -> None:
+    rng = random.Random(seed)
+    durations: list[Any] = [1e-6, 2.5e-3, 0, -0.0, None, math.inf, math.nan, True, 3, 1e308, "1.0", np.float64(4e-5)]
+    invocations: list[Any] = [None, 1, 7, 0, -2, 2.5, math.nan, math.inf, True, "3", np.float64(3.0)]
+    labels = ["memory-bound", "compute-bound", "unknown", "overhead-bound"]
+    kernels: list[dict[str, Any]] = []
+    for _ in range(rng.choice([0, 1, 5, 200])):
+        k: dict[str, Any] = {"label": rng.choice(labels), "duration_s": rng.choice(durations + [rng.random()] * 6)}
+        if rng.random() < 0.7:
+            k["extra"] = {"invocations": rng.choice(invocations)} if rng.random() < 0.8 else {}
+        kernels.append(k)
+    got_shares, got_total = kernel_label_shares(kernels)  # type: ignore[arg-type]
+    ref_shares, ref_total = _label_shares_reference(kernels)
+    assert repr((got_shares, got_total)) == repr((ref_shares, ref_total))
+    assert launches_each(kernels).tolist() == [launches_of(k) for k in kernels]  # type: ignore[arg-type]
+    times = [kernel_time(k) for k in kernels]  # type: ignore[arg-type]
+    assert [None if math.isnan(t) else t for t in kernel_times(kernels).tolist()] == times  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ else the time share).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,10 +102,12 @@ def _objects(results: pd.DataFrame, col: str) -> list[Any]:
             for v in results[col].astype("object").tolist()]
 
 
-def launch_units(results: pd.DataFrame) -> list[Units]:
-    """Each launch record's measured unit percentages (:class:`analyzer.findings.bounds.Units`)."""
-    busiest = np.fmax(_column(results, "busiest_pct"),
-                      np.fmax(_column(results, "sol_compute_pct"), _column(results, "sol_memory_pct")))
+def launch_units(results: pd.DataFrame, rows: Sequence[int] | None = None) -> list[Units]:
+    """Each launch record's measured unit percentages (:class:`analyzer.findings.bounds.Units`); with
+    ``rows``, those rows' only (in that order)."""
+    if rows is not None:
+        results = results.iloc[list(rows)]
+    busiest = _busiest(results)
     word, name = _objects(results, "top_unit_word"), _objects(results, "top_unit_name")
     side, level = _objects(results, "top_unit_side"), _objects(results, "top_unit_level")
     comp = _column(results, "sol_compute_pct")
@@ -120,6 +122,12 @@ def launch_units(results: pd.DataFrame) -> list[Units]:
         out.append(Units(b, word[i], name[i] or ("SM (Compute (SM) Throughput)" if s == "compute" else None), s,
                          level[i], float(comp[i]), {k: float(v[i]) for k, v in lv.items()}))
     return out
+
+
+def _busiest(results: pd.DataFrame) -> Floats:
+    """``Units.busiest`` of every launch record: the busiest unit NCU measured, else its SOL %."""
+    return np.fmax(_column(results, "busiest_pct"),
+                   np.fmax(_column(results, "sol_compute_pct"), _column(results, "sol_memory_pct")))
 
 
 def rule_claims(rules: Any, dur: float, gap: float, units: Units, grid: float) -> list[RuleClaim]:
@@ -163,15 +171,18 @@ def launch_estimates(results: pd.DataFrame) -> LaunchEstimates:
     bw_gap = np.where(complete & np.isfinite(bw_need) & np.isfinite(dur), np.clip(dur - bw_need, 0.0, None), np.nan)
     from_bw = ~np.isfinite(gap) & np.isfinite(bw_gap)
     gap = np.where(np.isfinite(gap), gap, bw_gap)
-    units = launch_units(results)
     # the busiest unit NCU measured at X % of its peak needs X % of the time with the same work
-    busiest = np.array([u.busiest for u in units], dtype=float)
+    busiest = _busiest(results)
     sol_cap = np.where(np.isfinite(busiest) & np.isfinite(dur), dur * np.clip(1.0 - busiest / 100.0, 0.0, 1.0), np.nan)
     gap_est = np.where(np.isfinite(gap) & np.isfinite(sol_cap), np.fmin(gap, sol_cap), gap)
     rules = results["ncu_rules"] if "ncu_rules" in results else pd.Series([None] * n, index=results.index)
     rule_lists = rules.tolist()
     grid = _column(results, "grid")
-    claims = [rule_claims(r, float(dur[i]), float(gap[i]), units[i], float(grid[i])) for i, r in enumerate(rule_lists)]
+    # a launch's units are read only where it has NCU rules to bound (most raw-page launches have none)
+    with_rules = [i for i, r in enumerate(rule_lists) if isinstance(r, (list, tuple, np.ndarray)) and len(r)]
+    claims: list[list[RuleClaim]] = [[] for _ in range(n)]
+    for i, u in zip(with_rules, launch_units(results, with_rules), strict=True):
+        claims[i] = rule_claims(rule_lists[i], float(dur[i]), float(gap[i]), u, float(grid[i]))
     best: list[RuleBest] = []
     nv_raw, nv, nv_bound = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     nv_kind: list[str | None] = [None] * n
