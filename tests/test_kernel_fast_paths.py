@@ -235,3 +235,31 @@ def test_label_shares_and_launch_arrays_equal_the_per_kernel_loops(seed: int) ->
     assert launches_each(kernels).tolist() == [launches_of(k) for k in kernels]  # type: ignore[arg-type]
     times = [kernel_time(k) for k in kernels]  # type: ignore[arg-type]
     assert [None if math.isnan(t) else t for t in kernel_times(kernels).tolist()] == times  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_occupancy_limiters_equal_the_per_row_rule(seed: int) -> None:
+    from rooftop.analyzer.metrics.launch_facts import limiter_names, limiter_text
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    arr = rng.choice([1.0, 2.0, 4.0, 16.0, 32.0, np.nan, np.inf], size=(n, 5))
+    low = np.nanmin(np.where(np.isnan(arr), np.inf, arr), axis=1) if n else np.zeros(0)
+    no_smem = rng.random(n) < 0.5
+    assert limiter_names(arr, low, no_smem) == [limiter_text(arr[i].tolist(), float(low[i]), bool(no_smem[i]))
+                                                for i in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_hint_scan_by_split_equals_the_multiline_regex(seed: int) -> None:
+    from rooftop.parsers.ncu.hints import scan_text, scan_text_reference
+
+    rng = random.Random(seed)
+    lines = ['"ID","Device","Kernel Name"', '"1","0","kern"', "==PROF== Connected to process", "",
+             "Detected GPU: Tesla V100-PCIE-32GB (SM 7.0)", "device: NVIDIA GeForce RTX 5070 (sm_120), 48 SMs",
+             "\tGPU 0: NVIDIA A100", " Using device: H100", "GPU 1: NVIDIA H100 80GB HBM3, 132 SMs", "gpu",
+             "Running on GPU: A10G", "DEVICE = NVIDIA L4", "not a hint", "=GPU: A100", "GPU İ: A100", "\r"]
+    text = ("\r\n" if seed % 3 == 0 else "\n").join(rng.choice(lines) for _ in range(rng.randrange(0, 60)))
+    if seed % 4 == 1:
+        text += "\n"
+    assert scan_text(text) == scan_text_reference(text)

@@ -210,7 +210,10 @@ def _tensor_peak(df: pd.DataFrame, sm_hz: pd.Series, ops: pd.DataFrame,
     val[take] = tbl_v[take]
     src[take] = fallback[take]
     det[take] = tbl_det.to_numpy(dtype=object)[take]
-    missing_peak = pd.Series(missing, index=idx, dtype="object").str.strip().replace("", None)
+    named = np.full(n, None, dtype=object)  # the variants without a peak, space-joined; None where none lacks one
+    for i in np.flatnonzero(missing != "").tolist():
+        named[i] = missing[i].strip() or None
+    missing_peak = pd.Series(named, index=idx, dtype="object")
     return (pd.Series(val, index=idx, dtype="float64"), pd.Series(src, index=idx, dtype="object"),
             pd.Series(det, index=idx, dtype="object"), missing_peak)
 

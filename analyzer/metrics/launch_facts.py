@@ -38,17 +38,34 @@ def launch_facts(df: pd.DataFrame) -> pd.DataFrame:
     no_smem = (out["shared_mem_per_block"] == 0).fillna(False).to_numpy()
     arr = limits.to_numpy(dtype="float64")
     low = np.nanmin(np.where(np.isnan(arr), np.inf, arr), axis=1) if len(arr) else np.zeros(0)
-    names = [n for n, _ in OCCUPANCY_LIMITS]
-    tied: list[str | None] = []
-    for row, m, unused in zip(arr.tolist(), low.tolist(), no_smem.tolist(), strict=True):
-        at = [n for n, v in zip(names, row, strict=True) if v == m]  # every resource at the smallest limit
-        if unused and len(at) > 1:
-            at = [n for n in at if n != "shared memory"]
-        tied.append(" and ".join(at) if np.isfinite(m) else None)
-    out["occupancy_limiter"] = pd.Series(tied, index=df.index, dtype="object")
+    out["occupancy_limiter"] = pd.Series(limiter_names(arr, low, no_smem), index=df.index, dtype="object")
     local = pd.Series(np.nan, index=df.index)
     for ld, st in LOCAL_OPS:
         v = column(df, ld) + column(df, st)
         local = local.fillna(v)
     out["local_memory_ops"] = local
     return out
+
+
+def limiter_text(row: list[float], m: float, unused: bool) -> str | None:
+    """One launch's occupancy limiter: every resource whose block limit is the smallest (``m``), "and"-joined;
+    shared memory not among several when the block uses none; None where no limit was exported."""
+    names = [n for n, _ in OCCUPANCY_LIMITS]
+    at = [n for n, v in zip(names, row, strict=True) if v == m]  # every resource at the smallest limit
+    if unused and len(at) > 1:
+        at = [n for n in at if n != "shared memory"]
+    return " and ".join(at) if np.isfinite(m) else None
+
+
+def limiter_names(arr: np.ndarray, low: np.ndarray, no_smem: np.ndarray) -> list[str | None]:
+    """:func:`limiter_text` of every row of ``arr`` (block limits, one column per :data:`OCCUPANCY_LIMITS`),
+    read once per distinct pattern of which limits tie at the smallest (bench/NOTES.md;
+    ``tests/test_kernel_fast_paths.py`` holds it equal to the per-row rule)."""
+    if not len(arr):
+        return []
+    at = arr == low[:, None]
+    code = (at.astype(np.int64) << np.arange(arr.shape[1], dtype=np.int64)).sum(axis=1)
+    code = np.where(np.isfinite(low), code | (no_smem.astype(np.int64) << arr.shape[1]), -1)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    texts = [limiter_text(arr[i].tolist(), float(low[i]), bool(no_smem[i])) for i in first.tolist()]
+    return [texts[j] for j in inverse.tolist()]
