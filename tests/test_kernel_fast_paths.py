@@ -263,3 +263,4 @@ def test_hint_scan_by_split_equals_the_multiline_regex(seed: int) -> None:
     if seed % 4 == 1:
         text += "\n"
     assert scan_text(text) == scan_text_reference(text)
+

@@ -120,7 +120,7 @@ def _json_list(v: np.ndarray) -> list[Any]:
     if v.dtype == np.float64:
         for i in np.flatnonzero(~np.isfinite(v)).tolist():
             out[i] = None
-    elif v.dtype == object:
+    elif v.dtype == object and not set(map(type, out)) <= {str, type(None)}:  # texts already: kept as they are
         out = [x if x is None or isinstance(x, str) else str(x) for x in out]
     return out
 
