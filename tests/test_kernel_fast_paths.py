@@ -13,9 +13,9 @@ import pytest
 from rooftop.analyzer.findings.estimate import launch_units
 from rooftop.analyzer.metrics.columns import nan_series, none_series
 from rooftop.analyzer.metrics.work import counter, fp16_thread_inst, tensor_flops, tensor_shape
+from rooftop.analyzer.schema import RooflineCeiling, ceiling_kind
 from rooftop.analyzer.view import (
     CEILING_KEYS,
-    RooflineCeiling,
     _ceiling,
     _ceiling_rows,
     _cname,
@@ -23,7 +23,6 @@ from rooftop.analyzer.view import (
     _panel_groups,
     _text,
     _text_codes,
-    ceiling_kind,
     weighted_median,
 )
 from rooftop.parsers.ncu.csv_values import PROBE_ROWS, all_missing_text, is_missing_text
