@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rooftop.errors import InputError
@@ -75,6 +76,7 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
             consts = _constant_columns(pf, run, [c for c in spec.columns if c in _STRINGS])
             table = pf.read_row_groups(run, columns=[c for c in spec.columns if c not in consts],
                                        use_threads=False)  # one core per fragment (the pool adds more)
+            table = _counter_increases(table)
             for i, part in enumerate(window_partials_arrow(table, spec.window_s, spec.slices, consts)):
                 if part is not None:
                     per_slice[i].append(part)
@@ -82,6 +84,18 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
         raise InputError(path, f"is not a readable Parquet partition ({exc})",
                          f"run `rooftop ingest --repair --to {Path(path).parent.parent.parent}` (re-ingests its input)") from exc
     return tuple(_combine_list(parts) for parts in per_slice)
+
+
+def _counter_increases(table: pa.Table) -> pa.Table:
+    """DCGM 4.6 cumulative counters as increases per interval (docs/formulas.md#counters), within
+    this read run; the table itself where it holds none (the usual case: no pandas round trip)."""
+    from rooftop.analyzer.windows.counters import COUNTER_IDS, difference
+
+    if "field_id" not in table.column_names or not pc.any(pc.is_in(table["field_id"], pa.array(
+            COUNTER_IDS, pa.int32()))).as_py():
+        return table
+    df = table.to_pandas()
+    return pa.Table.from_pandas(difference(df).samples, preserve_index=False)
 
 
 _STRINGS = frozenset(f.name for f in SAMPLE_SCHEMA if pa.types.is_string(f.type))

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rooftop.analyzer.windows.counters import counter_lint, difference
 from rooftop.analyzer.windows.fields import (
     _KEY_KEEP,
     LABEL_COLUMNS,
@@ -106,7 +107,8 @@ def analyze_windows(samples: pa.Table, window_s: float | None = 60.0, device: st
     ``window_s`` None: chosen from the capture (:func:`span.choose_window`, docs/formulas.md#windows)."""
     if samples is None or samples.num_rows == 0:
         return WindowAnalysis(windows=pd.DataFrame())
-    df = samples.to_pandas()
+    diffed = difference(samples.to_pandas())  # cumulative counters -> increases per interval
+    df = diffed.samples
     if window_s is None:
         window_s, reason = choose_window(df)
         window = {"seconds": window_s, "source": "default", "reason": reason}
@@ -114,8 +116,10 @@ def analyze_windows(samples: pa.Table, window_s: float | None = 60.0, device: st
         window = {"seconds": float(window_s), "source": "option", "reason": f"{window_s:g} s, set by --window"}
     wide, unplaced = without_unplaced(finish_windows(window_partials(df, window_s)))
     if not len(wide):
-        return WindowAnalysis(windows=pd.DataFrame(), window=window, lint=unplaced_lint(unplaced))
+        return WindowAnalysis(windows=pd.DataFrame(), window=window,
+                              lint=unplaced_lint(unplaced) + counter_lint(diffed))
     windows = classify_windows(wide, device)
     return WindowAnalysis(windows=windows, devices=window_devices(windows, device),
-                          lint=_lint(df, windows, device) + coverage_lint(windows) + unplaced_lint(unplaced),
+                          lint=_lint(df, windows, device) + coverage_lint(windows) + unplaced_lint(unplaced)
+                          + counter_lint(diffed),
                           findings=_findings(windows), window=window)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rooftop.analyzer.windows.counters import DELTA_COLUMNS
+
 PROFILE_METRICS: dict[int, str] = {
     1001: "gr_active",
     1002: "sm_active",
@@ -29,7 +31,8 @@ PROFILE_METRICS: dict[int, str] = {
 # and the max SM clock (113), the OFU efficiency estimate's denominator (docs/formulas.md#ofu)
 WINDOW_FIELDS: dict[int, str] = {**PROFILE_METRICS, 100: "sm_clock_mhz", 101: "mem_clock_mhz",
                                  113: "max_sm_clock_mhz",
-                                 200: "pcie_tx_kbs", 201: "pcie_rx_kbs"}  # NVML PCIe throughput, KB/s (docs/formulas.md#links)
+                                 200: "pcie_tx_kbs", 201: "pcie_rx_kbs",
+                                 **DELTA_COLUMNS}  # DCGM 4.6 counters' increases (docs/formulas.md#counters)  # NVML PCIe throughput, KB/s (docs/formulas.md#links)
 METRICS: tuple[str, ...] = tuple(WINDOW_FIELDS.values())
 KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
 LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")

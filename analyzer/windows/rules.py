@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.windows.counters import counter_ratios
 from rooftop.analyzer.windows.fields import METRICS, PIPES
 from rooftop.analyzer.windows.identity import gpu_shares, memory_share
 from rooftop.analyzer.windows.ofu import max_clocks, ofu, spec_clocks, tensor_activity
@@ -174,10 +175,10 @@ def classify_windows(wide: pd.DataFrame, device: str | None = None, evidence: bo
         for c in ("est_flops_s", "est_dram_bytes_s", "est_intensity", "est_ofu"):
             out[c] = pd.Series([], dtype="float64")
         return out
-    for m in METRICS:
-        if m not in out.columns:
-            out[m] = np.nan
-    out = add_coverage(out)
+    missing = [m for m in METRICS if m not in out.columns]
+    if missing:  # at once: one column at a time fragments the frame (pandas PerformanceWarning)
+        out = pd.concat([out, pd.DataFrame(np.nan, index=out.index, columns=missing)], axis=1)
+    out = add_coverage(counter_ratios(out))  # DCGM 4.6 counters: exact ratios where present
     label, limiter, ev = _classify(out, evidence)
     mspecs, mcode, share = _device_shares(out, device)
     gpu_share, parent, mig_text = gpu_shares(out, share)
