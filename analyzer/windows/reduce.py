@@ -111,12 +111,11 @@ def finish_windows(partials: WindowPartials | pd.DataFrame) -> pd.DataFrame:
     sums, cnts, zeros = p.sums[order], p.counts[order], p.zeros[order]
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(cnts > 0, sums / np.where(cnts > 0, cnts, 1), np.nan)
-    # the metric columns as three 2-D blocks (one column per array would exceed pandas' 100-block
-    # fragmentation limit once a few columns are added), in the interleaved order below
+    # the metric columns as three 2-D blocks, after the others (one column per array would exceed
+    # pandas' 100-block fragmentation limit once a few columns are added)
     blocks = [pd.DataFrame(means, columns=list(METRICS), copy=False),
               pd.DataFrame(cnts, columns=[m + "__n" for m in METRICS], copy=False),
               pd.DataFrame(zeros, columns=[m + "__zero" for m in METRICS], copy=False)]
-    metric_order = [c for m in METRICS for c in (m, m + "__n", m + "__zero")]
     cols["n_samples"] = cnts.sum(axis=1)
     cols["first_ts"] = pd.to_datetime(p.first_ts[order], unit="ms", utc=True)
     cols["last_ts"] = pd.to_datetime(p.last_ts[order], unit="ms", utc=True)
@@ -126,10 +125,7 @@ def finish_windows(partials: WindowPartials | pd.DataFrame) -> pd.DataFrame:
             cols[lab] = pd.Series(_decode(c, u)[order], dtype=object)
         else:
             cols[lab] = pd.Series(np.full(n, None, dtype=object), dtype=object)
-    names = list(cols)
-    at = names.index("n_samples")
-    out = pd.concat([pd.DataFrame(cols, copy=False), *blocks], axis=1)
-    return out[[*names[:at], *metric_order, *names[at:]]]
+    return pd.concat([pd.DataFrame(cols, copy=False), *blocks], axis=1)
 
 
 def without_unplaced(wide: pd.DataFrame) -> tuple[pd.DataFrame, int]:
