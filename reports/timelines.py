@@ -115,6 +115,8 @@ FAMILIES = (
     ("pcie_rx_bytes", "PCIe receive (DCGM PCIE_RX_BYTES)", "B/s", 1.0, False),
     ("pcie_tx_kbs", "PCIe transmit (NVML / nvidia-smi txpci)", "B/s", 1000.0, True),
     ("pcie_rx_kbs", "PCIe receive (NVML / nvidia-smi rxpci)", "B/s", 1000.0, True),
+    ("pcie_tx_total_bytes_s", "PCIe transmit (DCGM PCIE_TX_BYTES_TOTAL, differenced)", "B/s", 1.0, False),
+    ("pcie_rx_total_bytes_s", "PCIe receive (DCGM PCIE_RX_BYTES_TOTAL, differenced)", "B/s", 1.0, False),
 )
 _Y_TITLES = {"ratio": "share of time", "W": "watts", "Hz": "hertz", "B/s": "bytes per second"}
 

@@ -60,3 +60,19 @@ def test_difference_rejects_drops_and_skips_gaps() -> None:
     assert (d.intervals, d.resets) == (2, 1)
     got = d.samples.sort_values(["timestamp", "field_id"])
     assert got["value"].tolist() == [100.0, 50.0, 100.0, 50.0]  # increases at 10 s and 30 s; 20 s dropped
+
+
+def test_pcie_byte_totals_become_rates_in_the_links_table(tmp_path: Path) -> None:
+    """1091/1092: the increase over the interval's length; 8e9 bytes in 10 s then 2e9 in 5 s."""
+    t0 = 1_735_689_600_000
+    src = tmp_path / "pcie.prom"
+    lines = [f'DCGM_FI_PROF_PCIE_TX_BYTES_TOTAL{{gpu="0",Hostname="n1"}} {v:.0f} {t0 + ms}'
+             for v, ms in ((1e12, 0), (1e12 + 8e9, 10_000), (1e12 + 10e9, 15_000))]
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "a.json"
+    res = CliRunner().invoke(main, ["analyze", str(src), "--window", "60", "--json", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    [row] = json.loads(out.read_text())["links"]
+    assert (row["link"], row["direction"]) == ("PCIe", "tx")
+    assert row["mean_bytes_s"] == pytest.approx((8e8 + 4e8) / 2) and row["max_bytes_s"] == pytest.approx(6e8)
+    assert "1091" in row["field"]

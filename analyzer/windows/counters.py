@@ -4,7 +4,8 @@ cycles elapsed, SM cycles with an active warp, and tensor / pipe cycles active; 
 
 Samples of one GPU are differenced in time order: each interval between consecutive sample times
 at which the GPU reports every counter it has becomes one row per counter at the interval's end,
-valued at the counter's increase. A window's mean of these rows is then the sum of increases over
+valued at the counter's increase (the PCIe byte totals 1091/1092: the increase over the interval's
+length, bytes/s). A window's mean of these rows is then the sum of increases over
 its intervals divided by their number, the same divisor for every counter, so
 ``pipe / elapsed`` of the window means is ``sum(d pipe) / sum(d elapsed)``: the exact share of
 elapsed SM cycles the pipe was active. An interval where any counter drops (a reset: driver reload,
@@ -20,12 +21,14 @@ import numpy as np
 import pandas as pd
 
 ELAPSED = 1084
-COUNTER_IDS: tuple[int, ...] = (1084, 1085, 1086, 1087, 1088, 1089, 1090, 1093, 1094, 1095, 1096)
+COUNTER_IDS: tuple[int, ...] = (1084, 1085, 1086, 1087, 1088, 1089, 1090, 1091, 1092, 1093, 1094, 1095, 1096)
+BYTE_COUNTERS = (1091, 1092)  # PCIe bytes: the interval's increase over its length, bytes/s
 # the window column of each counter's increases, and the activity ratio it gives over 1084's
 DELTA_COLUMNS: dict[int, str] = {
     1084: "d_sm_cycles_elapsed", 1085: "d_sm_cycles_active", 1086: "d_mma_cycles_active",
     1088: "d_hmma_cycles_active", 1089: "d_imma_cycles_active", 1090: "d_dfma_cycles_active",
     1094: "d_fp64_cycles_active", 1095: "d_fp32_cycles_active", 1096: "d_fp16_cycles_active",
+    1091: "pcie_tx_total_bytes_s", 1092: "pcie_rx_total_bytes_s",
 }
 RATIO_OF: dict[str, str] = {
     "d_sm_cycles_active": "sm_active", "d_mma_cycles_active": "tensor_active",
@@ -72,12 +75,13 @@ def difference(df: pd.DataFrame) -> Differenced:
         if not ok.any():
             continue
         ends = wide.index[1:][ok]
+        dt = np.asarray((wide.index[1:] - wide.index[:-1]) / pd.Timedelta(seconds=1), dtype="float64")[ok]
         last = rows.sort_values("timestamp", kind="stable").drop_duplicates("timestamp", keep="last")
         last = last.set_index("timestamp").loc[ends]
         for j, f in enumerate(wide.columns):
             part = last.reset_index().copy()
             part["field_id"] = np.asarray(f, dtype=df["field_id"].dtype)
-            part["value"] = d[ok, j]
+            part["value"] = d[ok, j] / dt if int(f) in BYTE_COUNTERS else d[ok, j]
             out.append(part[list(df.columns)])
     if not out:
         return Differenced(rest, intervals, resets)

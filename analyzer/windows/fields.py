@@ -40,7 +40,8 @@ PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active"
 TIMELINE_RATIOS = ("gr_active", "sm_active", "tensor_active", "dram_active")
 COARSE_SERIES = ("gpu_util", "mem_copy_util", "power_w", "sm_clock_mhz", "mem_clock_mhz")  # NVML, nvidia-smi
 # series a GPU's timeline carries only where it has a value (docs/formulas.md#windows "Timelines")
-LINK_SERIES = ("nvlink_tx_bytes", "nvlink_rx_bytes", "pcie_tx_bytes", "pcie_rx_bytes", "pcie_tx_kbs", "pcie_rx_kbs")
+LINK_SERIES = ("nvlink_tx_bytes", "nvlink_rx_bytes", "pcie_tx_bytes", "pcie_rx_bytes", "pcie_tx_kbs", "pcie_rx_kbs",
+               "pcie_tx_total_bytes_s", "pcie_rx_total_bytes_s")
 OPTIONAL_SERIES = (*COARSE_SERIES, "est_ofu", *LINK_SERIES)
 RATIO_METRICS = ("gr_active", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active",
                  "fp32_active", "fp16_active", "imma_active", "hmma_active", "dfma_active")

@@ -25,6 +25,9 @@ LINK_SERIES: dict[str, tuple[str, str, str, float]] = {
     # NVML's PCIe throughput in KB/s (nvidia-smi dmon -s t rxpci/txpci, MB/s x 1000 at parse)
     "pcie_tx_kbs": ("PCIe", "tx", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT (200, NVML; nvidia-smi txpci)", 1000.0),
     "pcie_rx_kbs": ("PCIe", "rx", "DCGM_FI_DEV_PCIE_RX_THROUGHPUT (201, NVML; nvidia-smi rxpci)", 1000.0),
+    # DCGM 4.6 cumulative byte counters, differenced (analyzer/windows/counters.py)
+    "pcie_tx_total_bytes_s": ("PCIe", "tx", "DCGM_FI_PROF_PCIE_TX_BYTES_TOTAL (1091, differenced)", 1.0),
+    "pcie_rx_total_bytes_s": ("PCIe", "rx", "DCGM_FI_PROF_PCIE_RX_BYTES_TOTAL (1092, differenced)", 1.0),
 }
 MAX_ROWS = 200
 
