@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from rooftop.analyzer.timeline import arrays, steps
 from rooftop.analyzer.timeline.metrics import gap_stats, union
 from rooftop.analyzer.timeline.reference import (
+    exclusive_group_cummax_reference,
+    group_codes_reference,
     launch_times_reference,
     top_level_ranges_reference,
     union_reference,
@@ -143,3 +145,23 @@ def test_idle_split_equals_the_ns_walk(busy: list[tuple[int, int]], sync: list[t
         assert sum(ns for _, ns in names) <= got.host_by[c]
         if len(names) < causes.TOP_NAMES:  # every name listed: they add up
             assert sum(ns for _, ns in names) == got.host_by[c]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(_t, _big, st.just(-(2**63) + 1)), st.integers(0, 80)), max_size=120))
+def test_exclusive_group_cummax_both_paths_equal_the_plain_scan(rows: list[tuple[int, int]]) -> None:
+    values = np.array([v for v, _ in rows], dtype=np.int64)
+    groups = np.array([g for _, g in rows], dtype=np.int64)
+    want = exclusive_group_cummax_reference(values.tolist(), groups.tolist())
+    assert arrays.exclusive_group_cummax(values, groups).tolist() == want  # few groups: per-group runs (or many)
+    order = np.argsort(groups, kind="stable")
+    assert arrays._ranked_group_cummax(values, order, groups[order]).tolist() == want  # the many-groups path
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(_t, _big, st.just(arrays.NA)), st.one_of(_opt, st.just(arrays.NA))), max_size=60))
+def test_group_codes_equal_np_unique(rows: list[tuple[int, int | None]]) -> None:
+    a = np.array([x for x, _ in rows], dtype=np.int64)
+    b = np.array([arrays.NA if y is None else y for _, y in rows], dtype=np.int64)
+    assert arrays.group_codes(a, b).tolist() == group_codes_reference(a, b).tolist()
+    assert arrays.group_codes(a).tolist() == group_codes_reference(a).tolist()

@@ -16,20 +16,46 @@ def ints(col: pd.Series) -> np.ndarray:
 
 
 def group_codes(*cols: np.ndarray) -> np.ndarray:
-    """One code per distinct row of the int64 columns (mixed radix of per-column codes)."""
+    """One code per distinct row of the int64 columns (mixed radix of per-column codes), codes in sorted
+    order of the rows. Hash-based (``pandas.factorize``, sorting only the distinct values): the same
+    codes as ``np.unique(..., return_inverse=True)`` (``reference.group_codes_reference``) without
+    sorting every row."""
     key = np.zeros(len(cols[0]), dtype=np.int64)
     for col in cols:
-        vals, code = np.unique(col, return_inverse=True)
-        key = key * len(vals) + code.reshape(-1)
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
+        code, vals = pd.factorize(col, sort=True)
+        key = key * len(vals) + code
+    out: np.ndarray = pd.factorize(key, sort=True)[0].astype(np.int64, copy=False)
+    return out
+
+
+SEGMENT_LOOP_MAX = 64  # at most this many groups: one NumPy running max per group (no ranking sort)
 
 
 def exclusive_group_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Per position: the max of ``values`` at earlier positions of the same group (int64 min if none)."""
+    """Per position: the max of ``values`` at earlier positions of the same group (int64 min if none).
+    Few groups (<= :data:`SEGMENT_LOOP_MAX`): a running max per group's run of a stable sort; more: one
+    running max over value ranks offset per group. Both equal the plain scan
+    (``reference.exclusive_group_cummax_reference``, tests/test_timeline_reference.py)."""
+    order = np.argsort(groups, kind="stable")
+    g = groups[order]
+    bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]) if len(g) else np.zeros(1, dtype=np.int64)
+    if len(bounds) - 1 <= SEGMENT_LOOP_MAX:
+        v = values[order]
+        prev_sorted = np.empty(len(v), dtype=np.int64)
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            prev_sorted[a] = np.iinfo(np.int64).min
+            np.maximum.accumulate(v[a:b - 1], out=prev_sorted[a + 1:b])
+        out = np.empty(len(values), dtype=np.int64)
+        out[order] = prev_sorted
+        return out
+    return _ranked_group_cummax(values, order, g)
+
+
+def _ranked_group_cummax(values: np.ndarray, order: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """:func:`exclusive_group_cummax` for many groups: values ranked so each group's offset cannot carry."""
     uniq, rank = np.unique(values, return_inverse=True)
     n = len(uniq) + 1
-    order = np.argsort(groups, kind="stable")
-    g, r = groups[order], rank.reshape(-1)[order] + 1
+    r = rank.reshape(-1)[order] + 1
     run = np.maximum.accumulate(r + g * n) - g * n  # segments cannot carry: each adds its own offset
     prev = np.empty_like(run)
     prev[1:] = run[:-1]

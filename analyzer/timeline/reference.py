@@ -91,3 +91,23 @@ def idle_split_reference(gaps: list[tuple[int, int]], sync: list[tuple[int, int]
                 else:
                     by[hit] += 1
     return n_sync, n_launch, n_host, by, untraced
+
+
+def exclusive_group_cummax_reference(values: list[int], groups: list[int]) -> list[int]:
+    """Per position: the max of the values at earlier positions of the same group (int64 min if none)."""
+    out: list[int] = []
+    best: dict[int, int] = {}
+    for v, g in zip(values, groups, strict=True):
+        out.append(best.get(g, np.iinfo(np.int64).min))
+        best[g] = max(best.get(g, v), v)
+    return out
+
+
+def group_codes_reference(*cols: np.ndarray) -> np.ndarray:
+    """One code per distinct row of the int64 columns, in sorted order of the rows (``np.unique``)."""
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    for col in cols:
+        vals, code = np.unique(col, return_inverse=True)
+        key = key * len(vals) + code.reshape(-1)
+    out: np.ndarray = np.unique(key, return_inverse=True)[1].reshape(-1)
+    return out
