@@ -47,15 +47,15 @@ def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]]) -> list[dict
     rows = act[act["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool, na_value=False)]
     if not len(rows):
         return []
-    names = rows["name"].fillna("").astype(str)
-    kinds = {n: copy_kind(n) for n in names.unique()}
-    label = names.map(lambda n: _label(*kinds[n])).to_numpy(dtype=object)
+    code, uniq = pd.factorize(rows["name"].fillna("").astype(str).to_numpy(dtype=object))
+    kinds = [copy_kind(n) for n in uniq]  # each distinct name parsed and labelled once
+    label = np.array([_label(*k) for k in kinds], dtype=object)[code]
     start, end = rows["start_ns"].to_numpy(dtype=np.int64), rows["end_ns"].to_numpy(dtype=np.int64)
     nbytes, corr, pid = ints(rows["bytes"]), ints(rows["correlation"]), ints(rows["pid"])
     out = []
     for key in sorted(set(label.tolist())):
         sel = label == key
-        op, direction, memory = kinds[names[sel].iloc[0]]
+        op, direction, memory = kinds[code[np.argmax(sel)]]
         b = nbytes[sel]
         known = b[b != NA]
         dur = int((end[sel] - start[sel]).sum())
