@@ -8,11 +8,13 @@ columns of :mod:`rooftop.parsers.model`; :func:`fill_launch_identity` fills what
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from rooftop.parsers.model import IDENTITY_COLUMNS
-from rooftop.parsers.ncu.csv_values import by_unique, to_int
+from rooftop.parsers.ncu.csv_values import INT_LIMIT, by_unique, to_int
 
 # Identity columns of both header generations, ncu header name -> canonical kernel column.
 IDENTITY_MAP: dict[str, str] = {
@@ -61,6 +63,16 @@ def factorize_columns(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, li
     return np.asarray(codes), combos
 
 
+def _whole(f: float) -> int | None:
+    """:func:`to_int` of one float."""
+    return int(f) if abs(f) < INT_LIMIT and f == round(f) else None
+
+
+def _dims_one(v: str) -> int | None:
+    m = re.search(_DIMS_RE, v)
+    return None if m is None else _whole(float(m[1]) * float(m[2]) * float(m[3]))
+
+
 def dims_product(dims: pd.Series) -> pd.Series:
     """``"(x, y, z)"`` -> ``x*y*z`` as Int64 (null when the text is not three integers)."""
 
@@ -68,11 +80,21 @@ def dims_product(dims: pd.Series) -> pd.Series:
         parts = u.str.extract(_DIMS_RE).astype("float64")
         return to_int(parts.prod(axis=1, min_count=3))
 
-    return by_unique(dims, prod).astype("Int64")
+    return by_unique(dims, prod, _dims_one).astype("Int64")
 
 
 def _int_col(u: pd.Series) -> pd.Series:
     return to_int(pd.to_numeric(u.where(u.str.match(INT_RE)), errors="coerce"))
+
+
+def _int_one(v: str) -> int | None:
+    # float(int(...)): the int64 -> float64 rounding pandas applies before to_int's range check
+    return _whole(float(int(v))) if re.match(INT_RE, v) else None
+
+
+def _cc_one(v: str) -> str | None:
+    u = v.strip()
+    return u.replace(",", ".") if re.match(_CC_RE, u) else None
 
 
 def identity_frame(df: pd.DataFrame, path: str, line_nos: np.ndarray) -> pd.DataFrame:
@@ -85,14 +107,14 @@ def identity_frame(df: pd.DataFrame, path: str, line_nos: np.ndarray) -> pd.Data
             out[dst] = df[src]
     for col in ("pid", "context", "stream", "device_index"):
         if col in out.columns:
-            out[col] = by_unique(out[col], _int_col).astype("Int64")
+            out[col] = by_unique(out[col], _int_col, _int_one).astype("Int64")
 
     def cc_text(u: pd.Series) -> pd.Series:
         u = u.str.strip()
         return u.where(u.str.match(_CC_RE, na=False)).str.replace(",", ".", regex=False).astype("string")
 
     if "cc" in out.columns:
-        out["cc"] = by_unique(out["cc"], cc_text).astype("string")
+        out["cc"] = by_unique(out["cc"], cc_text, _cc_one).astype("string")
     for dim, prod in (("grid_dim", "grid"), ("block_dim", "block")):
         if dim in out.columns:
             out[dim] = out[dim].where(out[dim].str.len() > 0)

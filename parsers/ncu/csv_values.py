@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -200,23 +201,46 @@ def sanitize_values(values: np.ndarray, names: np.ndarray | list[str]) -> np.nda
     return bad
 
 
-def by_unique(s: pd.Series, func: Callable[[pd.Series], pd.Series]) -> pd.Series:
+SMALL_COLUMN = 512  # a column this short is read value by value (bench/NOTES.md, "Small ncu files")
+
+
+def by_unique(
+    s: pd.Series, func: Callable[[pd.Series], pd.Series], one: Callable[[str], object] | None = None
+) -> pd.Series:
     """Apply a vectorized ``func`` to the distinct values of ``s`` only, then broadcast back
-    (identity columns repeat a handful of values over 100k launches)."""
+    (identity columns repeat a handful of values over 100k launches).
+
+    ``one`` is ``func`` for one value (``None`` for a null result). A column of at most
+    :data:`SMALL_COLUMN` ASCII values goes through it: a one-kernel file's columns cost pandas' fixed
+    per-call price several times over otherwise. ``tests/test_ncu_small_columns.py`` holds both equal."""
+    if one is not None and len(s) <= SMALL_COLUMN:
+        texts = s.astype(str).tolist()  # a missing value stays missing (pandas' str dtype): null out
+        if all(not isinstance(t, str) or t.isascii() for t in texts):
+            seen: dict[str, object] = {}
+            vals = [None if not isinstance(t, str) else seen[t] if t in seen else seen.setdefault(t, one(t))
+                    for t in texts]
+            return pd.Series(vals, index=s.index, dtype=object)
     codes, uniq = pd.factorize(s.astype(str), use_na_sentinel=True)
     res = func(pd.Series(np.asarray(uniq, dtype=object), dtype=str))
     arr = pd.array(res).take(codes, allow_fill=True)
     return pd.Series(arr, index=s.index)
 
 
+_WARN_MARK = r"^\(!\)\s*"
+
+
+def _miss_one(v: str) -> bool:
+    return re.sub(_WARN_MARK, "", v.strip()).lower() in MISSING_TOKENS
+
+
 def is_missing_text(s: pd.Series) -> pd.Series:
     """True where a printed value is a missing marker (``n/a``, ``(!) nan``, empty ...)."""
 
     def miss(u: pd.Series) -> pd.Series:
-        t = u.str.strip().str.replace(r"^\(!\)\s*", "", regex=True).str.lower()
+        t = u.str.strip().str.replace(_WARN_MARK, "", regex=True).str.lower()
         return t.isin(MISSING_TOKENS)
 
-    return by_unique(s, miss).astype(bool)
+    return by_unique(s, miss, _miss_one).astype(bool)
 
 
 PROBE_ROWS = 64  # rows :func:`all_missing_text` reads before the whole column
