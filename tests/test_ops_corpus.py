@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,3 +122,26 @@ def test_the_document_carries_ops_and_coverage() -> None:
     assert doc["ops_coverage"][0]["modelled"] == 1.0
     assert {op["category"] for op in doc["ops"]} >= {"gemm", "attention", "norm", "elementwise"}
     assert any(f.get("source") == "ops" for f in doc["findings"])
+
+
+def test_qwen_persistent_gemm_is_not_called_small_grid() -> None:
+    # addmm 8944x1024x1024: 120 blocks on 132 SMs at 58.6 % of the BF16 tensor roof (docs/formulas.md#op-verdicts)
+    oa = ops_of("ops", "Qwen_Qwen1.5-0.5B-Chat__1016005")
+    (op,) = [o for o in oa.ops if o["name"] == "aten::addmm" and o["shape"] == "M×N×K 8944×1024×1024"]
+    assert op["limiter"] != "small-grid" and op["max_saving_s"] is None
+    assert any("120 blocks for 132 SMs" in e and "at most 9.1 %" in e for e in op["evidence"])
+    for o in oa.ops:  # a small-grid verdict anywhere claims no more than its idle SMs
+        if o["limiter"] == "small-grid":
+            assert o["max_saving_s"] is not None and o["max_saving_s"] <= o["kernel_time_s"]
+
+
+def test_the_optimizer_foreach_ops_are_not_placed_in_l2_from_a_guessed_dtype() -> None:
+    # our H100 training capture: AdamW's _foreach_* ops over 27 tensors, 14.7 M elements (TensorList: no dtype)
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "capture" / "h100" / "kineto_train.json.gz"
+    oa = analyze_ops([parse_path(str(path), ParseOptions())])
+    foreach = [o for o in oa.ops if o["name"].startswith("aten::_foreach_")]
+    assert len(foreach) >= 7
+    for o in foreach:
+        assert not any("fits in the" in e for e in o["evidence"]), o["name"]
+        assert o["roof"].get("level") != "l2"
+    assert any("28–224 MiB per call" in e for o in foreach for e in o["evidence"])

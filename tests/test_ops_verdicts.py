@@ -56,12 +56,16 @@ def test_an_interval_that_straddles_the_ridge_is_unknown_and_says_what_decides()
 def test_short_kernels_and_small_grids_are_overhead() -> None:
     v = verdict(sig(1e6, 1e6, 2e6, time_s=4e-6, activities=2), H100)  # 2 us per kernel
     assert (v.label, v.limiter) == ("overhead-bound", "launch")
-    # 96 blocks < 132 SMs decides only what the ridge leaves open (intensity 0.01-1000 FLOP/B)
-    v = verdict(sig(1e10, 1e7, 1e12, time_s=1e-3, activities=1, blocks=96), H100)
+    # 16 blocks < 132 SMs decides only what the ridge leaves open (intensity 0.01-1000 FLOP/B)
+    v = verdict(sig(1e10, 1e7, 1e12, time_s=1e-3, activities=1, blocks=16), H100)
     assert (v.label, v.limiter) == ("overhead-bound", "small-grid")
+    assert v.max_saving_s == pytest.approx((1 - 16 / 132) * 1e-3)
     f, lo = 2 * 25136 * 2880, (2880 + 2880 * 25136 + 25136) * 2
-    # a GEMV at 54 % of DRAM on 131 blocks for 132 SMs: neither side at 60 %, so NCU's Small Grid decides
-    assert verdict(sig(f, lo, 2 * f, time_s=80e-6, blocks=131), H100).limiter == "small-grid"
+    # a GEMV at 54 % of DRAM on 131 blocks for 132 SMs: filling one SM recovers 0.8 %, not the 45 % it is below
+    # the roof: not a small grid, and near neither roof: unknown
+    v = verdict(sig(f, lo, 2 * f, time_s=80e-6, blocks=131), H100)
+    assert (v.label, v.max_saving_s) == ("unknown", None)
+    assert any("at most 0.8 % of its time" in e for e in v.evidence)
     # at 72 % of DRAM the memory side is named, small grid or not
     assert verdict(sig(f, lo, 2 * f, time_s=60e-6, blocks=131), H100).label == "memory-bound"
     # below 60 % on a full grid nothing is decided: latency, uncounted bytes or uncounted work
@@ -92,3 +96,47 @@ def test_findings_never_promise_more_than_the_roofline_bound() -> None:
     (finding,) = op_findings([op], 10)
     assert finding["est_saving_s"] == pytest.approx(60e-6 - lo / 3.35e12, abs=1e-9)
     assert finding["title"].startswith("aten::mm M×N×K 1×25136×2880 bf16 (GEMV): memory-bound at 72 % of DRAM")
+
+
+def test_a_grid_just_under_the_sm_count_is_not_small_grid() -> None:
+    # the corpus Qwen addmm 8944x1024x1024 bf16 (a persistent GEMM): 120 blocks on 132 SMs at 58.6 % of the BF16
+    # tensor roof. Filling the 12 idle SMs recovers at most 9.1 % of its time (NCU Launch Statistics' estimate
+    # 1 - 120/132); the SMs with work are 90.9 - 58.6 = 32.3 % below the roof: the grid is not the verdict
+    f = 2 * 8944 * 1024 * 1024 + 8944 * 1024
+    t = f / (0.586 * 989.4e12)
+    v = verdict(sig(f, 3.7e7, 2.7e12, time_s=t, blocks=120), H100)
+    assert v.limiter != "small-grid" and v.max_saving_s is None
+    assert any("at most 9.1 % of its time" in e and "32.3 %" in e for e in v.evidence)
+    # a quarter of the SMs busy on the same op: the idle SMs (73 %) are the larger part, and the saving is theirs
+    v = verdict(sig(f / 4, 3.7e7, 2.7e12, time_s=t, blocks=33), H100)
+    assert (v.label, v.limiter) == ("overhead-bound", "small-grid")
+    assert v.max_saving_s == pytest.approx(0.75 * t, abs=1e-9)
+
+
+def test_a_small_grid_saving_never_exceeds_what_filling_the_sms_recovers() -> None:
+    s = sig(1e10, 1e7, 1e12, time_s=1e-3, blocks=16)
+    v = verdict(s, H100)
+    op = {"input": "t.json", "device": "0", "name": "aten::mm", "category": "gemm", "shape": "M×N×K 8×8×8",
+          "input_types": ["c10::BFloat16", "c10::BFloat16"], "params": {"M": 8, "N": 8}, "calls": 1,
+          "kernel_time_s": 1e-3, "time_share": 0.5, "label": v.label, "limiter": v.limiter,
+          "pct_of_roof": v.pct_of_roof, "roof": v.roof, "min_time_s": v.min_time_s, "max_saving_s": v.max_saving_s,
+          "evidence": v.evidence}
+    (finding,) = op_findings([op], 10)
+    assert v.min_time_s is not None and 1e-3 - v.min_time_s > (1 - 16 / 132) * 1e-3
+    assert finding["est_saving_s"] == pytest.approx((1 - 16 / 132) * 1e-3, abs=1e-9)
+
+
+def test_an_unrecorded_element_size_never_places_the_op_in_l2_by_a_guess() -> None:
+    # a _foreach_ op: 28 MiB at 1 B/element, 224 MiB at 8: it may or may not fit in the 50 MiB L2. Against the
+    # L2 it is memory-bound at 69 %; against DRAM at 208 %: the placements disagree, so no label
+    s = sig(1e6, 28 * MB, 56 * MB, compute="fp32", category="elementwise", time_s=28 * MB / (0.69 * 10.1e12))
+    s.modelled = Modelled("elementwise", Work(1e6, 28 * MB, 56 * MB, "fp32", ws_max=224 * MB))
+    v = verdict(s, H100)
+    assert (v.label, v.limiter) == ("unknown", "unknown")
+    assert not any("fits in the" in e for e in v.evidence)
+    assert any("28–224 MiB per call" in e and "not decided" in e for e in v.evidence)
+    # the whole interval inside the L2: placed there as before; the whole interval above it: DRAM
+    s.modelled = Modelled("elementwise", Work(1e6, 2 * MB, 4 * MB, "fp32", ws_max=16 * MB))
+    assert verdict(s, H100).roof["level"] == "l2"
+    s.modelled = Modelled("elementwise", Work(1e6, 60 * MB, 120 * MB, "fp32", ws_max=480 * MB))
+    assert verdict(s, H100).roof["level"] == "dram"

@@ -59,7 +59,7 @@ def _entry(r: ParseResult, sig: Signature, v: Verdict, gpu: str | None, device_n
         "achieved_flops_per_s": (flops / t if flops is not None and t > 0 else None),
         "achieved_bytes_per_s": ([lo / t, hi / t] if lo is not None and hi is not None and t > 0 else None),
         "label": v.label, "limiter": v.limiter, "pct_of_roof": v.pct_of_roof, "roof": v.roof,
-        "min_time_s": v.min_time_s, "evidence": v.evidence, "verdict_source": source,
+        "min_time_s": v.min_time_s, "max_saving_s": v.max_saving_s, "evidence": v.evidence, "verdict_source": source,
         "formula": sig.modelled.source or None, "unmodelled": sig.modelled.reason or None,
         "params": dict(w.params) if w else {}, "top_kernels": top,
     }

@@ -131,6 +131,8 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
         if t_min is None or not t or op.get("time_share") is None:
             continue
         saving = max(0.0, t - t_min)
+        if op.get("max_saving_s") is not None:  # small-grid: what filling the idle SMs recovers at most
+            saving = min(saving, float(op["max_saving_s"]))
         if saving <= 0:
             continue
         share = op["time_share"]
@@ -145,7 +147,8 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
             "kernels": [], "time_share": share, "est_saving_s": round(saving, 9),
             "recommendation": advice, "label": op["label"], "limiter": op["limiter"], "source": "ops",
             "evidence": [*op["evidence"], f"at its roofline bound it would take {1e3 * t_min:.3g} ms: up to "
-                                          f"{1e3 * saving:.3g} ms to gain"],
+                                          f"{1e3 * saving:.3g} ms to gain"
+                         + (" (what filling the idle SMs recovers at most)" if saving < t - t_min else "")],
         })
     out.sort(key=lambda f: (-f["est_saving_s"], f["title"]))
     return out[:top] + _undecided(ops)

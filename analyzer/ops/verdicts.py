@@ -28,6 +28,7 @@ class Verdict:
     pct_of_roof: float | None
     min_time_s: float | None  # the roofline's lower bound on the op's time (compulsory bytes)
     evidence: list[str]
+    max_saving_s: float | None = None  # small-grid: what filling the idle SMs can recover at most
 
 
 def _peak(spec: DeviceSpec, key: str) -> tuple[str, float | None]:
@@ -56,7 +57,7 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     if m.work is None:
         return _unknown(f"unmodelled: {m.reason}")
     w = m.work
-    flops, lo, hi = w.flops * sig.calls, w.bytes_min * sig.calls, w.bytes_max * sig.calls
+    lo, hi = w.bytes_min * sig.calls, w.bytes_max * sig.calls
     if t <= 0:
         return _unknown("no GPU time recorded for its kernels")
     if spec is None:
@@ -69,8 +70,50 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
                         evidence=[f"bus bandwidth {lo / t / 1e9:.1f}–{hi / t / 1e9:.1f} GB/s (nccl-tests busbw)"
                                   if hi > lo else f"bus bandwidth {lo / t / 1e9:.1f} GB/s (nccl-tests busbw)"])
     llc = spec.llc_bytes
-    fits = llc is not None and w.bytes_min <= llc
-    level = "l2" if fits else "dram"
+    ws_lo, ws_hi = w.bytes_min, (w.ws_max if w.ws_max is not None else w.bytes_min)
+    if llc is None or ws_hi <= llc or ws_lo > llc:
+        return _judge(sig, spec, "l2" if llc is not None and ws_hi <= llc else "dram", _ws_note(ws_lo, ws_hi, llc))
+    # the element size is not recorded and the working set may or may not fit in the L2: a label only where
+    # both placements give the same one (docs/formulas.md#op-verdicts)
+    note = (f"working set {ws_lo / 2**20:.3g}–{ws_hi / 2**20:.3g} MiB per call (element size not recorded: "
+            f"1–8 B): it may or may not fit the {llc / 2**20:.0f} MiB L2, not decided")
+    v_l2, v_dram = _judge(sig, spec, "l2", note), _judge(sig, spec, "dram", note)
+    if (v_l2.label, v_l2.limiter) == (v_dram.label, v_dram.limiter):
+        return v_dram
+    return Verdict("unknown", "unknown", v_dram.roof, None, min(v_l2.min_time_s or 0.0, v_dram.min_time_s or 0.0),
+                   [f"against the L2: {v_l2.label} ({v_l2.limiter}); against DRAM: {v_dram.label} "
+                    f"({v_dram.limiter}): the placements disagree, so the label is not decided; the tensors' dtypes "
+                    "(a trace that records them, or an ncu profile: rooftop analyze TRACE PROFILE) would decide",
+                    *[e for e in v_dram.evidence if "rooftop analyze TRACE PROFILE" not in e]])
+
+
+def _ws_note(ws_lo: float, ws_hi: float, llc: float | None) -> str:
+    size = f"{ws_lo / 2**20:.3g} MiB" if ws_hi == ws_lo else f"{ws_lo / 2**20:.3g}–{ws_hi / 2**20:.3g} MiB"
+    if llc is None:
+        return f"working set {size} per call (L2 capacity not in the device table)"
+    if ws_hi <= llc:
+        return f"working set {size} per call fits in the {llc / 2**20:.0f} MiB L2: placed against the L2, not HBM"
+    return f"working set {size} per call exceeds the {llc / 2**20:.0f} MiB L2"
+
+
+def small_grid(blocks: int | None, sms: int | None, t: float, t_min: float) -> tuple[float, float] | None:
+    """``(fill, recoverable_s)`` when a grid of fewer blocks than SMs is the main part of the op's time above
+    its roofline bound, else ``None`` (docs/formulas.md#op-verdicts). Filling the idle SMs recovers at most
+    ``1 - blocks/SMs`` of the time (NCU LaunchStatistics' Small Grid estimated speedup); the rest of the gap,
+    ``blocks/SMs - t_min/t``, is spent on the SMs that have work, which more blocks do not shorten."""
+    if blocks is None or not sms or blocks >= sms or t <= 0:
+        return None
+    fill = blocks / sms
+    idle, rest = 1.0 - fill, fill - min(t_min / t, fill)
+    return (fill, idle * t) if idle >= rest else None
+
+
+def _judge(sig: Signature, spec: DeviceSpec, level: str, ws_note: str) -> Verdict:
+    """The verdict against one memory level's roof (``l2`` when the working set fits, else ``dram``)."""
+    w = sig.modelled.work
+    assert w is not None
+    t = sig.time_ns / 1e9
+    flops, lo, hi = w.flops * sig.calls, w.bytes_min * sig.calls, w.bytes_max * sig.calls
     bw = spec.bandwidth.get(level)
     key = compute_key(sig)
     ckey, peak = _peak(spec, key) if key != "none" else ("none", None)
@@ -88,11 +131,7 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     ev = [f"{achieved / 1e12:.3g} TFLOP/s ({100 * c_pct:.1f} % of the {ROOF_NAMES.get(ckey, ckey)} roof)"
           if flops else "no floating-point work (bytes only)",
           f"{bps_lo / 1e9:.4g}–{bps_hi / 1e9:.4g} GB/s from the bytes interval "
-          f"({100 * m_lo:.1f}–{100 * m_hi:.1f} % of {ROOF_NAMES[level]} {bw / 1e12:.3g} TB/s)",
-          f"working set {w.bytes_min / 2**20:.3g} MiB per call "
-          + ("(L2 capacity not in the device table)" if llc is None else
-             f"fits in the {llc / 2**20:.0f} MiB L2: placed against the L2, not HBM" if fits else
-             f"exceeds the {llc / 2**20:.0f} MiB L2")]
+          f"({100 * m_lo:.1f}–{100 * m_hi:.1f} % of {ROOF_NAMES[level]} {bw / 1e12:.3g} TB/s)", ws_note]
     # overhead: the compute side is exact; the memory side is known from below (compulsory bytes)
     if sig.activities and t / sig.activities < LAUNCH_S and c_pct < SIDE and m_lo < SIDE:
         ev.insert(0, f"its GPU activities average {1e6 * t / sig.activities:.2g} µs (< 5 µs) with neither side "
@@ -106,11 +145,21 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     ev.insert(0, f"intensity {i_lo:.3g}–{i_hi:.3g} FLOP/B against the ridge {ridge:.3g} FLOP/B "
                  f"({ROOF_NAMES.get(ckey, ckey)} / {ROOF_NAMES[level]})" if flops else
                  "bytes only: memory side of every ridge")
-    small_grid = sig.max_blocks is not None and spec.sm_count is not None and sig.max_blocks < spec.sm_count
-    if (i_hi < ridge or flops == 0) and m_lo < SIDE and c_pct < SIDE and small_grid:
+    neither = c_pct < SIDE and m_lo < SIDE
+    grid = small_grid(sig.max_blocks, spec.sm_count, t, t_min) if neither else None
+    if (neither and sig.max_blocks is not None and spec.sm_count and sig.max_blocks < spec.sm_count
+            and grid is None and not (flops and i_lo >= ridge)):
+        fill = sig.max_blocks / spec.sm_count
+        ev.append(f"its largest kernel grid has {sig.max_blocks} blocks for {spec.sm_count} SMs: filling them would "
+                  f"recover at most {100 * (1 - fill):.1f} % of its time (NCU's Small Grid estimate), less than the "
+                  f"{100 * max(0.0, fill - t_min / t):.1f} % spent below its roof on the SMs that have work: "
+                  "not a small-grid verdict")
+    if grid is not None and (i_hi < ridge or flops == 0 or i_lo < ridge):
+        fill, cap = grid
         ev.insert(0, f"its largest kernel grid has {sig.max_blocks} blocks for {spec.sm_count} SMs, with neither "
-                     f"side at 60 % of its roof (memory by its compulsory bytes): SMs sit idle (NCU's Small Grid)")
-        return Verdict("overhead-bound", "small-grid", roof, None, t_min, ev)
+                     f"side at 60 % of its roof (memory by its compulsory bytes): SMs sit idle (NCU's Small Grid); "
+                     f"filling them recovers at most {100 * (1 - fill):.1f} % of its time")
+        return Verdict("overhead-bound", "small-grid", roof, None, t_min, ev, max_saving_s=round(cap, 9))
     if (i_hi < ridge or flops == 0) and m_lo < SIDE:
         ev.append(f"in the memory regime (intensity below the ridge) but at {100 * m_lo:.1f} % of "
                   f"{ROOF_NAMES[level]} bandwidth by its compulsory bytes: below 60 % (NCU's threshold for naming a "
@@ -127,11 +176,6 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     if i_lo >= ridge:
         limiter = "tensor" if ckey in TENSOR_KEYS else ckey if ckey in ("fp32", "fp64", "fp16") else "unknown"
         return Verdict("compute-bound", limiter, roof, c_pct, t_min, ev)
-    if (sig.max_blocks is not None and spec.sm_count and sig.max_blocks < spec.sm_count and c_pct < SIDE
-            and m_lo < SIDE):  # undecided by the ridge: fewer blocks than SMs decides
-        ev.insert(0, f"its largest kernel grid has {sig.max_blocks} blocks for {spec.sm_count} SMs, with neither "
-                     f"side at 60 % of its roof (memory by its compulsory bytes): SMs sit idle (NCU's Small Grid)")
-        return Verdict("overhead-bound", "small-grid", roof, None, t_min, ev)
     ev.append("the bytes interval straddles the ridge: the trace cannot tell compute- from memory-bound; "
               "an ncu profile's dram__bytes would (rooftop analyze TRACE PROFILE)")
     return Verdict("unknown", "unknown", roof, None, t_min, ev)
@@ -157,4 +201,5 @@ def ncu_verdict(trace: Verdict, launches: list[tuple[str, str, float, str]]) -> 
           f"the trace alone: {trace.label}" + (f" ({trace.limiter})" if trace.limiter != "unknown" else "")]
     ev += [e for e in trace.evidence if "rooftop analyze TRACE PROFILE" not in e]
     same = (label, limiter) == (trace.label, trace.limiter)
-    return Verdict(label, limiter, trace.roof, trace.pct_of_roof if same else None, trace.min_time_s, ev)
+    return Verdict(label, limiter, trace.roof, trace.pct_of_roof if same else None, trace.min_time_s, ev,
+                   trace.max_saving_s if same else None)

@@ -14,7 +14,10 @@ Params = dict[str, int | float | bool | str]
 class Work:
     """``flops`` (0 for a bytes-only op); ``bytes_min`` (compulsory: each tensor once) and ``bytes_max``
     (no reuse); ``compute``: the device peak key of the roof (``tensor``, ``bf16``, ``fp8``, ``fp32``…,
-    ``none`` for bytes-only ops); ``shape``: the dimensions in words (``M×N×K 8944×2816×1024``)."""
+    ``none`` for bytes-only ops); ``shape``: the dimensions in words (``M×N×K 8944×2816×1024``);
+    ``ws_max``: where an element size is not recorded (a ``TensorList``'s dtype, an unrecorded ``out_dtype``),
+    the compulsory bytes of one call at the largest size it may have, so the working set is the interval
+    ``[bytes_min, ws_max]`` (``None``: ``bytes_min`` is exact; docs/formulas.md#op-verdicts)."""
 
     flops: float
     bytes_min: float
@@ -22,10 +25,13 @@ class Work:
     compute: str
     shape: str = ""
     params: Params = field(default_factory=dict)
+    ws_max: float | None = None
 
     def __post_init__(self) -> None:
         if self.bytes_max < self.bytes_min:  # a formula's upper bound is never below its lower one
             object.__setattr__(self, "bytes_max", self.bytes_min)
+        if self.ws_max is not None and self.ws_max <= self.bytes_min:
+            object.__setattr__(self, "ws_max", None)
 
 
 def matrix_roof(args: OpArgs, i: int) -> str:

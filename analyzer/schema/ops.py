@@ -48,6 +48,7 @@ class OpEntry(TypedDict):
     pct_of_roof: Num | None
     roof: OpRoof
     min_time_s: Num | None
+    max_saving_s: Num | None  # small-grid: the share of its time filling the idle SMs can recover at most
     evidence: list[str]
     verdict_source: Literal["trace", "ncu"]  # ncu: the verdict of its matched ncu launches
     formula: str | None  # the docs/formulas.md section of its formula

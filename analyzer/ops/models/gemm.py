@@ -90,7 +90,7 @@ def scaled_mm(a: OpArgs, p: dict[str, Any]) -> Work:
         return _gemm(1, m, n, k, a.bpe(0), a.bpe(1), _SCALAR_TYPE_BYTES[int(code)], bias, roof, scales)
     lo = _gemm(1, m, n, k, a.bpe(0), a.bpe(1), 1, bias, roof, scales)
     hi = _gemm(1, m, n, k, a.bpe(0), a.bpe(1), 4, bias, roof, scales)
-    return Work(lo.flops, lo.bytes_min, hi.bytes_max, roof, lo.shape, lo.params)
+    return Work(lo.flops, lo.bytes_min, hi.bytes_max, roof, lo.shape, lo.params, ws_max=hi.bytes_min)
 
 
 def grouped_mm(a: OpArgs, p: dict[str, Any]) -> Work:

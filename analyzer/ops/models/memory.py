@@ -42,7 +42,8 @@ def cat(a: OpArgs, p: dict[str, Any]) -> Work:
         raise Unmodelled("the concatenated tensors' shapes are not recorded")
     n = sum(numel(tuple(s)) for s in shapes)
     lo_b, hi_b = TENSOR_LIST_BYTES
-    return Work(0, 2 * n * lo_b, 2 * n * hi_b, "none", f"{len(shapes)} tensors, {n} elements", {"elements": n})
+    return Work(0, 2 * n * lo_b, 2 * n * hi_b, "none", f"{len(shapes)} tensors, {n} elements", {"elements": n},
+                ws_max=2 * n * hi_b)
 
 
 def gather_rows(a: OpArgs, p: dict[str, Any]) -> Work:

@@ -71,7 +71,7 @@ def foreach(a: OpArgs, p: dict[str, Any]) -> Work:
     w = float(p["flops"])
     lo_b, hi_b = TENSOR_LIST_BYTES
     return Work(w * n, elems * lo_b, elems * hi_b, "fp32", f"{len(a.dims[lists[0]])} tensors, {n} elements",
-                {"elements": n, "flops_per_element": w})
+                {"elements": n, "flops_per_element": w}, ws_max=elems * hi_b)
 
 
 def softmax(a: OpArgs, p: dict[str, Any]) -> Work:
