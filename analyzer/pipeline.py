@@ -257,6 +257,10 @@ def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, to
         oa = analyze_ops(parsed.results, device, top, measured)  # ncu's verdict per op: docs/formulas.md#op-ncu-verdicts
         if oa.coverage:
             extra.update(ops=oa.ops, ops_coverage=oa.coverage)
+            for st in extra.get("steps") or []:  # each ProfilerStep's largest ops (docs/formulas.md#op-categories)
+                got = oa.steps.get((st["input"], st["name"], st["device"])) if st["kind"] == "profiler-step" else None
+                if got is not None:
+                    st.update(ops_attributed_s=got["attributed_s"], top_ops=got["top_ops"])
             findings = rank_together(findings, oa.findings, top)
         if oa.coverage and len(results):  # and an ncu profile: the op model against its counters
             extra["ops_ncu"] = cross_validate(parsed.results, ai.kernels, results)

@@ -12,7 +12,7 @@ from rooftop.analyzer.schema.ops import OpEntry, OpsCoverage
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
-from rooftop.reports.svg_charts import figure_html
+from rooftop.reports.svg_charts import color, figure_html, hbars
 from rooftop.reports.svg_ops import describe, key_html, ops_roofline_svg
 from rooftop.reports.widgets import Column, Section, table
 
@@ -45,6 +45,52 @@ _COVERAGE = [Column("where", "input · device"), Column("gpu", "GPU"), Column("r
              Column("of_all", "attributed (of all)", fmt_pct, numeric=True),
              Column("modelled", "modelled (of attributed)", fmt_pct, numeric=True),
              Column("unattributed", "not attributed", css="name"), Column("unmodelled", "not modelled", css="name")]
+
+
+CATEGORY_ORDER = ("gemm", "conv", "attention", "softmax", "norm", "reduce", "elementwise", "embedding", "copy",
+                  "communication", "other", "unattributed")
+
+
+def split_text(c: OpsCoverage, limit: int | None = None) -> str:
+    """``gemm 41.2% · attention 12.0% · … · unattributed 3.1%`` (largest first; the document's order)."""
+    rows = c["categories"]
+    shown = rows if limit is None else [r for r in rows if r["category"] != "unattributed"][:limit]
+    text = " · ".join(f"{r['category']} {fmt_pct(r['share'])}" for r in shown)
+    rest = len(rows) - len(shown) - (0 if limit is None else sum(r["category"] == "unattributed" for r in rows))
+    un = next((r for r in rows if r["category"] == "unattributed"), None)
+    if limit is not None and rest > 0:
+        text += f" · {rest} more"
+    if limit is not None and un is not None:
+        text += f" · unattributed {fmt_pct(un['share'])}"
+    return text
+
+
+def _status(c: OpsCoverage) -> str:
+    if c["categories_status"] == "known":
+        return "known"
+    return (f"unknown: {fmt_pct(c['attributed_of_all'])} of GPU time attributed (under 95 %; "
+            + "; ".join(f"{u['reason']} {fmt_time(u['time_s'])}" for u in c["unattributed"]) + ")")
+
+
+def category_section(cov: Sequence[OpsCoverage]) -> Section | None:
+    """GPU time by op category per device: one stacked bar each and the split in words
+    (docs/formulas.md#op-categories)."""
+    cov = [c for c in cov if c["categories"]]
+    if not cov:
+        return None
+    parts = [(cat, "#adb5bd" if cat == "unattributed" else color(i)) for i, cat in enumerate(CATEGORY_ORDER)]
+    svg = hbars("GPU time by op category", [_where(c) for c in cov], parts,
+                [{str(r["category"]): float(r["time_s"] or 0.0) for r in c["categories"]} for c in cov], unit="s")
+    chart = figure_html(svg, "Each device's GPU time (kernels, copies, sets) by the category of the op that "
+                             "launched it; grey: no op launched it (hover for the seconds).")
+    rows = [{"where": _where(c), "status": _status(c), "split": split_text(c)} for c in cov]
+    body = table(rows, [Column("where", "input · device"), Column("status", "split", css="name"),
+                        Column("split", "share of GPU time by category", css="name")])
+    return Section("GPU time by op category", '<p class="note">' + esc(
+        "Kernel time attributed to the op that launched it, summed by the op's category; the split is 'unknown' "
+        "where under 95 % of the GPU time was attributed (CUDA-graph replay, work launched before the capture): "
+        "the shares are then lower bounds (docs/formulas.md#op-categories).") + "</p>" + chart + body,
+        anchor="op-categories")
 
 
 def _op_row(o: OpEntry) -> dict[str, Any]:
@@ -96,7 +142,8 @@ def ops_sections(doc: Document) -> list[Section] | None:
                 svg, "Each op signature with FLOPs: a segment at its achieved FLOP/s across its intensity interval "
                      "(no reuse to compulsory bytes), the dot at the compulsory end, coloured by label; the roofs "
                      "are the ones it was judged against. Hover for the numbers.") + key_html(mine))
-    out = [Section("Ops on the roofline (PyTorch trace)", "".join(body), anchor="ops")]
+    cats = category_section(cov)
+    out = [*([cats] if cats else []), Section("Ops on the roofline (PyTorch trace)", "".join(body), anchor="ops")]
     if ops:
         ranked = sorted(ops, key=lambda o: -(o["kernel_time_s"] or 0.0))
         rows = [_op_row(o) for o in ranked[:TABLE_ROWS]]
@@ -140,6 +187,13 @@ def ops_md_sections(doc: Document) -> list[MdSection] | None:
                                            ("unattributed", "not attributed"), ("unmodelled", "not modelled")])
     ops = sorted(doc.get("ops") or [], key=lambda o: -(o["kernel_time_s"] or 0.0))[:MD_ROWS]
     out = [MdSection("Op coverage", lines)]
+    split = [{"where": _where(c), "status": c["categories_status"], "split": split_text(c)} for c in cov
+             if c["categories"]]
+    if split:
+        out.append(MdSection("GPU time by op category", md_table(split, [
+            ("where", "input · device"), ("status", "split"), ("split", "share of GPU time by category")])
+            + "\n\n'unknown': under 95 % of the GPU time attributed, the shares are lower bounds "
+              "(docs/formulas.md#op-categories)."))
     if ops:
         out.append(MdSection("Top ops", md_table([_op_row(o) for o in ops], [
             ("op", "op"), ("category", "category"), ("calls", "calls"), ("time", "GPU time", fmt_time),

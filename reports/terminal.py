@@ -161,6 +161,29 @@ def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:
     return out
 
 
+def _split_line(c: Any, width: int = 80) -> str:
+    """``    by category: gemm 41.2% · … · unattributed 3.1%`` within ``width`` columns, or why it is unknown."""
+    if c["categories_status"] != "known":
+        line = f"    by category: unknown ({100 * (c['attributed_of_all'] or 0.0):.1f}% of GPU time attributed"
+        reasons = [plain(u["reason"], None) for u in sorted(c["unattributed"], key=lambda u: -u["time_s"])]
+        for i, why in enumerate(reasons):
+            nxt = f"{line}{'; rest: ' if i == 0 else ', '}{why}"
+            if len(nxt) + 1 > width:
+                break
+            line = nxt
+        return line + ")"
+    head = "    by category: "
+    words = [f"{plain(r['category'], 16)} {100 * (r['share'] or 0.0):.0f}%" for r in c["categories"]]
+    line = head
+    for i, w in enumerate(words):
+        more = f" +{len(words) - i} more"
+        nxt = w if line == head else f"{line[len(head):]} · {w}"
+        if len(head) + len(nxt) + (len(more) if i < len(words) - 1 else 0) > width:
+            return line + more
+        line = head + nxt
+    return line
+
+
 def _ops_lines(doc: Document, limit: int = 8) -> list[str]:
     """Per traced device: the share of GPU time attributed to ops and modelled, and its top op finding
     (docs/formulas.md#ops)."""
@@ -173,6 +196,8 @@ def _ops_lines(doc: Document, limit: int = 8) -> list[str]:
                    + (f"{100 * att:.1f}% of launched GPU time attributed" if att is not None
                       else "no GPU time attributed")
                    + (f", {100 * mod:.1f}% of it modelled" if mod is not None else ""))
+        if c["categories"]:
+            out.append(_split_line(c))
         where = f" ({name} GPU {c['device']})"
         top = next((f for f in doc["findings"] if f.get("source") == "ops" and where in str(f["title"])), None)
         if top is not None:

@@ -39,10 +39,16 @@ def _rows(entries: Sequence[TimelineEntry]) -> list[dict[str, Any]]:
     return [_row(e) for e in entries]
 
 
-def _step_rows(steps: Sequence[Step]) -> list[dict[str, Any]]:
+def top_ops_text(s: Step, n: int = 3) -> str | None:
+    """``aten::mm 0.34 ms, aten::copy_ 0.21 ms`` (a ProfilerStep's largest ops by attributed GPU time)."""
+    ops = s.get("top_ops")
+    return ", ".join(f"{o['name']} {fmt_time(o['kernel_time_s'])}" for o in ops[:n]) if ops else None
+
+
+def _step_rows(steps: Sequence[Step], n_ops: int = 3) -> list[dict[str, Any]]:
     """The step table's rows; with one input its name is said once above the table, not per row."""
     one = len({s["input"] for s in steps}) == 1
-    return [{**_row(s), "step": s["name"], "wall": s["wall_s"],
+    return [{**_row(s), "step": s["name"], "wall": s["wall_s"], "top_ops": top_ops_text(s, n_ops),
              "where": f"GPU {s['device']}" if one else _where(s)} for s in steps]
 
 
@@ -123,7 +129,9 @@ def timeline_sections(doc: Document) -> list[Section] | None:
     if steps:
         one = len({x["input"] for x in steps}) == 1
         cols = [Column("step", "step / range", css="name"), Column("wall", "wall", fmt_time, numeric=True),
-                Column("where", "device" if one else "input · device"), *_COLUMNS[2:-2]]
+                Column("where", "device" if one else "input · device"), *_COLUMNS[2:-2],
+                *([Column("top_ops", "top ops (GPU time)", css="name")] if any(s.get("top_ops") for s in steps)
+                  else [])]
         note = "; ".join(n for n in (_steps_note(steps), "" if len(steps) <= STEP_ROWS else
                                      f"first {STEP_ROWS} of {len(steps)}") if n)
         out.append(Section("Steps", table(_step_rows(steps[:STEP_ROWS]), cols), anchor="steps", note=note))
@@ -170,9 +178,10 @@ def timeline_md_sections(doc: Document) -> list[MdSection] | None:
         more = f"\n\nFirst {MD_STEP_ROWS} of {len(steps)}." if len(steps) > MD_STEP_ROWS else ""
         head = f"{_steps_note(steps)}.\n\n" if _steps_note(steps) else ""
         where = ("where", "device" if head else "input · device")
-        out.append(MdSection("Steps", head + md_table(_step_rows(steps[:MD_STEP_ROWS]),
+        ops_col = [("top_ops", "top ops")] if any(s.get("top_ops") for s in steps) else []
+        out.append(MdSection("Steps", head + md_table(_step_rows(steps[:MD_STEP_ROWS], 2),
                                                       [("step", "step / range"), ("wall", "wall", fmt_time),
-                                                       where, *cols[1:]], limit=120) + more))
+                                                       where, *cols[1:], *ops_col], limit=120) + more))
     parts = doc.get("waterfall") or []
     if parts:
         rows = [{"where": _where(w), "part": p["part"], "seconds": p["seconds"], "share": p.get("share")}

@@ -9,6 +9,7 @@ from typing import Any
 
 from rooftop.analyzer.ceilings.devices import DeviceSpec, load_device_option, lookup
 from rooftop.analyzer.ops.attribution import REASONS, attribute, coverage_times
+from rooftop.analyzer.ops.categories import category_split, step_ops
 from rooftop.analyzer.ops.findings import op_findings
 from rooftop.analyzer.ops.ncu_join import NcuLaunch, SignatureKey
 from rooftop.analyzer.ops.signatures import Signature, signatures
@@ -24,6 +25,8 @@ class OpsAnalysis:
     ops: list[dict[str, Any]] = field(default_factory=list)
     coverage: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    # (input, ProfilerStep name, device) -> attributed_s and top_ops (docs/formulas.md#op-categories)
+    steps: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
 
 
 def _sec(ns: float) -> float:
@@ -88,6 +91,7 @@ def _coverage(r: ParseResult, device: str, times: dict[str, int], sigs: list[Sig
         "unmodelled": [{"name": n, "reason": why, "time_s": _sec(ns)} for (n, why), ns in listed[:UNMODELLED_LISTED]],
         "unmodelled_left_out": max(0, len(listed) - UNMODELLED_LISTED),
         "signatures": len(mine),
+        **category_split(sigs, device, times["gpu_ns"], attributed),
     }
 
 
@@ -106,6 +110,8 @@ def analyze_ops(results: list[ParseResult], device: str | None = None, top: int 
             continue
         times = coverage_times(att)
         sigs = signatures(att)
+        for (step, dev), in_step in step_ops(att, sigs, r.events).items():
+            out.steps[(r.accounting.path, step, dev)] = in_step
         for dev in sorted(times):
             gpu, spec = _device(r, dev, option)
             dev_ns = times[dev]["gpu_ns"]

@@ -37,7 +37,8 @@ class Attribution:
     """One input's GPU activities and the host ops they were attributed to.
 
     ``acts``: device, kind, name, start_ns, end_ns, stream, correlation, grid_dim, block_dim, ``op`` (row of ``hosts``,
-    -1 when not attributed), ``reason`` (empty when attributed, else one of :data:`REASONS`).
+    -1 when not attributed), ``reason`` (empty when attributed, else one of :data:`REASONS`), ``launch_ns`` and
+    ``launch_pid`` (the launch call's start and process; :data:`NA` when none).
     ``hosts``: :func:`rooftop.analyzer.ops.hosts.host_table` (name, source, span, thread, arguments,
     ``parent``)."""
 
@@ -113,7 +114,8 @@ def attribute(events: pd.DataFrame, ops: pd.DataFrame) -> Attribution:
     op = np.where(has_launch & ~graph, op, -1)
     reason = np.where(~has_launch, LAUNCH_NOT_IN_TRACE,
                       np.where(graph, GRAPH_REPLAY, np.where(op < 0, NO_ENCLOSING_OP, "")))
-    acts = acts.drop(columns=["pid"]).assign(op=op, reason=pd.array(reason, dtype="string"))
+    acts = acts.drop(columns=["pid"]).assign(op=op, reason=pd.array(reason, dtype="string"),
+                                             launch_ns=_ints(launch["l_start"]), launch_pid=_ints(launch["l_pid"]))
     return Attribution(acts=acts, hosts=hosts)
 
 

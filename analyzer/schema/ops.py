@@ -68,6 +68,19 @@ class UnmodelledOp(TypedDict):
     time_s: Num
 
 
+class CategoryTime(TypedDict):
+    category: OpCategory | Literal["unattributed"]
+    time_s: Num
+    share: Num | None  # of the device's GPU time
+
+
+class StepOp(TypedDict):
+    name: str
+    category: OpCategory
+    calls: int
+    kernel_time_s: Num
+
+
 class OpsCoverage(TypedDict):
     input: str
     device: str
@@ -84,6 +97,8 @@ class OpsCoverage(TypedDict):
     unmodelled: list[UnmodelledOp]
     unmodelled_left_out: int
     signatures: int
+    categories: list[CategoryTime]  # largest first, then "unattributed" (docs/formulas.md#op-categories)
+    categories_status: Literal["known", "unknown"]  # known: >= 95 % of the GPU time attributed
 
 
 class OpsNcuCategory(TypedDict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+from rooftop.analyzer.schema.ops import StepOp
 from rooftop.analyzer.schema.parts import Json, Num
 from rooftop.analyzer.schema.vocab import (
     CeilingKey,
@@ -129,6 +130,8 @@ class Step(TimelineEntry):
     name: str
     kind: Literal["profiler-step", "iteration", "range"]
     wall_s: Num
+    ops_attributed_s: Num | None  # a ProfilerStep of a trace with ops: its GPU time attributed to ops
+    top_ops: list[StepOp] | None  # ...and its largest ops by that time (docs/formulas.md#op-categories)
 
 
 # docs/formulas.md#report-view (analyzer/view.py): what the reports draw for kernels.

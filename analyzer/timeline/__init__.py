@@ -340,7 +340,8 @@ def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
             out.steps.append({"name": rng.name, "kind": "iteration" if is_iter else
                               "profiler-step" if is_step else "range",
-                              "wall_s": round((hi - lo) / 1e9, 9), **step})
+                              "wall_s": round((hi - lo) / 1e9, 9), **step,
+                              "ops_attributed_s": None, "top_ops": None})  # filled by the op analysis
     if left_out:
         out.lint.append({"code": "trace-steps-truncated", "kernels": [],
                          "message": f"{r.accounting.path}: {left_out} shorter top-level ranges not "
