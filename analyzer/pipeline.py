@@ -223,14 +223,17 @@ def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, to
 
     own = trace_findings(ta.timeline, ta.steps) + straggler_findings(ta.collectives, ta.timeline)
     joined = bool(ta.devices and len(results))
+    from rooftop.analyzer.kernels.families import family_table
+
+    fams = family_table(results) if len(results) else None  # once, for the findings and the roofline view
     findings = rank_findings(results, wa, top=top, others=() if joined else own,
-                             evidence=ai.evidence)
+                             evidence=ai.evidence, families=fams)
     devices = ai.devices + [d for d in wa.devices if d not in ai.devices]
     has_windows = wa.windows is not None and len(wa.windows) > 0
     from rooftop.analyzer.view import kernel_view
 
     records = wa.records()
-    extra: dict[str, Any] = dict(kernel_view(results, ai.ceilings, records, device))
+    extra: dict[str, Any] = dict(kernel_view(results, ai.ceilings, records, device, families=fams))
     plain: dict[str, Any] = {}
     if ai.evidence is not None and ai.evidence.groups:  # docs/contract.md#evidence
         from rooftop.analyzer.schema.evidence import rules_used

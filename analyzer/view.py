@@ -169,9 +169,9 @@ def _ceiling_rows(ceilings: pd.DataFrame | None, rows: np.ndarray, weights: np.n
     binding level (bandwidth) is this ceiling (analyzer.kernels.analyze ``dominant_class``/``binding_level``)."""
     out = []
     n = 0 if ceilings is None else len(ceilings)
+    binding_codes = {col: _text_codes(results, col, len(results)) for col in ("dominant_class", "binding_level")}
     for key, source in sources:
-        col = "dominant_class" if ceiling_kind(key) == "compute" else "binding_level"
-        b_codes, b_texts = _text_codes(results, col, len(results))
+        b_codes, b_texts = binding_codes["dominant_class" if ceiling_kind(key) == "compute" else "binding_level"]
         binding = b_codes[rows]
         vals = _col(ceilings, _cname(key), n)[rows]
         if not np.isfinite(vals).any():
@@ -189,9 +189,13 @@ def _ceiling_rows(ceilings: pd.DataFrame | None, rows: np.ndarray, weights: np.n
     return out
 
 
-def _families(results: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    sub = results.iloc[rows].reset_index(drop=True)
-    fam = family_table(sub)
+def _families(results: pd.DataFrame, rows: np.ndarray, every: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The family table of ``rows`` (ascending positions); ``every``: ``family_table(results)``, used when
+    ``rows`` are all of them."""
+    if every is not None and len(rows) == len(results):
+        fam = every.copy()
+    else:
+        fam = family_table(results.iloc[rows].reset_index(drop=True))
     if len(fam):
         fam["kernels"] = [[int(rows[p]) for p in ks] for ks in fam["kernels"]]
         if "representative" in fam.columns:
@@ -273,11 +277,13 @@ def why_empty(results: pd.DataFrame) -> str:
 
 
 def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
-                windows: Sequence[Mapping[str, Any]] = (), device: str | None = None) -> KernelView:
+                windows: Sequence[Mapping[str, Any]] = (), device: str | None = None,
+                families: pd.DataFrame | None = None) -> KernelView:
     """Document keys ``roofline`` (``panels``, ``why_empty``) and ``families`` for ``results``.
 
     ``ceilings``: the per-kernel ceilings frame of :func:`rooftop.analyzer.kernels.analyze.analyze_kernels`
     (``peak_<class>``, ``bw_<lvl>``, ``src_*``, ``detail_*``, ``ceiling_device``), row-aligned.
+    ``families``: ``family_table(results)`` when the caller has it (a panel of every kernel reuses it).
     """
     n = len(results)
     wpanels = window_view(windows, device) if windows else []
@@ -291,7 +297,7 @@ def kernel_view(results: pd.DataFrame, ceilings: pd.DataFrame | None = None,
     frames: list[pd.DataFrame] = []
     for (device, sources), idx in sorted(groups.items(), key=lambda kv: -float(dur[kv[1]].sum())):
         rows = np.asarray(idx, dtype=int)
-        fam = _families(results, rows)
+        fam = _families(results, rows, families)
         pid = f"p{len(panels)}"
         fam["panel"] = pid
         fam["placed"] = _placed(fam)

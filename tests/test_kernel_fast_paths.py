@@ -263,3 +263,24 @@ def test_hint_scan_by_split_equals_the_multiline_regex(seed: int) -> None:
         text += "\n"
     assert scan_text(text) == scan_text_reference(text)
 
+
+
+@pytest.mark.parametrize("fixture", ["demo.raw.csv", "demo.details.csv"])
+def test_family_table_computed_once_gives_the_same_view_and_findings(fixture: str) -> None:
+    """The pipeline computes ``family_table`` once for the findings and the roofline view: both equal
+    what each gives computing its own."""
+    from pathlib import Path
+
+    from rooftop.analyzer.findings import rank_findings
+    from rooftop.analyzer.kernels.families import family_table
+    from rooftop.analyzer.pipeline import analyze_inputs
+    from rooftop.analyzer.view import kernel_view
+
+    ai = analyze_inputs([str(Path(__file__).resolve().parent.parent / "fixtures" / "ncu" / fixture)])
+    assert len(ai.results)
+    fams = family_table(ai.results)
+    before = fams.copy()
+    assert kernel_view(ai.results, ai.ceilings, families=fams) == kernel_view(ai.results, ai.ceilings)
+    assert repr(rank_findings(ai.results, None, families=fams, evidence=ai.evidence)) == \
+        repr(rank_findings(ai.results, None, evidence=ai.evidence))
+    assert fams.equals(before)  # neither changed the shared table

@@ -100,11 +100,11 @@ def _finding(fam: Any, row: pd.Series, fam_row: Mapping[str, Any], frules: pd.Da
 
 
 def kernel_findings(results: pd.DataFrame, limit: int | None = None,
-                    evidence: Facts | None = None) -> list[dict[str, Any]]:
+                    evidence: Facts | None = None, families: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Findings, one per family of :func:`analyzer.kernels.families.family_table`, best first (at most
     ``limit``), each with a ``_score``. Per-launch savings are weighted by the launches a row
     stands for (``invocations``). Scores and order are computed for all families at once; dicts
-    are built only for the kept ones.
+    are built only for the kept ones. ``families``: ``family_table(results)`` when the caller has it.
     """
     from rooftop.analyzer.kernels.families import family_table
 
@@ -112,7 +112,7 @@ def kernel_findings(results: pd.DataFrame, limit: int | None = None,
     if n == 0:
         return []
     est = launch_estimates(results)
-    fams = family_table(results)
+    fams = family_table(results) if families is None else families.copy()
     pos_family = np.empty(n, dtype=object)
     for fam, ks in zip(fams["family"], fams["kernels"], strict=True):
         pos_family[ks] = fam
@@ -150,14 +150,17 @@ def _window_score(f: Mapping[str, Any]) -> float:
 
 
 def rank_findings(results: pd.DataFrame, windows: Any, top: int = 10,
-                  others: Sequence[Mapping[str, Any]] = (), evidence: Facts | None = None) -> list[dict[str, Any]]:
+                  others: Sequence[Mapping[str, Any]] = (), evidence: Facts | None = None,
+                  families: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Contract findings (kernel families + DCGM windows + ``others``, e.g. a trace's own findings,
     each with a ``time_share`` or ``score``), ranked, at most ``top``; ``evidence``: the kernels'
-    evidence facts, for a representative launch whose sentences ``results`` does not hold.
+    evidence facts, for a representative launch whose sentences ``results`` does not hold; ``families``:
+    ``family_table(results)`` when the caller has it (computed once for the findings and the roofline view).
 
     When both kernel and other findings exist, each keeps at least ``top // 3`` slots if it has that many.
     """
-    kf = kernel_findings(results, limit=max(int(top), 0), evidence=evidence) if results is not None and len(results) else []
+    kf = kernel_findings(results, limit=max(int(top), 0), evidence=evidence, families=families) \
+        if results is not None and len(results) else []
     wf = []
     for f in [*list(getattr(windows, "findings", None) or []), *others]:
         g = dict(f)
