@@ -36,6 +36,7 @@ from rooftop.parsers.model import (
     Rejected,
     drain_batches,
 )
+from rooftop.parsers.prometheus.records import NO_GPU
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.units import EPOCH_SCALES, EPOCH_YEARS, epoch_scale
 
@@ -247,6 +248,10 @@ def _read(out: _Rows, k: int, series: _Compact, rtype: str) -> None:
         else:
             out.other += 1
         return
+    labels = _labels(metric)
+    if labels["gpu"] is None and labels["uuid"] is None:  # cannot be placed on a GPU (docs/formulas.md#inputs)
+        out.reject(f"series {k} ({name}): {NO_GPU}", _n_pairs(series, rtype))
+        return
     ts_ms, values = _pairs_arrays(out, k, name, series, rtype)
     if not len(values):
         return
@@ -263,7 +268,7 @@ def _read(out: _Rows, k: int, series: _Compact, rtype: str) -> None:
         gone |= ambiguous
         scale = f[~gone]
     keep = ~gone
-    out.add(np.round(ts_ms[keep]).astype("int64"), values[keep] * scale, fid, name, _labels(metric))
+    out.add(np.round(ts_ms[keep]).astype("int64"), values[keep] * scale, fid, name, labels)
 
 
 def _table(out: _Rows, parts: list[tuple[np.ndarray, np.ndarray, int, str, dict[str, str | None]]]) -> pa.Table:

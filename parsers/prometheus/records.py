@@ -27,6 +27,9 @@ from rooftop.parsers.prometheus.times import bad_timestamps, off_scale, to_ms
 from rooftop.parsers.units import EPOCH_YEARS
 
 UNPARSED = "DCGM metric line does not parse as 'name{labels} value [ts]'"
+NO_GPU = ("sample has no GPU identity (no gpu, UUID, uuid or gpu_uuid label): it cannot be placed on a GPU; "
+          "scrape the exporter with its GPU labels (dcgm-exporter sets gpu and UUID) or drop the line "
+          "(docs/formulas.md#inputs)")
 SERIES_LABELS = ("host", "gpu", "uuid", "mig")  # with the field: one series (label drift does not split it)
 
 
@@ -67,9 +70,12 @@ def _locate(data: pa.Array | bytes | memoryview, state: State) -> tuple[int, Loc
     return n_lines, merge(fast, slow_no, slow)
 
 
-def _why(h: Heads, i: int, unknown: bool, numeric: bool, overflow: bool, value: Any, ts: Any) -> str:
+def _why(h: Heads, i: int, unknown: bool, numeric: bool, overflow: bool, value: Any, ts: Any,
+         no_gpu: bool = False) -> str:
     if unknown:
         return f"unknown DCGM field {h.name[i].as_py()!r}"
+    if no_gpu:
+        return NO_GPU
     if not numeric:
         return f"value {str(value)[:40]!r} is not a number"
     if overflow:
@@ -89,13 +95,20 @@ def _checked(h: Heads, hidx: np.ndarray, value_s: pa.Array, ts_s: pa.Array, nos:
         numeric = bool_mask(pc.match_substring_regex(value_s, NUMBER))
         value_all = pc.cast(pc.if_else(pa.array(numeric), pc.replace_substring_regex(value_s, r"^\+", ""),
                                        pa.scalar("nan")), pa.float64())
+    no_gpu = no_gpu_identity(h)[hidx]
     overflow = bad_timestamps(ts_s)
-    bad = unknown | ~numeric | overflow | off_scale(ts_s, overflow)
+    bad = unknown | no_gpu | ~numeric | overflow | off_scale(ts_s, overflow)
     for i in np.flatnonzero(bad):
         rejected.append(Rejected(path, int(nos[i]), _why(h, int(hidx[i]), bool(unknown[i]), bool(numeric[i]),
                                                          bool(overflow[i]), value_s[int(i)].as_py(),
-                                                         ts_s[int(i)].as_py())))
+                                                         ts_s[int(i)].as_py(), bool(no_gpu[i]))))
     return value_all, ~bad
+
+
+def no_gpu_identity(h: Heads) -> np.ndarray:
+    """Per head: neither a ``gpu`` index nor a UUID label (docs/formulas.md#inputs, "GPU identity")."""
+    none = pc.and_(pc.is_null(h.labels["gpu"]), pc.is_null(h.labels["uuid"]))
+    return bool_mask(none) if len(none) else np.zeros(0, dtype=bool)
 
 
 def series_idents(h: Heads) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
