@@ -133,7 +133,7 @@ def step_duckdb(dataset: str, threads: int, period: dict[str, str]) -> dict[str,
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
     con.execute("SET TimeZone = 'UTC'")
-    sql = DUCKDB_SQL.format(glob=f"{dataset}/date=*/host=*/*.parquet", win_ms=60000, window_s=60.0,
+    sql = DUCKDB_SQL.format(glob=f"{dataset}/date=*/*/*.parquet", win_ms=60000, window_s=60.0,
                             lo_s=since.timestamp(), hi_s=until.timestamp(), prev_s=prev.timestamp())
     t0, c0 = time.perf_counter(), _cpu_s()
     rows = con.execute(sql).fetchall()

@@ -43,7 +43,7 @@ def _dataset(tmp: Path) -> tuple[Path, Path]:
 
 
 def _parts(ds: Path) -> list[str]:
-    return sorted(p.relative_to(ds).as_posix() for p in ds.glob("date=*/host=*/*.parquet"))
+    return sorted(p.relative_to(ds).as_posix() for p in ds.glob("date=*/host_key=*/*.parquet"))
 
 
 def _fleet_rows(ds: Path, tmp: Path) -> int:
@@ -56,7 +56,7 @@ def _fleet_rows(ds: Path, tmp: Path) -> int:
 # ------------------------------------------------------------------ item 1: outputs over the dataset
 
 
-@pytest.mark.parametrize("target", ["_manifest.json", "_ingest.lock", "date=2025-01-01/host=node-0/x.html"])
+@pytest.mark.parametrize("target", ["_manifest.json", "_ingest.lock", "date=2025-01-01/host_key=node-0/x.html"])
 def test_no_output_is_written_over_the_datasets_own_files(tmp_path: Path, target: str) -> None:
     _, ds = _dataset(tmp_path)
     manifest = (ds / "_manifest.json").read_bytes()
@@ -91,7 +91,7 @@ def test_a_manifest_overwritten_by_a_report_deletes_nothing_and_repair_restores(
     res = _run("ingest", "--repair", "--to", ds)
     assert res.exit_code == 0, res.output
     assert "moved to _unreferenced/" in res.output and "kept as _manifest.json.broken-" in res.output
-    assert len(list(ds.glob("_unreferenced/*/date=*/host=*/*.parquet"))) == len(parts)  # nothing deleted
+    assert len(list(ds.glob("_unreferenced/*/date=*/host_key=*/*.parquet"))) == len(parts)  # nothing deleted
     res = _run("ingest", src, "--to", ds, "-q")  # the inputs again: the dataset as before
     assert res.exit_code == 0, res.output
     assert _fleet_rows(ds, tmp_path) == rows
@@ -157,12 +157,12 @@ def test_a_lock_that_links_out_of_the_dataset_is_refused_not_truncated(tmp_path:
 def test_the_orphan_sweep_never_follows_a_linked_partition_folder(tmp_path: Path) -> None:
     _src, ds = _dataset(tmp_path)
     outside = tmp_path / "elsewhere"
-    (outside / "host=x").mkdir(parents=True)
+    (outside / "host_key=x").mkdir(parents=True)
     for name in ("part-0123.parquet", ".part-0123.parquet.tmp", "notes.txt"):
         (outside / "host=x" / name).write_text("not rooftop's")
         (outside / name).write_text("not rooftop's")
     (ds / "date=2099-01-01").symlink_to(outside, target_is_directory=True)
-    (ds / "date=2025-01-01" / "host=linked").symlink_to(outside, target_is_directory=True)
+    (ds / "date=2025-01-01" / "host_key=linked").symlink_to(outside, target_is_directory=True)
     res = _run("ingest", _scrapes(tmp_path / "more.prom", hosts=1, scrapes=8), "--to", ds, "-q")
     assert res.exit_code == 0, res.output
     for name in ("part-0123.parquet", ".part-0123.parquet.tmp", "notes.txt"):
@@ -172,7 +172,7 @@ def test_the_orphan_sweep_never_follows_a_linked_partition_folder(tmp_path: Path
 
 def test_the_sweep_removes_only_its_own_leftovers(tmp_path: Path) -> None:
     _src, ds = _dataset(tmp_path)
-    folder = next(ds.glob("date=*/host=*"))
+    folder = next(ds.glob("date=*/host_key=*"))
     (folder / "part-deadbeef.parquet").write_text("an interrupted ingest's file")
     (folder / ".part-deadbeef.parquet.tmp").write_text("its temporary")
     (folder / "README.txt").write_text("someone's note")

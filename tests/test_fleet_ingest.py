@@ -86,13 +86,13 @@ def test_ingest_writes_hive_partitions_by_date_and_host(tmp_path, monkeypatch):
     assert s.rows == 960
     assert s.files == 4
     parts = sorted({str(Path(f).parent) for f in Manifest.load(root).files()})
-    assert parts == ["date=2026-11-20/host=node-a", "date=2026-11-20/host=node-b",
-                     "date=2026-11-21/host=node-a", "date=2026-11-21/host=node-b"]
+    assert parts == ["date=2026-11-20/host_key=node-a", "date=2026-11-20/host_key=node-b",
+                     "date=2026-11-21/host_key=node-a", "date=2026-11-21/host_key=node-b"]
     back = _read_committed(root)
     assert back.num_rows == 960 and back.schema.equals(SAMPLE_SCHEMA, check_metadata=False)
-    day1 = pq.read_table(root / "date=2026-11-20/host=node-a", partitioning=None)
+    day1 = pq.read_table(root / "date=2026-11-20/host_key=node-a", partitioning=None)
     assert day1.num_rows == 2 * 60 * 2
-    assert pq.ParquetFile(next((root / "date=2026-11-20/host=node-a").glob("*.parquet"))) \
+    assert pq.ParquetFile(next((root / "date=2026-11-20/host_key=node-a").glob("*.parquet"))) \
         .metadata.row_group(0).column(0).compression == "ZSTD"
     entry = Manifest.load(root).entries[0]
     assert entry["sha256"] == file_sha256(paths[0]) and entry["size"] == paths[0].stat().st_size
@@ -194,8 +194,8 @@ def test_hostile_host_names_stay_inside_the_dataset(tmp_path, monkeypatch):
         p = (root / f).resolve()
         assert resolved in p.parents
         _date, host_dir, _name = Path(f).parts
-        assert host_dir.startswith("host=") and len(host_dir) <= 5 + MAX_PARTITION_CHARS
-        seg = host_dir[5:]
+        assert host_dir.startswith("host_key=") and len(host_dir) <= 9 + MAX_PARTITION_CHARS
+        seg = host_dir[9:]
         assert seg not in ("", ".", "..") and "/" not in seg
         assert seg == NULL_PARTITION or not seg.startswith((".", "_"))
         assert "\\" not in seg

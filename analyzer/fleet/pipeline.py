@@ -28,7 +28,7 @@ from rooftop.analyzer.fleet.rollup import (
     trend,
 )
 from rooftop.analyzer.schema import Document
-from rooftop.analyzer.store.layout import MS_PER_DAY, file_date, iso_ms, parse_iso
+from rooftop.analyzer.store.layout import MS_PER_DAY, file_date, host_dir, iso_ms, parse_iso
 from rooftop.analyzer.store.manifest import Manifest
 from rooftop.analyzer.windows.links import link_rows
 from rooftop.errors import InputError
@@ -79,16 +79,17 @@ AHEAD = timedelta(hours=6)  # a host's newest sample this far past every other h
 
 
 def host_newest(manifest: Manifest) -> dict[str, datetime]:
-    """The newest sample time of each host (its ``host=`` partition folder), from the Parquet
+    """The newest sample time of each host (its ``host_key=`` partition folder), from the Parquet
     statistics of its files in its newest ``date=`` partition (footers only: no data is read)."""
     import pyarrow.parquet as pq
 
     newest_day: dict[str, tuple[str, list[str]]] = {}
     for rel in manifest.files():
         parts = rel.split("/")
-        if len(parts) != 3 or not parts[0].startswith("date=") or not parts[1].startswith("host="):
+        host = host_dir(parts[1]) if len(parts) == 3 else None
+        if host is None or not parts[0].startswith("date="):
             continue
-        day, host = parts[0][5:], parts[1][5:]
+        day = parts[0][5:]
         have = newest_day.get(host)
         if have is None or day > have[0]:
             newest_day[host] = (day, [rel])

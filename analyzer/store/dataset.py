@@ -4,7 +4,7 @@ Layout::
 
     DATASET/
       _manifest.json                       # every ingested input and the files it produced
-      date=2026-11-21/host=node-07/part-<sha16>.parquet
+      date=2026-11-21/host_key=node-07/part-<sha16>.parquet
       ...
 
 * Files hold every ``SAMPLE_SCHEMA`` column (the true ``host`` value included); the folder names only
@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rooftop.analyzer.store.layout import MS_PER_DAY, day_of, partition_dir
+from rooftop.analyzer.store.layout import MS_PER_DAY, day_of, host_dir, host_key_of, partition_dir
 from rooftop.analyzer.store.manifest import MANIFEST, Manifest
 from rooftop.atomic import TMP_SUFFIX, fsync_dir
 from rooftop.errors import InputError
@@ -87,6 +87,7 @@ class PartitionWriter:
     def __init__(self, root: Path, stem: str) -> None:
         self.root = root
         self.stem = stem
+        self.host_key = host_key_of(root)  # host_key=, or host= in a dataset written before
         self._writers: dict[str, tuple[pq.ParquetWriter, Path, Path]] = {}
         self._closed: list[tuple[Path, Path]] = []  # (temporary, final) of files closed to bound open files
         self._files: dict[str, int] = {}  # files begun per partition
@@ -118,7 +119,7 @@ class PartitionWriter:
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             first = int(order[s])
             hi = int(host_idx[first])
-            part = partition_dir(day_of(int(ms[first])), host_names[hi] if hi >= 0 else None)
+            part = partition_dir(day_of(int(ms[first])), host_names[hi] if hi >= 0 else None, self.host_key)
             rows = table.take(pa.array(order[s:e])) if e - s < len(order) else table  # compact copy
             self._writer(part)  # the hidden temporary file exists from the first row on
             self.touched.add(part)
@@ -195,7 +196,7 @@ class PartitionWriter:
 
 
 def _make_partition(root: Path, part: str) -> Path:
-    """The partition folder ``date=…/host=…`` under ``root``, made one level at a time; each level
+    """The partition folder ``date=…/host_key=…`` under ``root``, made one level at a time; each level
     must be a real folder (:class:`InputError` for a symlink: nothing is made or written through it)."""
     root.mkdir(parents=True, exist_ok=True)
     here = root
@@ -213,7 +214,7 @@ def remove_orphans(root: Path, manifest: Manifest) -> int:
     """Delete what a crashed ingest left: manifest temporaries in the root, and in the partition
     folders the partition files (``part-*.parquet``) no manifest entry names and their
     temporaries (``.part-*.tmp``). Only regular files of those names, only in real folders: a
-    symlinked ``date=``/``host=`` folder is never entered and a symlink never removed through, so
+    symlinked ``date=``/``host_key=`` (``host=``) folder is never entered and a symlink never removed through, so
     the sweep cannot reach outside the dataset (docs/formulas.md#fleet-ingest)."""
     keep = set(manifest.files())
     removed = 0
@@ -224,7 +225,7 @@ def remove_orphans(root: Path, manifest: Manifest) -> int:
         if not date.startswith("date=") or not _real_dir(root / date):
             continue
         for host in _entries(root / date):
-            if not host.startswith("host=") or not _real_dir(root / date / host):
+            if host_dir(host) is None or not _real_dir(root / date / host):
                 continue
             for name in _entries(root / date / host):
                 rel = f"{date}/{host}/{name}"

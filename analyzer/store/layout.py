@@ -1,8 +1,15 @@
-"""Where a fleet dataset's samples live: ``date=YYYY-MM-DD/host=<host>`` partition folders with host
-names made safe for paths, and the epoch-ms / ISO 8601 times of the manifest (docs/formulas.md#fleet-ingest)."""
+"""Where a fleet dataset's samples live: ``date=YYYY-MM-DD/host_key=<host>`` partition folders with host
+names made safe for paths, and the epoch-ms / ISO 8601 times of the manifest (docs/formulas.md#fleet-ingest).
+
+The folder key is ``host_key``, not ``host``: every file holds the true ``host`` column, and a
+``host=`` key beside it made ``pandas.read_parquet(DATASET)`` fail (Arrow cannot merge the file's
+string column with the inferred partition column) and, where a long name is shortened to a digest,
+would replace the true host. Datasets written before keep their ``host=`` folders (:func:`host_key_of`):
+rooftop reads them as before; ``pandas.read_parquet(DATASET, partitioning=None)`` opens them."""
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timezone
 from hashlib import sha1
@@ -39,9 +46,42 @@ def day_of(ms: int) -> str:
     return datetime.fromtimestamp(ms // MS_PER_DAY * 86_400, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
-def partition_dir(day: str, host: str | None) -> str:
+HOST_KEY = "host_key"  # the partition folder key of a host (never ``host``: the files' column)
+LEGACY_HOST_KEY = "host"  # datasets written before: kept, never mixed with HOST_KEY
+HOST_KEYS = (HOST_KEY, LEGACY_HOST_KEY)
+
+
+def partition_dir(day: str, host: str | None, key: str = HOST_KEY) -> str:
     """The dataset-relative folder of a day and host."""
-    return f"date={day}/host={partition_value(host)}"
+    return f"date={day}/{key}={partition_value(host)}"
+
+
+def host_dir(name: str) -> str | None:
+    """The path-safe host of a partition folder name (``host_key=…``, or ``host=…`` in a dataset
+    written before), None for any other name."""
+    for key in HOST_KEYS:
+        if name.startswith(key + "="):
+            return name[len(key) + 1:]
+    return None
+
+
+def host_key_of(root: os.PathLike[str] | str) -> str:
+    """The host folder key a dataset already uses (:data:`LEGACY_HOST_KEY` where its folders are
+    ``host=``), so one dataset never holds both; :data:`HOST_KEY` for a new or empty one."""
+    try:
+        dates = sorted(e.name for e in os.scandir(root) if e.name.startswith("date=") and e.is_dir())
+    except OSError:
+        return HOST_KEY
+    for date in dates:
+        try:
+            names = [e.name for e in os.scandir(os.path.join(root, date))]
+        except OSError:
+            continue
+        for name in names:
+            for key in HOST_KEYS:
+                if name.startswith(key + "="):
+                    return key
+    return HOST_KEY
 
 
 _DATE_RE = re.compile(r"(?:^|/)date=(\d{4}-\d{2}-\d{2})/")
