@@ -159,14 +159,14 @@ def test_the_orphan_sweep_never_follows_a_linked_partition_folder(tmp_path: Path
     outside = tmp_path / "elsewhere"
     (outside / "host_key=x").mkdir(parents=True)
     for name in ("part-0123.parquet", ".part-0123.parquet.tmp", "notes.txt"):
-        (outside / "host=x" / name).write_text("not rooftop's")
+        (outside / "host_key=x" / name).write_text("not rooftop's")
         (outside / name).write_text("not rooftop's")
     (ds / "date=2099-01-01").symlink_to(outside, target_is_directory=True)
     (ds / "date=2025-01-01" / "host_key=linked").symlink_to(outside, target_is_directory=True)
     res = _run("ingest", _scrapes(tmp_path / "more.prom", hosts=1, scrapes=8), "--to", ds, "-q")
     assert res.exit_code == 0, res.output
     for name in ("part-0123.parquet", ".part-0123.parquet.tmp", "notes.txt"):
-        assert (outside / "host=x" / name).read_text() == "not rooftop's"
+        assert (outside / "host_key=x" / name).read_text() == "not rooftop's"
         assert (outside / name).read_text() == "not rooftop's"
 
 
