@@ -22,6 +22,8 @@ DRAM_HIGH = 0.50  # kempnerpulse "memory-bound" DRAM >= 50 %
 DRAM_PRACTICAL_PEAK = 0.80  # DCGM guide: "in practice a peak of ~0.8 (80%) is the maximum achievable"
 SM_EFFECTIVE, SM_INEFFECTIVE = 0.80, 0.50  # DCGM guide, SM activity (docs/research/anchors.md §3 row 15)
 DOMINANT_MIN = 0.20
+NEAR_PEAK = 0.80  # a side at >= 80 % of its peak is near peak (the kernel rule's "sides >= 80", docs/formulas.md#windows)
+BUSY_CONFLICT = 0.50  # GPU_UTIL above GR by this much: the two time-busy signals disagree (docs/formulas.md#windows)
 FB_IDLE_MIB = 64.0  # framebuffer used at or below this with no activity field: no CUDA context (docs/formulas.md#windows)
 _MIG_G = re.compile(r"^(\d+)g\.")
 
@@ -83,7 +85,7 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
     and each evidence line is written from the mask that decided the label.
     """
     v = {m: out[m].to_numpy(dtype="float64") for m in ("gr_active", "sm_active", "dram_active", "gpu_util",
-                                                      "fb_used_mib", *PIPES.values())}
+                                                      "mem_copy_util", "fb_used_mib", *PIPES.values())}
     ok = {m: np.isfinite(x) for m, x in v.items()}
     gr, sm, dram, util = v["gr_active"], v["sm_active"], v["dram_active"], v["gpu_util"]
     p_gr, p_sm, p_dram, p_util = ok["gr_active"], ok["sm_active"], ok["dram_active"], ok["gpu_util"]
@@ -107,21 +109,27 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
     top_val = np.where(has_pipe, pipe_v.max(axis=1), 0.0)
     top_pipe = np.array(list(PIPES), dtype=object)[top_i]
     with np.errstate(invalid="ignore"):
-        mem = rest & p_dram & (dram >= DRAM_HIGH) & (dram / DRAM_PRACTICAL_PEAK >= top_val)
-        comp = rest & ~mem & has_pipe & (top_val >= PIPE_HIGH)
+        # both sides near peak: balanced, neither alone binds (a pipe that busy is never "memory-bound")
+        balanced = rest & has_pipe & p_dram & (top_val >= NEAR_PEAK) & (dram / DRAM_PRACTICAL_PEAK >= NEAR_PEAK)
+        mem = rest & ~balanced & p_dram & (dram >= DRAM_HIGH) & (dram / DRAM_PRACTICAL_PEAK >= top_val)
+        comp = rest & ~balanced & ~mem & has_pipe & (top_val >= PIPE_HIGH)
         busy = np.where(p_gr, gr, util)
-        launch = rest & ~mem & ~comp & (p_gr | p_util) & (busy >= GR_BUSY) & p_sm & (sm < SM_LOW)
-        host = rest & ~mem & ~comp & ~launch & p_gr & (gr < GR_BUSY)
+        launch = rest & ~balanced & ~mem & ~comp & (p_gr | p_util) & (busy >= GR_BUSY) & p_sm & (sm < SM_LOW)
+        low_gr = rest & ~balanced & ~mem & ~comp & ~launch & p_gr & (gr < GR_BUSY)
+        # GR says mostly idle, NVML GPU_UTIL says a kernel ran most of the time: the data conflict,
+        # no cause (host wait) is claimed
+        conflict = low_gr & p_util & (util - gr >= BUSY_CONFLICT)
+        host = low_gr & ~conflict
         norm = np.concatenate([pipe_v, np.where(p_dram, dram / DRAM_PRACTICAL_PEAK, ninf)[:, None]], axis=1)
-    mixed_rest = rest & ~(mem | comp | launch | host)
+    mixed_rest = rest & ~(mem | comp | launch | host | conflict)
     lim_name = np.array([*PIPES, "dram"], dtype=object)[norm.argmax(axis=1)]
     dom = mixed_rest & (norm.max(axis=1) >= DOMINANT_MIN)
     latency = mixed_rest & ~dom
-    label = np.select([unknown, fb_idle, idle, ou_mixed, mem, comp, launch, host],
-                      ["unknown", "idle", "idle", "unknown", "memory-bound", "compute-bound", "overhead-bound",
-                       "overhead-bound"], "mixed").astype(object)
-    limiter = np.select([unknown, fb_idle | idle, ou_mixed, mem, comp, launch, host, dom],
-                        ["unknown", "none", "unknown", "dram", top_pipe, "launch", "host", lim_name],
+    label = np.select([unknown, fb_idle, idle, ou_mixed, conflict, mem, comp, launch, host],
+                      ["unknown", "idle", "idle", "unknown", "unknown", "memory-bound", "compute-bound",
+                       "overhead-bound", "overhead-bound"], "mixed").astype(object)
+    limiter = np.select([unknown, fb_idle | idle, ou_mixed, conflict, mem, comp, launch, host, dom],
+                        ["unknown", "none", "unknown", "unknown", "dram", top_pipe, "launch", "host", lim_name],
                         "latency").astype(object)
     if not evidence:
         return label, limiter, []
@@ -149,8 +157,32 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
         _strs("GPU engine idle %.0f%% of the window: host-side wait (input pipeline, synchronisation, "
               "launch gaps)", (1 - np.clip(gr, 0, 1)) * 100, host),  # corrupt ratios are linted, not computed with
         _const("pipes and DRAM lightly used while kernels run: latency/stall-bound", latency),
+        _balanced_ev(top_pipe, top_val, dram, balanced),
+        _conflict_ev(gr, util, v["mem_copy_util"], conflict),
     ]
     return label, limiter, ev
+
+
+def _balanced_ev(pipe: np.ndarray, top: np.ndarray, dram: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Why a window with both sides near peak is balanced, not bound by one (docs/formulas.md#windows)."""
+    out = np.full(len(mask), None, dtype=object)
+    for i in np.flatnonzero(mask):
+        out[i] = (f"balanced: {pipe[i]} pipe {top[i]:.2f} and DRAM {dram[i] / DRAM_PRACTICAL_PEAK:.0%} of its "
+                  f"practical peak are both >= {NEAR_PEAK:.0%}: neither side alone binds, so neither is "
+                  "called the limit")
+    return out
+
+
+def _conflict_ev(gr: np.ndarray, util: np.ndarray, copy: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The conflicting busy signals of a window (docs/formulas.md#windows): named, no cause claimed."""
+    out = np.full(len(mask), None, dtype=object)
+    for i in np.flatnonzero(mask):
+        extra = f" and memory copy util {copy[i]:.2f}" if np.isfinite(copy[i]) else ""
+        out[i] = (f"conflicting signals: GR active {gr[i]:.2f} (engine mostly idle) but NVML GPU_UTIL "
+                  f"{util[i]:.2f}{extra} (a kernel resident most of the time); the data do not say "
+                  "which holds, so no cause is named: a longer capture with both fields sampled "
+                  "together decides")
+    return out
 
 
 def _dram_ev(dram: np.ndarray, mask: np.ndarray) -> np.ndarray:
