@@ -11,7 +11,7 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from fixtures.make_dcgm import prom_balanced_mig
+from fixtures.make_dcgm import prom_balanced_mig, prom_vgpu
 from rooftop.cli.commands import main
 from tests.conftest import corpus_dir
 
@@ -46,3 +46,21 @@ def test_conflicting_busy_signals_are_named_not_explained(tmp_path: Path) -> Non
     assert not any("host-side wait" in e for e in w["evidence"])
     assert any(e.startswith("conflicting signals: GR active 0.16 (engine mostly idle) but NVML GPU_UTIL 0.91 "
                             "and memory copy util 0.73") for e in w["evidence"])
+
+
+def test_a_vgpu_profile_matched_to_one_board_is_linted_device_assumed(tmp_path: Path) -> None:
+    src = tmp_path / "vgpu.prom"
+    src.write_text(prom_vgpu("GRID A100-40C"))
+    doc = _analyze(src, tmp_path)
+    [lint] = [x for x in doc["lint"] if x["code"] == "device-assumed"]
+    assert "'GRID A100-40C'" in lint["message"] and "NVIDIA A100-SXM4-40GB" in lint["message"]
+    exact = tmp_path / "exact.prom"
+    exact.write_text(prom_vgpu("NVIDIA A100-SXM4-40GB"))
+    assert "device-assumed" not in {x["code"] for x in _analyze(exact, tmp_path)["lint"]}
+    ds = tmp_path / "ds"
+    res = CliRunner().invoke(main, ["ingest", str(src), "--to", str(ds), "-q"])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "f.json"
+    res = CliRunner().invoke(main, ["fleet", str(ds), "--json", str(out), "--no-html"])
+    assert res.exit_code == 0, res.output
+    assert "device-assumed" in {x["code"] for x in json.loads(out.read_text())["lint"]}

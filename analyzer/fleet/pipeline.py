@@ -221,9 +221,10 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
         lint.append({"code": "fleet-no-previous-period",
                      "message": f"no samples in the previous period ({iso_ms(prev_lo)} to "
                                 f"{iso_ms(lo)}): no night-over-night change", "kernels": []})
-    from rooftop.analyzer.windows.lint import coverage_lint
+    from rooftop.analyzer.windows.lint import coverage_lint, device_assumed_lint
     from rooftop.analyzer.windows.reduce import unplaced_lint
 
+    lint += device_assumed_lint(windows, device)
     lint += coverage_lint(windows) + unplaced_lint(unplaced) + host_lint(manifest, prev_lo, hi)
     lint += assumed_lint(manifest, prev_lo, hi)
     if not len(windows):

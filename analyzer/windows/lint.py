@@ -37,8 +37,30 @@ def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> l
     """Window lint items: multiplexing zeros, sampling interval and gaps, missing profiling fields, bad values."""
     if not len(windows):
         return []
-    return [*_multiplexing_lint(windows, device), *_interval_lint(samples),
+    return [*device_assumed_lint(windows, device), *_multiplexing_lint(windows, device), *_interval_lint(samples),
             *_profiling_fields_lint(windows), *_value_lint(samples)]
+
+
+def device_assumed_lint(windows: pd.DataFrame, device: str | None) -> list[dict[str, Any]]:
+    """``device-assumed`` for each model name the device table matches only by its family pattern
+    (a vGPU profile such as ``GRID A100-40C`` or ``A10-24Q`` taken as one SXM/PCIe board): its
+    ceilings are that entry's, not the name's (docs/formulas.md#ceilings, "Which device")."""
+    if device or not len(windows) or "model" not in windows.columns:
+        return []
+    from rooftop.analyzer.ceilings.device_match import match_name
+
+    out = []
+    for model in dict.fromkeys(windows["model"].tolist()):
+        if not isinstance(model, str) or not model:
+            continue
+        spec, exact = match_name(model)
+        if spec is not None and not exact:
+            out.append(_item("device-assumed",
+                             f"model {model!r} is not an entry of the device table; its ceilings and "
+                             f"estimates are those of {spec.name}, matched by family (a vGPU profile or "
+                             "another board of the family may differ): pass --device NAME if it is "
+                             "another board"))
+    return out
 
 
 def _multiplexing_lint(windows: pd.DataFrame, device: str | None) -> list[dict[str, Any]]:
