@@ -144,7 +144,8 @@ def test_label_drift_and_edge_values(tmp_path: Path) -> None:
     assert pd.isna(df["mig_profile"].iat[1]) and df["mig"].iat[1] == "3"
     assert r.meta["label_sentinels"] == 1
     assert df["timestamp"].iat[1] == pd.Timestamp(1_700_000_000_000, unit="ms", tz="UTC")
-    assert df["gpu"].isna().iat[2] and df["value"].iat[2] == 0.75
+    # no labels at all: no GPU identity, rejected with its line (issue 24 defect 1), never a row
+    assert len(df) == 2 and [x.line for x in r.rejected] == [3] and "no GPU identity" in r.rejected[0].reason
 
 
 def test_scrape_boundary_by_repetition(tmp_path: Path) -> None:
