@@ -164,14 +164,14 @@ def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:
 def _split_line(c: Any, width: int = 80) -> str:
     """``    by category: gemm 41.2% · … · unattributed 3.1%`` within ``width`` columns, or why it is unknown."""
     if c["categories_status"] != "known":
-        line = f"    by category: unknown ({100 * (c['attributed_of_all'] or 0.0):.1f}% of GPU time attributed"
+        line = f"    by category: unknown, {100 * (c['attributed_of_all'] or 0.0):.1f}% attributed"
         reasons = [plain(u["reason"], None) for u in sorted(c["unattributed"], key=lambda u: -u["time_s"])]
         for i, why in enumerate(reasons):
-            nxt = f"{line}{'; rest: ' if i == 0 else ', '}{why}"
+            nxt = f"{line}{' (rest: ' if i == 0 else ', '}{why}"
             if len(nxt) + 1 > width:
                 break
             line = nxt
-        return line + ")"
+        return line + (")" if "(rest: " in line else "")
     head = "    by category: "
     words = [f"{plain(r['category'], 16)} {100 * (r['share'] or 0.0):.0f}%" for r in c["categories"]]
     line = head

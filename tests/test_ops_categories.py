@@ -22,7 +22,7 @@ from rooftop.parsers.model import EVENT_COLUMNS, OP_COLUMNS
 from rooftop.parsers.source import ParseOptions
 from rooftop.reports.html import render_html
 from rooftop.reports.markdown import render_markdown
-from rooftop.reports.terminal import summary_text
+from rooftop.reports.terminal import _split_line, summary_text
 from tests.conftest import corpus_dir
 
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "capture" / "h100" / "kineto_train.json.gz"
@@ -144,3 +144,15 @@ def test_the_reports_draw_the_split_and_the_steps_top_ops(train: Document) -> No
     text = summary_text(train, width=80)
     line = next(x for x in text.splitlines() if "by category:" in x)
     assert line.startswith("    by category: elementwise 25% · copy 21% · gemm 19%") and len(line) <= 80
+
+
+def test_an_unknown_split_says_why_within_80_columns() -> None:
+    # the corpus Qwen trace: 69.9 % of all GPU time attributed, the rest launched before the capture
+    cov = {"categories_status": "unknown", "attributed_of_all": 0.699,
+           "unattributed": [{"reason": "launch not in trace", "time_s": 0.0137}], "categories": []}
+    assert _split_line(cov) == "    by category: unknown, 69.9% attributed (rest: launch not in trace)"
+    cov["unattributed"] = [{"reason": "graph replay", "time_s": 0.0104}, {"reason": "no enclosing op", "time_s": 1e-6},
+                           {"reason": "launch not in trace", "time_s": 1e-6}]
+    line = _split_line(cov, width=60)
+    assert line == "    by category: unknown, 69.9% attributed (rest: graph replay)" or len(line) <= 60
+    assert len(_split_line(cov)) <= 80

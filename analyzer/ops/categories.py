@@ -53,10 +53,9 @@ def step_ops(att: Attribution, sigs: list[Signature], events: pd.DataFrame, top:
     """Per (ProfilerStep name, device): the GPU time attributed to ops launched in the step (the launch call
     started inside the step's span, on its process, as docs/formulas.md#timelines places work in steps)
     and its ``top`` ops by that time (name, category, calls, kernel time)."""
-    kind = events["kind"].to_numpy(dtype=object)
-    names = events["name"].astype("string")
-    is_step = (kind == "range") & names.str.match(_STEP).to_numpy(dtype=bool, na_value=False)
-    steps = events.loc[is_step, ["name", "start_ns", "end_ns", "pid"]]
+    ranges = events.loc[(events["kind"] == "range").to_numpy(dtype=bool, na_value=False),
+                        ["name", "start_ns", "end_ns", "pid"]]
+    steps = ranges[ranges["name"].astype("string").str.match(_STEP).to_numpy(dtype=bool, na_value=False)]
     a = att.acts
     a = a[(a["op"] >= 0).to_numpy() & (a["launch_ns"] != NA).to_numpy()]
     if not len(steps) or not len(a):
@@ -76,21 +75,30 @@ def step_ops(att: Attribution, sigs: list[Signature], events: pd.DataFrame, top:
     if not hit.any():
         return {}
     op = a["op"].to_numpy(np.int64)[hit]
-    host_names = att.hosts["name"].astype(str).to_numpy(dtype=object)
-    cat_of = {s.name: s.modelled.category for s in sigs}
-    df = pd.DataFrame({"step": step[hit], "device": a["device"].fillna("").astype(str).to_numpy(dtype=object)[hit],
-                       "name": host_names[op], "op": op,
-                       "dur": (a["end_ns"] - a["start_ns"]).to_numpy(np.int64)[hit]})
-    g = df.groupby(["step", "device", "name"], sort=False).agg(ns=("dur", "sum"), calls=("op", "nunique")).reset_index()
-    g = g.sort_values(["step", "device", "ns", "name"], ascending=[True, True, False, True], kind="stable")
-    totals = df.groupby(["step", "device"], sort=False)["dur"].sum()
+    name_code, host_names = att.hosts["name"].fillna("").factorize(sort=False)
+    dev_code, devices = pd.factorize(a["device"].to_numpy(dtype=object, na_value="")[hit], sort=False)
+    dur = (a["end_ns"] - a["start_ns"]).to_numpy(np.int64)[hit]
+    n_names, n_dev = len(host_names) + 1, len(devices) + 1
+    cell = step[hit] * n_dev + dev_code  # one (step, device)
+    key = cell * n_names + name_code[op]  # one (step, device, op name)
+    keys, g = np.unique(key, return_inverse=True)
+    g = g.reshape(-1)
+    ns = np.bincount(g, weights=dur, minlength=len(keys)).astype(np.int64)
+    pairs = np.unique(g.astype(np.int64) * (int(op.max()) + 1) + op)  # distinct (group, op call)
+    calls = np.bincount(pairs // (int(op.max()) + 1), minlength=len(keys))
+    k_cell = keys // n_names
+    order = np.lexsort((keys % n_names, -ns, k_cell))  # per (step, device): most time first, then by name
+    cells, first = np.unique(k_cell[order], return_index=True)
+    cell_ns = np.bincount(np.searchsorted(cells, cell), weights=dur, minlength=len(cells)).astype(np.int64)
     step_names = steps["name"].astype(str).to_numpy(dtype=object)
+    cat_of = {s.name: s.modelled.category for s in sigs}
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for (si, dev), part in g.groupby(["step", "device"], sort=False):
-        rows = part.head(top)
-        out[(str(step_names[int(si)]), str(dev))] = {
-            "attributed_s": _sec(int(totals[(si, dev)])),
-            "top_ops": [{"name": str(n), "category": cat_of.get(str(n), "other"), "calls": int(c),
-                         "kernel_time_s": _sec(int(ns))}
-                        for n, c, ns in zip(rows["name"], rows["calls"], rows["ns"], strict=True)]}
+    for j, c in enumerate(cells.tolist()):  # one row per (step, device): at most a few hundred
+        rows = order[first[j]:first[j] + top]
+        rows = rows[k_cell[rows] == c]
+        names = [str(host_names[int(k % n_names)]) for k in keys[rows].tolist()]
+        out[(str(step_names[c // n_dev]), str(devices[c % n_dev]))] = {
+            "attributed_s": _sec(int(cell_ns[j])),
+            "top_ops": [{"name": n, "category": cat_of.get(n, "other"), "calls": int(calls[r]),
+                         "kernel_time_s": _sec(int(ns[r]))} for n, r in zip(names, rows.tolist(), strict=True)]}
     return out
