@@ -25,6 +25,7 @@ from rooftop.errors import InputError
 from rooftop.parsers import SampleStream
 from rooftop.parsers.model import SAMPLE_SCHEMA, InputAccounting, ParseResult
 from rooftop.parsers.source import ParseOptions
+from tests.conftest import FIXTURES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_fleet import host_samples, prometheus_text
@@ -226,6 +227,14 @@ def test_ncu_input_is_unusable_and_all_unusable_raises(tmp_path, monkeypatch):
     missing = tmp_path / "nope.prom"
     with pytest.raises(InputError, match="cannot be read"):
         ingest_files([missing], tmp_path / "ds", ParseOptions())
+
+
+def test_a_trace_given_to_ingest_is_sent_to_analyze_by_its_own_format(tmp_path):
+    # the fix named "ncu exports" for every input that is not a DCGM stream, a Kineto trace too
+    trace = FIXTURES / "trace" / "ops_pair.json"
+    with pytest.raises(InputError) as e:
+        ingest_files([trace], tmp_path / "ds", ParseOptions())
+    assert "kineto-json export" in str(e.value) and "ncu" not in str(e.value)
 
 
 def test_second_ingest_while_locked_is_refused(tmp_path, monkeypatch):

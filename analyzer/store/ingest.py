@@ -299,7 +299,7 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
         stream.close()
         summary.unusable.append(InputError(
             str(path), f"is a {stream.format} export, {NOT_A_STREAM}",
-            "`rooftop ingest` takes DCGM/nvidia-smi streams; use `rooftop analyze` for ncu exports"))
+            f"`rooftop ingest` takes DCGM/nvidia-smi streams; read this {stream.format} export with `rooftop analyze`"))
         return None
     if prefix is not None and stream.format != prefix.entry.get("format"):
         stream.close()
