@@ -279,12 +279,49 @@ def timeline_charts(doc: Document) -> tuple[list[Chart], str]:
     return charts, " ".join(notes)
 
 
+# the activity fields an instant's table shows, in the order of the charts (metric key, header)
+_INSTANT_FIELDS = (("gr_active", "GR active"), ("sm_active", "SM active"), ("sm_occupancy", "SM occupancy"),
+                   ("tensor_active", "tensor"), ("fp16_active", "FP16"), ("fp32_active", "FP32"),
+                   ("fp64_active", "FP64"), ("dram_active", "DRAM active"), ("gpu_util", "GPU util (NVML)"),
+                   ("mem_copy_util", "copy util (NVML)"))
+
+
+def is_instant(windows: Sequence[Window]) -> bool:
+    """Every window one sampling instant (``covered_s`` 0: a single scrape), so no time to draw."""
+    return bool(windows) and all(w.get("covered_s") == 0 for w in windows)
+
+
+def instant_html(windows: Sequence[Window]) -> str:
+    """A single-scrape input: what each GPU read at that instant, its label and the evidence for it, in
+    place of charts with one dot (issue 24, 'Single-scrape pages')."""
+    times = sorted({str(w["start"]) for w in windows})
+    when = times[0] if len(times) == 1 else f"{times[0]} to {times[-1]}, {len(times)} instants"
+    shown = [(k, h) for k, h in _INSTANT_FIELDS if any(w["metrics"].get(k) is not None for w in windows)]
+    rows = [{"gpu": w.get("gpu_key") or w["gpu"], "model": w.get("model"), "time": w["start"],
+             "label": w["label"], "limiter": w.get("limiter"),
+             **{k: w["metrics"].get(k) for k, _ in shown}, "evidence": " · ".join(w.get("evidence") or [])}
+            for w in windows]
+    cols = [Column("gpu", "GPU"), Column("model", "model"), Column("time", "time (UTC)"), Column("label", "label"),
+            Column("limiter", "limiter")]
+    cols += [Column(k, h, fmt_pct, numeric=True) for k, h in shown]
+    cols.append(Column("evidence", "evidence"))
+    note = (f"Instant samples: no time covered. Every window is one sampling instant ({when}), so there is no "
+            "timeline to draw and no GPU-hours; each GPU's values at that instant, its label and the evidence "
+            "for it (docs/formulas.md#windows).")
+    return f'<p class="note">{esc(note)}</p><div class="tablewrap">{table(rows[:LIST_ROWS], cols)}</div>'
+
+
 def dcgm_sections(doc: Document) -> list[Section] | None:
-    """GPU timelines, label shares of window time per group, and the window findings."""
+    """GPU timelines, label shares of window time per group, and the window findings; a single-scrape
+    input gets one table of its instants instead of the first two (:func:`instant_html`)."""
     windows = doc["windows"]
     if not windows:
         return None
     out: list[Section] = []
+    if is_instant(windows):
+        out.append(Section("GPU timelines", instant_html(windows), anchor="timelines"))
+        _window_findings(doc, out)
+        return out
     charts, note = timeline_charts(doc)
     out.append(Section("GPU timelines", f'<p class="note">{esc(note)}</p>' + "".join(c.html for c in charts),
                        anchor="timelines"))
@@ -299,9 +336,13 @@ def dcgm_sections(doc: Document) -> list[Section] | None:
             body.append(label_share_chart(rows, key, WINDOW_LABELS_SHOWN))
         body.append(f'<div class="tablewrap">{table(rows[:LIST_ROWS], cols)}</div>')
     out.append(Section("GPU label shares", "".join(body), anchor="shares"))
+    _window_findings(doc, out)
+    return out
+
+
+def _window_findings(doc: Document, out: list[Section]) -> None:
     wf = [f for f in doc["findings"] if f.get("source") == "dcgm"]
     if wf:
         kernels = doc["kernels"]
         items = "".join(finding_html(f, kernels) for f in wf)
         out.append(Section("Window findings", f'<ol class="findings">{items}</ol>', anchor="wfindings"))
-    return out

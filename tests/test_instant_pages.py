@@ -1,0 +1,49 @@
+"""A single-scrape DCGM input (every window an instant, ``covered_s`` 0) is drawn as one table of what
+each GPU read, its label and the evidence, not as charts of one dot each (issue 24, 'Single-scrape pages';
+reports/timelines.instant_html)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooftop.analyzer.pipeline import run_analysis
+from rooftop.reports.html import render_html
+from tests.conftest import FIXTURES, corpus_dir
+
+SCRAPE = """# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge
+DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-a",modelName="NVIDIA H100 80GB HBM3",Hostname="n1"} 0.95
+DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",UUID="GPU-b",modelName="NVIDIA H100 80GB HBM3",Hostname="n1"} 0.02
+# TYPE DCGM_FI_PROF_DRAM_ACTIVE gauge
+DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-a",modelName="NVIDIA H100 80GB HBM3",Hostname="n1"} 0.85
+DCGM_FI_PROF_DRAM_ACTIVE{gpu="1",UUID="GPU-b",modelName="NVIDIA H100 80GB HBM3",Hostname="n1"} 0.01
+"""
+
+
+def test_one_scrape_is_a_table_of_instants(tmp_path: Path) -> None:
+    f = tmp_path / "scrape.prom"
+    f.write_text(SCRAPE)
+    doc = run_analysis([str(f)])
+    assert all(w["covered_s"] == 0 for w in doc["windows"])
+    page = render_html(doc)
+    assert "Instant samples: no time covered" in page
+    timelines = page.split('id="timelines"', 1)[1].split("</section>", 1)[0]
+    assert "<svg" not in timelines  # no chart of one dot per GPU
+    assert timelines.count("<tr") == 1 + 2  # header and one row per GPU
+    assert "n1/0" in timelines and "95.0%" in timelines and "85.0%" in timelines  # values at the instant
+    assert "GPU label shares" not in page  # shares of no time say nothing
+
+
+def test_windows_that_cover_time_keep_their_charts() -> None:
+    doc = run_analysis([str(FIXTURES / "dcgm" / "prom_scrapes_phases.prom")])
+    assert any((w["covered_s"] or 0) > 0 for w in doc["windows"])
+    page = render_html(doc)
+    assert "Instant samples" not in page and "GPU label shares" in page
+    assert "<svg" in page.split('id="timelines"', 1)[1].split("</section>", 1)[0]
+
+
+def test_corpus_single_scrape_shows_why_it_is_unknown() -> None:
+    d = corpus_dir("dcgm")
+    doc = run_analysis([str(d / "cncf__k8s-ai-conformance__v1.35__ericsson-ccd__accelerator_metrics.md.metrics.prom")])
+    page = render_html(doc)
+    timelines = page.split('id="timelines"', 1)[1].split("</section>", 1)[0]
+    assert "conflicting signals" in timelines and "91.0%" in timelines  # NVML GPU util beside GR 15.6 %
