@@ -20,6 +20,7 @@ from rooftop.reports import (
     links_sections,
     ops_sections,
     timeline_sections,
+    timelines,
     trend_sections,
 )
 from rooftop.reports.escape import md as md_esc
@@ -30,7 +31,7 @@ __all__ = ["MD_SECTIONS_BY_KIND", "render_markdown"]
 MD_SECTIONS_BY_KIND: dict[Kind, list[MdBuilder]] = {
     "analyze": [common.key_numbers_section, common.findings_md_section, common.recommendations_md_section,
                 an.roofline_md_section, an.top_kernels_md_section,
-                links_sections.links_md_section,
+                timelines.dcgm_md_section, links_sections.links_md_section,
                 timeline_sections.timeline_md_sections, ops_sections.ops_md_sections, fleet_sections.join_md_section, common.lint_md_section, common.reproduce_md_section],
     "fleet": [common.key_numbers_section, fleet_sections.markdown_sections, links_sections.links_md_section,
               common.findings_md_section, common.lint_md_section, common.reproduce_md_section],

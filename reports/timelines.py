@@ -14,6 +14,7 @@ import pandas as pd
 from rooftop.analyzer.schema import WINDOW_LABELS_SHOWN, Document, Window
 from rooftop.reports.escape import esc
 from rooftop.reports.formatting import fmt_num, fmt_pct, num_column
+from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.svg_axes import TimeAxis
 from rooftop.reports.svg_charts import (
     BUCKET_PX,
@@ -346,3 +347,33 @@ def _window_findings(doc: Document, out: list[Section]) -> None:
         kernels = doc["kernels"]
         items = "".join(finding_html(f, kernels) for f in wf)
         out.append(Section("Window findings", f'<ol class="findings">{items}</ol>', anchor="wfindings"))
+
+
+MD_ROWS = 30  # GPUs listed in the Markdown's label table
+
+
+def dcgm_md_section(doc: Document) -> MdSection | None:
+    """The Markdown's GPU labels: per GPU its label shares of window time and GPU-hours (the HTML's share
+    table), or, for a single-scrape input, each GPU's label, limiter and evidence at that instant."""
+    windows = doc["windows"]
+    if not windows:
+        return None
+    if is_instant(windows):
+        rows = [{"gpu": w.get("gpu_key") or w["gpu"], "label": w["label"], "limiter": w.get("limiter"),
+                 "evidence": " · ".join(w.get("evidence") or [])} for w in windows]
+        body = ("Instant samples: no time covered (each window one sampling instant); each GPU's label there.\n\n"
+                + md_table(rows[:MD_ROWS], [("gpu", "GPU"), ("label", "label"), ("limiter", "limiter"),
+                                            ("evidence", "evidence")], limit=400))
+        n = len(rows)
+    else:
+        share_rows = windows_share_rows(windows).get("gpu") or []
+        labels = [lab for lab in WINDOW_LABELS_SHOWN if any(r.get(lab) for r in share_rows)]
+        cols: list[tuple[str, str] | tuple[str, str, Any]] = [("group", "GPU")]
+        cols += [(lab, lab, fmt_pct) for lab in labels]
+        cols.append(("hours", "GPU-hours", fmt_num))
+        body = "Label share of each GPU's window time (docs/formulas.md#windows).\n\n" + md_table(
+            share_rows[:MD_ROWS], cols)
+        n = len(share_rows)
+    if n > MD_ROWS:
+        body += f"\n\n{n - MD_ROWS} more GPUs in the HTML/JSON report."
+    return MdSection("GPU labels", body)

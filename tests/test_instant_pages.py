@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rooftop.analyzer.pipeline import run_analysis
 from rooftop.reports.html import render_html
+from rooftop.reports.markdown import render_markdown
 from tests.conftest import FIXTURES, corpus_dir
 
 SCRAPE = """# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge
@@ -47,3 +48,15 @@ def test_corpus_single_scrape_shows_why_it_is_unknown() -> None:
     page = render_html(doc)
     timelines = page.split('id="timelines"', 1)[1].split("</section>", 1)[0]
     assert "conflicting signals" in timelines and "91.0%" in timelines  # NVML GPU util beside GR 15.6 %
+
+
+def test_markdown_names_each_gpus_label(tmp_path: Path) -> None:
+    # the Markdown had no word on the GPU windows' labels: 'No findings' and nothing else for a ticket
+    f = tmp_path / "scrape.prom"
+    f.write_text(SCRAPE)
+    md = render_markdown(run_analysis([str(f)]))
+    part = md.split("## GPU labels", 1)[1].split("\n## ", 1)[0]
+    assert "Instant samples: no time covered" in part and "| n1/0 | memory-bound | dram |" in part
+    md = render_markdown(run_analysis([str(FIXTURES / "dcgm" / "prom_scrapes_phases.prom")]))
+    part = md.split("## GPU labels", 1)[1].split("\n## ", 1)[0]
+    assert "| node-a/0 | 20.0% | 20.0% | 40.0% | 20.0% | 0.167 |" in part
