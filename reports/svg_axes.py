@@ -102,9 +102,16 @@ class TimeAxis:
         if not self.epoch:
             return fmt_time(t - self.lo) if self.lo else fmt_time(t)
         d = datetime.fromtimestamp(t, tz=timezone.utc)
+        if self.years_apart():  # a span across New Year: the year on every tick (issue 24)
+            return d.strftime("%Y-%m-%d" if step >= 86400 and d.hour == 0 and d.minute == 0 else "%Y-%m-%d %H:%M")
         if self.hi - self.lo >= 86400:
             return d.strftime("%m-%d %H:%M")
         return d.strftime("%H:%M" if step >= 60 and d.second == 0 else "%H:%M:%S")
+
+    def years_apart(self) -> bool:
+        """An epoch axis whose ends fall in different calendar years (UTC)."""
+        return self.epoch and (datetime.fromtimestamp(self.lo, tz=timezone.utc).year
+                               != datetime.fromtimestamp(self.hi, tz=timezone.utc).year)
 
     def stamp(self, t: float) -> str:
         """A full time for hover text."""
