@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.fleet.rollup import gpu_seconds
+from rooftop.analyzer.metrics.columns import column
 from rooftop.analyzer.windows.identity import physical_ids
 from rooftop.analyzer.windows.ofu import weighted_ofu
 
@@ -47,8 +48,7 @@ def _hours(w: pd.DataFrame, window_s: float) -> pd.DataFrame:
     owner, kind = owners_of(w)
     lab = w["label"].astype("object").where(w["label"].notna(), "unknown").astype(str).to_numpy()
     h = gpu_seconds(w, window_s) / 3600.0
-    est = (pd.to_numeric(w["est_ofu"], errors="coerce").to_numpy(dtype="float64") if "est_ofu" in w.columns
-           else np.full(len(w), np.nan))
+    est = column(w, "est_ofu").to_numpy(dtype="float64")
     return pd.DataFrame({"owner": owner, "kind": kind, "gpu": physical_ids(w), "h": h, "ofu": est,
                          "busy": np.where(np.isin(lab, BUSY), h, 0.0), "idle": np.where(lab == "idle", h, 0.0),
                          "unknown": np.where(lab == "unknown", h, 0.0)})

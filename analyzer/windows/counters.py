@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.metrics.columns import column
+
 ELAPSED = 1084
 COUNTER_IDS: tuple[int, ...] = (1084, 1085, 1086, 1087, 1088, 1089, 1090, 1091, 1092, 1093, 1094, 1095, 1096)
 BYTE_COUNTERS = (1091, 1092)  # PCIe bytes: the interval's increase over its length, bytes/s
@@ -114,8 +116,7 @@ def counter_ratios(w: pd.DataFrame) -> pd.DataFrame:
         with np.errstate(invalid="ignore", divide="ignore"):
             r = np.where((el > 0) & np.isfinite(dv), dv / el, np.nan)
         r = np.where(r <= 1.0 + 1e-9, np.minimum(r, 1.0), np.nan)
-        base = (pd.to_numeric(w[target], errors="coerce").to_numpy(dtype="float64") if target in w.columns
-                else np.full(len(w), np.nan))
+        base = column(w, target).to_numpy(dtype="float64")
         new[target] = np.where(np.isfinite(r), r, base)
     if not new:
         return w

@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.metrics.columns import column
+
 # DCGM's split of the tensor pipe by instruction (HMMA: FP16/BF16/TF32/FP8, IMMA: integer, DFMA: FP64),
 # read where the whole-pipe field 1004 is absent
 TENSOR_PARTS = ("hmma_active", "imma_active", "dfma_active")
 
 
 def _col(w: pd.DataFrame, c: str) -> np.ndarray:
-    if c not in w.columns:
-        return np.full(len(w), np.nan)
-    return np.asarray(pd.to_numeric(w[c], errors="coerce").to_numpy(dtype="float64"), dtype="float64")
+    return np.asarray(column(w, c).to_numpy(dtype="float64"), dtype="float64")
 
 
 def tensor_activity(w: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
