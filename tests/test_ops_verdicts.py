@@ -124,6 +124,9 @@ def test_a_small_grid_saving_never_exceeds_what_filling_the_sms_recovers() -> No
     (finding,) = op_findings([op], 10)
     assert v.min_time_s is not None and 1e-3 - v.min_time_s > (1 - 16 / 132) * 1e-3
     assert finding["est_saving_s"] == pytest.approx((1 - 16 / 132) * 1e-3, abs=1e-9)
+    assert ", 1 call, 1 ms (t.json GPU 0)" in finding["title"]  # one call, not "1 calls"
+    (two,) = op_findings([{**op, "calls": 2}], 10)
+    assert ", 2 calls, 1 ms" in two["title"]
 
 
 def test_an_unrecorded_element_size_never_places_the_op_in_l2_by_a_guess() -> None:

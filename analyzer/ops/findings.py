@@ -143,7 +143,7 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
         where = f"{str(op['input']).rsplit('/', 1)[-1]} GPU {op['device']}"
         out.append({
             "rank": 0, "rule": f"op-{op['label']}", "severity": severity(score, True, op["label"] == "unknown"),
-            "title": f"{describe(op)}: {verdict_text(op)}, {op['calls']} calls, {1e3 * t:.3g} ms ({where})",
+            "title": f"{describe(op)}: {verdict_text(op)}, {op['calls']} call{'' if op['calls'] == 1 else 's'}, {1e3 * t:.3g} ms ({where})",
             "kernels": [], "time_share": share, "est_saving_s": round(saving, 9),
             "recommendation": advice, "label": op["label"], "limiter": op["limiter"], "source": "ops",
             "evidence": [*op["evidence"], f"at its roofline bound it would take {1e3 * t_min:.3g} ms: up to "
