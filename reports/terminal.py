@@ -184,6 +184,17 @@ def _split_line(c: Any, width: int = 80) -> str:
     return line
 
 
+def _attributed_text(att: float | None, of_all: float | None) -> str:
+    """``56.2% of GPU time attributed (100.0% of what the trace launched)``: the share of all GPU time
+    first, so kernels and copies launched outside the trace are never read as attributed
+    (docs/formulas.md#ops)."""
+    if att is None:
+        return "no GPU time attributed"
+    if of_all is None or round(100 * of_all, 1) == round(100 * att, 1):
+        return f"{100 * att:.1f}% of GPU time attributed"
+    return f"{100 * of_all:.1f}% of GPU time attributed ({100 * att:.1f}% of what the trace launched)"
+
+
 def _ops_lines(doc: Document, limit: int = 8) -> list[str]:
     """Per traced device: the share of GPU time attributed to ops and modelled, and its top op finding
     (docs/formulas.md#ops)."""
@@ -191,10 +202,8 @@ def _ops_lines(doc: Document, limit: int = 8) -> list[str]:
     out = []
     for c in cov[:limit]:
         name = str(c["input"]).rsplit("/", 1)[-1]
-        att, mod = c["attributed"], c["modelled"]
-        out.append(f"  ops {plain(name, 40)} GPU {plain(c['device'], 12)}: "
-                   + (f"{100 * att:.1f}% of launched GPU time attributed" if att is not None
-                      else "no GPU time attributed")
+        att, of_all, mod = c["attributed"], c["attributed_of_all"], c["modelled"]
+        out.append(f"  ops {plain(name, 40)} GPU {plain(c['device'], 12)}: " + _attributed_text(att, of_all)
                    + (f", {100 * mod:.1f}% of it modelled" if mod is not None else ""))
         if c["categories"]:
             out.append(_split_line(c))

@@ -33,12 +33,21 @@ def test_markdown_lists_the_top_ops_and_the_terminal_their_coverage(doc: Documen
     md = render_markdown(doc)
     assert "## Op coverage" in md and "## Top ops" in md and "aten::mm M×N×K 8192×8192×8192 Half" in md
     text = summary_text(doc, width=200)
-    assert "ops ops_pair.json GPU 0: 100.0% of launched GPU time attributed, 100.0% of it modelled" in text
+    assert "ops ops_pair.json GPU 0: 100.0% of GPU time attributed, 100.0% of it modelled" in text
     # the top op line carries the verdict (it was cut at the first ': ', which left the name alone, or
     # "...; largest" for an undecided group) and not the input and device the line above names
     top = next(line for line in text.splitlines() if "top op:" in line)
     assert "top op: aten::add [268435456] fp32: memory-bound at 88 % of DRAM" in top
     assert "ops_pair.json" not in top
+
+
+def test_the_terminal_leads_with_the_share_of_all_gpu_time(doc: Document) -> None:
+    # corpus h100_2gpu_1s: every launch the trace holds is attributed, but 43.8 % of the GPU time (copies
+    # launched before the capture) is not; "100.0% of launched GPU time attributed" read as all of it
+    part = copy.deepcopy(doc)
+    part["ops_coverage"][0]["attributed_of_all"] = 0.562493
+    text = summary_text(part, width=200)
+    assert "GPU 0: 56.2% of GPU time attributed (100.0% of what the trace launched)" in text
 
 
 def test_op_names_are_escaped(doc: Document) -> None:
