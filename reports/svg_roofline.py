@@ -38,6 +38,8 @@ BW_COLORS = {"dram": "#c2255c", "l2": "#e8590c", "l1": "#b08900"}
 NAME_ON_CHART = 34        # characters of a family name written next to its marker
 NAME_IN_KEY = 80          # characters of a family name in the key under the chart
 MAX_POINTS = 3000         # markers drawn per panel (largest families by time); the rest are counted
+CL_CHAR_PX = 7.0          # width of a character of a ceiling label (11.5 px, semibold), a generous estimate
+FL_CHAR_PX = 6.6          # ... of a family label on the chart (11.5 px)
 
 
 def _decades(lo: float, hi: float, min_span: int = 2) -> tuple[int, int]:
@@ -117,6 +119,19 @@ def _ceiling_text(c: RooflineCeiling) -> str:
     return f"{c['name']} {fmt_num(c['value'], c['unit'])}{spread} · {c['source']}"
 
 
+def _ceiling_label(c: RooflineCeiling, x: float, y: float) -> tuple[str, int]:
+    """The compute ceiling's label in the right margin: one line, or two (name and value; spread and
+    source) where one line would run past the chart's edge (it was cut: "Tensor FP16/BF16 108 TFLOP/s
+    (±1 %) · bu"). Returns the ``<text>`` and its number of lines."""
+    text = _ceiling_text(c)
+    if x + CL_CHAR_PX * len(text) <= W:
+        return f'<text x="{x:.1f}" y="{y:.1f}" class="cl">{esc(text)}</text>', 1
+    head = f"{c['name']} {fmt_num(c['value'], c['unit'])}"
+    tail = text[len(head):].strip()
+    return (f'<text x="{x:.1f}" y="{y:.1f}" class="cl">{esc(head)}'
+            f'<tspan x="{x:.1f}" dy="13">{esc(tail)}</tspan></text>'), 2
+
+
 def _ceilings_svg(ax: _Axes, ceilings: Sequence[RooflineCeiling]) -> list[str]:
     out: list[str] = []
     comp = [c for c in ceilings if c["kind"] == "compute" and num(c["value"])]
@@ -130,14 +145,15 @@ def _ceilings_svg(ax: _Axes, ceilings: Sequence[RooflineCeiling]) -> list[str]:
         xa = max(xl, c["value"] / best_bw) if best_bw else xl
         dash = ' stroke-dasharray="5 4"' if c["binding_kernels"] == 0 else ""
         title = f"{_ceiling_text(c)}: {c['provenance'] or ''}"
+        lines = 1 if ax.px(xr) + 6 + CL_CHAR_PX * len(_ceiling_text(c)) <= W else 2
         ty = y - 4
-        while any(abs(ty - u) < 12 for u in used_y):
+        while any(abs(ty + 13 * k - u) < 12 for u in used_y for k in range(lines)):
             ty += 13
-        used_y.append(ty)
+        used_y += [ty + 13 * k for k in range(lines)]
+        label, _ = _ceiling_label(c, ax.px(xr) + 6, ty + 8)
         out.append(f'<g class="ceiling" data-kind="compute" data-key="{esc(c["key"])}" data-value="{c["value"]!r}">'
                    f'<line x1="{ax.px(xa):.1f}" y1="{y:.1f}" x2="{ax.px(xr):.1f}" y2="{y:.1f}" stroke="#222" '
-                   f'stroke-width="1.6"{dash}><title>{esc(title)}</title></line>'
-                   f'<text x="{ax.px(xr) + 6:.1f}" y="{ty + 8:.1f}" class="cl">{esc(_ceiling_text(c))}</text></g>')
+                   f'stroke-width="1.6"{dash}><title>{esc(title)}</title></line>{label}</g>')
     for n, b in enumerate(sorted(bw, key=lambda b: b["value"])):
         xb = min(xr, top / b["value"]) if top else xr
         # visible part of y = b * x inside the plot: x from max(left edge, bottom edge) to xb
@@ -271,20 +287,48 @@ def _windows_svg(ax: _Axes, wpts: Sequence[_Window]) -> list[str]:
 
 def _point_labels_svg(ax: _Axes, pts: Sequence[_Point], labelled: Sequence[int],
                       families: Sequence[FamilyRow]) -> list[str]:
-    """The numbered names of the labelled families, next to their first level's marker."""
+    """The numbered names of the labelled families, next to their first level's marker, none over another:
+    each takes the first free place of above-right, below-right, above-left, below-left (then a line
+    further out) inside the plot; where all would overlap a label already placed, the number alone (the key under the chart names
+    it). Largest families are placed first (``labelled`` is in that order)."""
     body: list[str] = []
+    placed: list[tuple[float, float, float, float]] = []
     first_level = {i: (lv, x, y) for i, lv, x, y in reversed(pts)}
     for n, i in enumerate(labelled, 1):
-        if i in first_level:
-            _lv, x, y = first_level[i]
-            text = f"{n} {_short(families[i]['family'], NAME_ON_CHART)}"
-            px = ax.px(x)
-            # stay inside the plot (the right margin holds the compute ceiling labels): left of the marker if needed
-            right = px + 9 + 6.6 * len(text) > ML + ax.pw
-            tx, anchor = (px - 9, ' text-anchor="end"') if right else (px + 9, "")
-            body.append(f'<text x="{tx:.1f}" y="{ax.py(y) + (14 if right else -7):.1f}"{anchor} class="fl point-label" '
-                        f'data-family="{i}">{esc(text)}</text>')
+        if i not in first_level:
+            continue
+        _lv, x, y = first_level[i]
+        px, py = ax.px(x), ax.py(y)
+        full = f"{n} {_short(families[i]['family'], NAME_ON_CHART)}"
+        text = full
+        spot = _free_spot(ax, px, py, full, placed)
+        if spot is None:
+            text = str(n)
+            spot = _free_spot(ax, px, py, text, placed) or (px + 9, py - 7, False)
+        tx, ty, right = spot
+        w = FL_CHAR_PX * len(text)
+        placed.append((tx - w if right else tx, ty - 11, tx if right else tx + w, ty + 3))
+        anchor = ' text-anchor="end"' if right else ""
+        body.append(f'<text x="{tx:.1f}" y="{ty:.1f}"{anchor} class="fl point-label" '
+                    f'data-family="{i}">{esc(text)}</text>')
     return body
+
+
+def _free_spot(ax: _Axes, px: float, py: float, text: str,
+               placed: Sequence[tuple[float, float, float, float]]) -> tuple[float, float, bool] | None:
+    """The first place for ``text`` next to a marker at (px, py) inside the plot that overlaps no placed
+    label box: (x, baseline y, right-aligned)."""
+    w = FL_CHAR_PX * len(text)
+    for tx, ty, right in ((px + 9, py - 7, False), (px + 9, py + 14, False), (px - 9, py - 7, True),
+                          (px - 9, py + 14, True), (px + 9, py - 18, False), (px - 9, py - 18, True),
+                          (px + 9, py + 25, False), (px - 9, py + 25, True)):
+        x0, x1 = (tx - w, tx) if right else (tx, tx + w)
+        y0, y1 = ty - 11, ty + 3
+        if x0 < ML or x1 > ML + ax.pw or y0 < MT or y1 > MT + ax.ph:
+            continue
+        if not any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in placed):
+            return tx, ty, right
+    return None
 
 
 def _key_svg(pts: Sequence[_Point], wpts: Sequence[_Window], labelled: Sequence[int],
