@@ -206,7 +206,7 @@ def lint_md_section(doc: Document) -> MdSection | None:
     lint = doc["lint"]
     if not lint:
         return None
-    lines = [f"- **{md_esc(x['code'])}** {md_esc(x['message'], limit=300)}"
+    lines = [f"- **{md_esc(x['code'])}** {md_esc(x['message'], limit=2000)}"
              for x in lint[:20]]
     if len(lint) > 20:
         lines.append(f"- … {len(lint) - 20} more in the JSON output")

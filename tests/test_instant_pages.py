@@ -60,3 +60,15 @@ def test_markdown_names_each_gpus_label(tmp_path: Path) -> None:
     md = render_markdown(run_analysis([str(FIXTURES / "dcgm" / "prom_scrapes_phases.prom")]))
     part = md.split("## GPU labels", 1)[1].split("\n## ", 1)[0]
     assert "| node-a/0 | 20.0% | 20.0% | 40.0% | 20.0% | 0.167 |" in part
+
+
+def test_markdown_keeps_a_lints_whole_message(tmp_path: Path) -> None:
+    # the dmon 'times assumed' lint was cut at 300 characters in a deep folder, before its fix
+    # ("Pass --start T and --interval S ..."): a ticket lost what to do
+    deep = tmp_path / ("d" * 120) / ("e" * 120)
+    deep.mkdir(parents=True)
+    f = deep / "dmon.txt"
+    f.write_text("# Entity  GRACT  DRAMA\n      Id\n    GPU 0  0.900  0.100\n    GPU 0  0.910  0.100\n")
+    md = render_markdown(run_analysis([str(f)]))
+    part = md.split("## Data quality", 1)[1].split("\n## ", 1)[0]
+    assert "dmon-time-assumed" in part and "Pass --start T and --interval S" in part and "…" not in part
