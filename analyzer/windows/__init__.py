@@ -22,6 +22,8 @@ docs/research/formulas.md §5.4/§6):
 
 =============== =====================================================================================
 idle            every activity signal (GR, SM, pipes, DRAM; NVML GPU_UTIL when GR is absent) < 0.05
+                (entered below 0.05, left only at >= 0.10: hysteresis per GPU in time order,
+                :mod:`hysteresis`)
 memory-bound    DRAM active >= 0.5 and DRAM/0.8 (its practical peak) >= the busiest pipe; limiter dram
 compute-bound   busiest pipe (tensor, fp64, fp32, fp16) >= 0.5; limiter = that pipe
 overhead-bound  GR >= 0.4 with SM < 0.25 (tiny grids / launch-bound; limiter launch), or GR < 0.4

@@ -10,6 +10,7 @@ import pandas as pd
 
 from rooftop.analyzer.windows.counters import counter_ratios
 from rooftop.analyzer.windows.fields import METRICS, PIPES
+from rooftop.analyzer.windows.hysteresis import IDLE_EXIT, held_idle
 from rooftop.analyzer.windows.identity import gpu_shares, memory_share
 from rooftop.analyzer.windows.ofu import max_clocks, ofu, spec_clocks, tensor_activity
 from rooftop.analyzer.windows.span import add_coverage
@@ -103,6 +104,10 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
         fb_idle = no_sig & ok["fb_used_mib"] & (fb >= 0) & (fb <= FB_IDLE_MIB)
     unknown = no_sig & ~fb_idle
     idle = ~no_sig & (activity < IDLE_MAX)
+    # hysteresis: a window just above the cut stays idle after an idle window (docs/formulas.md#windows)
+    held = held_idle(out, idle | fb_idle, ~no_sig & ~idle & (activity < IDLE_EXIT))
+    idle_own = idle
+    idle = idle | held
     ou_mixed = ~no_sig & ~idle & only_util
     rest = ~no_sig & ~idle & ~only_util
     top_i = pipe_v.argmax(axis=1)
@@ -146,7 +151,10 @@ def _classify(out: pd.DataFrame, evidence: bool = True) -> tuple[np.ndarray, np.
               "GPU memory, so no kernel can run (idle)", fb, fb_idle),
         _const("only NVML GPU_UTIL (no DCGM profiling fields): coarse 'any kernel resident' signal",
                only_util & ~no_sig),
-        _strs(f"all activity < {IDLE_MAX} (max %.3f)", activity, idle),
+        _strs(f"all activity < {IDLE_MAX} (max %.3f)", activity, idle_own),
+        _strs(f"activity max %.3f, below {IDLE_EXIT:.2f} after an idle window: stays idle (hysteresis: idle "
+              f"begins below {IDLE_MAX:.2f} and ends at {IDLE_EXIT:.2f} or above, so a GPU hovering at the cut does "
+              "not flip every window)", activity, held),
         _strs("GPU_UTIL %.2f: busy, but what limits it is unknown (no DCGM profiling field decides)",
               activity, ou_mixed),
         np.where(gr_ev == None, util_ev, gr_ev),  # noqa: E711 - elementwise on an object array
