@@ -17,7 +17,7 @@ from rooftop.analyzer.schema import BOUND_LABELS, WINDOW_LABELS_SHOWN, Document
 from rooftop.reports.common_sections import devices_table
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
-from rooftop.reports.formatting import fmt_num, fmt_pct
+from rooftop.reports.formatting import fmt_gpu_hours, fmt_num, fmt_pct, gpu_seconds_hint
 from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.timelines import label_share_chart
 from rooftop.reports.widgets import Column, Section, kpi, table
@@ -100,7 +100,7 @@ def _share_bar(shares: Mapping[str, float]) -> str:
 GROUP_COLUMNS: list[Column] = [
     Column("group", "group"),
     Column("gpus", "GPUs", numeric=True),
-    Column("gpu_hours", "GPU-hours", lambda v: fmt_num(v), numeric=True),
+    Column("gpu_hours", "GPU-hours", fmt_gpu_hours, numeric=True),
     *[Column(lab, lab, fmt_pct, numeric=True) for lab in LABELS],
     Column("sm_active", "SM active", _ratio, numeric=True),
     Column("tensor_active", "tensor active", _ratio, numeric=True),
@@ -128,7 +128,7 @@ def sections(doc: Document) -> list[Section]:
     body = (
         f"<p>Period <b>{esc(period.get('since'))}</b> to <b>{esc(period.get('until'))}</b> "
         f"(previous: {esc(prev.get('since'))} to {esc(prev.get('until'))}); "
-        f"{esc(fl.get('gpus'))} GPUs, {esc(fmt_num(total))} GPU-hours in "
+        f"{esc(fl.get('gpus'))} GPUs, {esc(fmt_gpu_hours(total))} GPU-hours{esc(gpu_seconds_hint(total))} in "
         f"{esc(fl.get('windows_total'))} windows of {esc(fl.get('window_s'))} s; "
         f"engine {esc(fl.get('engine'))}, {esc(fl.get('files_scanned'))} partition files.</p>"
         + (_share_bar(shares) if shares else "<p class=note>No samples in this period.</p>")
@@ -149,7 +149,7 @@ def sections(doc: Document) -> list[Section]:
         moved = [r for r in rows if r["moved"] and r["moved"] != "new this period"]
         if moved:
             out.append(Section("Night over night", table(moved[:MAX_ROWS], [
-                Column("group", "group"), Column("gpu_hours", "GPU-hours", lambda v: fmt_num(v), numeric=True),
+                Column("group", "group"), Column("gpu_hours", "GPU-hours", _hours_cell, numeric=True),
                 Column("d_hours", "Δ GPU-h", _pct_change, numeric=True), Column("moved", "what moved")]),
                 anchor="trend"))
     join = join_section(doc)
@@ -189,8 +189,8 @@ def _md_pct(v: Any) -> str:
 
 
 def _hours_cell(v: Any) -> str:
-    f = _num(v)
-    return "—" if f is None else (f"{f:.2f}" if f >= 0.1 else f"{f * 3600:.0f} s")
+    """A GPU-hours cell, in GPU-hours whatever its size (docs/contract.md: every GPU-hours number)."""
+    return fmt_gpu_hours(_num(v))
 
 
 def _owner_rows(fl: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -285,8 +285,10 @@ def overview_section(doc: Document) -> Section:
     shares, total = _fleet_shares(doc)
     idle_h = total * shares.get("idle", 0.0) if shares else 0.0
     held = len(fl.get("allocated_idle") or [])
-    body = (f'<div class="kpis">{kpi(str(fl.get("gpus")), "GPUs")}{kpi(_hours_cell(total), "GPU-hours")}'
-            f'{kpi(_hours_cell(idle_h), "idle GPU-hours")}{kpi(str(held), "GPUs allocated but idle")}'
+    body = (f'<div class="kpis">{kpi(str(fl.get("gpus")), "GPUs")}'
+            f'{kpi(_hours_cell(total), "GPU-hours" + gpu_seconds_hint(total))}'
+            f'{kpi(_hours_cell(idle_h), "idle GPU-hours" + gpu_seconds_hint(idle_h))}'
+            f'{kpi(str(held), "GPUs allocated but idle")}'
             f'{kpi(str(len(doc["findings"])), "findings")}{kpi(str(len(doc["rejected"])), "rejected records")}</div>')
     return Section("Overview", body, anchor="overview")
 
@@ -305,7 +307,7 @@ def markdown_sections(doc: Document) -> list[MdSection]:
     period = fl.get("period") or {}
     shares, total = _fleet_shares(doc)
     lines = [f"Period {md_esc(period.get('since'))} to {md_esc(period.get('until'))}: "
-             f"{md_esc(fl.get('gpus'))} GPUs, {total:.1f} GPU-hours, engine {md_esc(fl.get('engine'))}."]
+             f"{md_esc(fl.get('gpus'))} GPUs, {fmt_gpu_hours(total)} GPU-hours{gpu_seconds_hint(total)}, engine {md_esc(fl.get('engine'))}."]
     if shares:
         lines.append("Fleet GPU-time: " + ", ".join(f"{lab} {_md_pct(shares.get(lab))}" for lab in LABELS))
     out.append(MdSection("Fleet", "\n\n".join(lines)))
@@ -315,7 +317,7 @@ def markdown_sections(doc: Document) -> list[MdSection]:
     rows = group_rows(doc)
     if rows:
         cols: list[Any] = [("group", "group"), ("gpus", "GPUs"),
-                           ("gpu_hours", "GPU-h", lambda v: "—" if v is None else f"{v:.1f}"),
+                           ("gpu_hours", "GPU-h", _hours_cell),
                            *[(lab, lab, _md_pct) for lab in MD_LABELS],
                            ("sm_active", "SM act.", _ratio), ("tensor_active", "tensor", _ratio),
                            ("dram_active", "DRAM", _ratio), ("d_hours", "Δ GPU-h", _pct_change)]

@@ -35,6 +35,24 @@ def fmt_num(value: Any, unit: str = "", digits: int = 3) -> str:
     return f"{x:.{digits}g} {unit}".strip()
 
 
+def fmt_gpu_hours(value: Any) -> str:
+    """GPU-hours, always in GPU-hours: two decimals from 0.1 up, two significant digits below
+    (``0.0041667`` -> ``0.0042``, never seconds in a GPU-hours cell); ``None``/NaN -> ``—``."""
+    x = num(value)
+    if x is None:
+        return DASH
+    if x == 0 or abs(x) >= 0.1:
+        return f"{x:.2f}"
+    decimals = 1 - math.floor(math.log10(abs(x)))
+    return f"{x:.{decimals}f}"
+
+
+def gpu_seconds_hint(value: Any) -> str:
+    """`` (15 GPU-s)`` for GPU-hours under 0.1, where the hours alone read as 0.00..; else ``""``."""
+    x = num(value)
+    return f" ({x * 3600:.0f} GPU-s)" if x is not None and 0 < abs(x) < 0.1 else ""
+
+
 def fmt_pct(value: Any, digits: int = 1) -> str:
     """A fraction 0..1 as a percentage (``0.123`` -> ``12.3%``)."""
     if value is None:
