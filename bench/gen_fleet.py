@@ -125,6 +125,7 @@ def host_samples(host: str, *, gpus: int = 8, seconds: int = 3600, start: dateti
         "host": pa.array(np.full(1, host)).take(pa.array(np.zeros(len(ts), dtype=np.int32))),
         "gpu": dict_col(gpu_col, gpu_names),
         "uuid": dict_col(gpu_col, uuids),
+        "pci_bus_id": pa.nulls(len(ts), pa.string()),
         "model": pa.array([model]).take(pa.array(np.zeros(len(ts), dtype=np.int32))),
         "mig": pa.nulls(len(ts), pa.string()),
         "mig_profile": pa.nulls(len(ts), pa.string()),

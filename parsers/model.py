@@ -141,6 +141,7 @@ SAMPLE_SCHEMA = pa.schema(
         pa.field("host", pa.string()),
         pa.field("gpu", pa.string()),  # GPU index as text ("0"); entity id for dmon
         pa.field("uuid", pa.string()),
+        pa.field("pci_bus_id", pa.string()),  # "00000000:3B:00.0" (NVML's form, parsers/pci.py); null if not given
         pa.field("model", pa.string()),  # "NVIDIA H100 80GB HBM3"
         pa.field("mig", pa.string()),  # GPU instance id ("1"), null when not MIG
         pa.field("mig_profile", pa.string()),  # "1g.10gb"

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from rooftop.parsers.model import Rejected
 
-KEY_COLUMNS = ("host", "gpu", "uuid", "mig", "field_id")
+KEY_COLUMNS = ("host", "gpu", "uuid", "pci_bus_id", "mig", "field_id")
 KINDS = ("duplicate", "conflict", "stepped_back")
 _SHIFT = 43  # bits of time (ms since 1990: 278 years) below the series code in the sort key
 _T0 = 631_152_000_000  # 1990-01-01T00:00:00Z in ms

@@ -51,7 +51,8 @@ def samples(rows: list[tuple[Any, ...]], **labels: Any) -> pd.DataFrame:
 
 
 def as_table(df: pd.DataFrame) -> pa.Table:
-    return pa.Table.from_pandas(df, schema=SAMPLE_SCHEMA, preserve_index=False)
+    missing = {c: None for c in SAMPLE_SCHEMA.names if c not in df.columns}  # pci_bus_id where not given
+    return pa.Table.from_pandas(df.assign(**missing) if missing else df, schema=SAMPLE_SCHEMA, preserve_index=False)
 
 
 @pytest.fixture

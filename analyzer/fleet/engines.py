@@ -71,9 +71,12 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
 
     per_slice: list[list[WindowPartials]] = [[] for _ in spec.slices]
     try:
-        pf = pq.ParquetFile(path, read_dictionary=[c for c in spec.columns if c in _STRINGS])
+        pf = _open(path, [c for c in spec.columns if c in _STRINGS])
+        stored = set(pf.schema_arrow.names)
         for run in _runs(pf, _row_groups(pf, spec.slices), spec.batch_rows):
             consts = _constant_columns(pf, run, [c for c in spec.columns if c in _STRINGS])
+            # a column the file predates (pci_bus_id before it was stored): null on every row
+            consts.update({c: None for c in spec.columns if c in _STRINGS and c not in stored})
             table = pf.read_row_groups(run, columns=[c for c in spec.columns if c not in consts],
                                        use_threads=False)  # one core per fragment (the pool adds more)
             table = _counter_increases(table)
@@ -84,6 +87,16 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
         raise InputError(path, f"is not a readable Parquet partition ({exc})",
                          f"run `rooftop ingest --repair --to {Path(path).parent.parent.parent}` (re-ingests its input)") from exc
     return tuple(_combine_list(parts) for parts in per_slice)
+
+
+def _open(path: str, strings: list[str]) -> pq.ParquetFile:
+    """The file with ``strings`` read as dictionaries; a partition written before a column existed
+    (``pci_bus_id``) is opened with the columns it has (the others are null, :func:`fragment_partials`)."""
+    try:
+        return pq.ParquetFile(path, read_dictionary=strings)
+    except KeyError:
+        names = set(pq.read_schema(path).names)
+        return pq.ParquetFile(path, read_dictionary=[c for c in strings if c in names])
 
 
 def _counter_increases(table: pa.Table) -> pa.Table:

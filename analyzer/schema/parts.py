@@ -169,6 +169,7 @@ class Window(_WindowBase, total=False):
     job: str | None
     device: str | None
     uuid: str | None
+    pci_bus_id: str | None  # docs/formulas.md#windows "GPU identity": NVML's form, 00000000:3B:00.0
     mig: str | None
     mig_profile: str | None
     n_samples: int

@@ -309,14 +309,15 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
     writer: PartitionWriter | HeldInput = HeldInput() if small else PartitionWriter(dataset, digest.sha256[:16])
     seen = 0
     own_host = input_host(path) if opts.host is None else None  # samples naming no host: the input's
+    fill_with = opts.host if opts.host is not None else own_host  # --host also for Prometheus/JSON samples
     filled = 0
     try:
         for batch in stream:
             n = batch.num_rows
             if seen + n > skip:
                 part = batch.slice(max(0, skip - seen)) if seen < skip else batch
-                if own_host is not None:
-                    part, k = fill_host(part, own_host)
+                if fill_with is not None:
+                    part, k = fill_host(part, fill_with)
                     filled += k
                 write_samples(writer, part)
             seen += n
@@ -338,7 +339,7 @@ def _write_input(inp: Input, dataset: Path, options: ParseOptions, digest: Diges
         raise
     entry = manifest_entry(path, digest.size, digest.sha256, result, files, writer, prefix, host=opts.host)
     entry["held_back_bytes"] = digest.held_back
-    if filled:
+    if filled and own_host is not None:
         entry["host_from_input"] = own_host
     if group is not None and isinstance(writer, HeldInput):
         group.add(entry, writer)  # its files are set when the group is written

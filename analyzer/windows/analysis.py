@@ -51,7 +51,7 @@ class WindowAnalysis:
                 "label": r["label"], "limiter": r["limiter"], "metrics": metrics,
                 "est_flops_s": _num(r.get("est_flops_s")), "est_dram_bytes_s": _num(r.get("est_dram_bytes_s")),
                 "est_intensity": _num(r.get("est_intensity")), "est_ofu": _num(r.get("est_ofu")),
-                "uuid": r.get("uuid"), "mig": r.get("mig"), "mig_profile": r.get("mig_profile"),
+                "uuid": r.get("uuid"), "pci_bus_id": r.get("pci_bus_id"), "mig": r.get("mig"), "mig_profile": r.get("mig_profile"),
                 "namespace": r.get("namespace"), "pod": r.get("pod"), "container": r.get("container"),
                 "job": r.get("job"), "device": r.get("device"), "n_samples": int(r["n_samples"]),
                 "gpu_key": gpu_key(r["host"], r["gpu"], r.get("mig")),

@@ -38,7 +38,7 @@ RATIO_OF: dict[str, str] = {
     "d_dfma_cycles_active": "dfma_active", "d_fp64_cycles_active": "fp64_active",
     "d_fp32_cycles_active": "fp32_active", "d_fp16_cycles_active": "fp16_active",
 }
-_IDENTITY = ("host", "gpu", "uuid", "mig")
+_IDENTITY = ("host", "gpu", "uuid", "pci_bus_id", "mig")
 
 
 @dataclass(frozen=True)

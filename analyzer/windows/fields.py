@@ -34,7 +34,7 @@ WINDOW_FIELDS: dict[int, str] = {**PROFILE_METRICS, 100: "sm_clock_mhz", 101: "m
                                  200: "pcie_tx_kbs", 201: "pcie_rx_kbs",
                                  **DELTA_COLUMNS}  # DCGM 4.6 counters' increases (docs/formulas.md#counters)  # NVML PCIe throughput, KB/s (docs/formulas.md#links)
 METRICS: tuple[str, ...] = tuple(WINDOW_FIELDS.values())
-KEY_COLUMNS = ["host", "gpu", "uuid", "model", "mig", "window_start"]
+KEY_COLUMNS = ["host", "gpu", "uuid", "pci_bus_id", "model", "mig", "window_start"]
 LABEL_COLUMNS = ("namespace", "pod", "container", "job", "mig_profile")
 PIPES = {"tensor": "tensor_active", "fp64": "fp64_active", "fp32": "fp32_active", "fp16": "fp16_active"}
 TIMELINE_RATIOS = ("gr_active", "sm_active", "tensor_active", "dram_active")

@@ -1,8 +1,10 @@
 """One identity per physical GPU and a MIG GPU counted once (docs/formulas.md#windows, "GPU identity"
 and "MIG").
 
-* Physical GPU: its UUID (``GPU-<hex>`` as NVML prints it); a window without one takes the UUID
-  its host + GPU index carries elsewhere when that is exactly one, else ``host/index``. Inputs that
+* Physical GPU: its UUID (``GPU-<hex>`` as NVML prints it); a window without one is its PCI bus id
+  on its host (``host/pci 00000000:3B:00.0``, :mod:`rooftop.parsers.pci`), else ``host/index``
+  (without a bus id, the one bus id its host + index carries elsewhere), each replaced by the one
+  UUID it carries elsewhere when that is exactly one. Inputs that
   name no host get the input as host at ingest (``input:<name>#<tag>``), so two machines' GPU 0 are
   never one GPU. A MIG instance is part of its physical GPU, never a GPU of its own.
 * GPU-time share of a window (``gpu_share``): 1 for a GPU without MIG; a MIG instance its compute
@@ -33,15 +35,36 @@ def _col(w: pd.DataFrame, c: str) -> np.ndarray:
 
 
 def physical_ids(w: pd.DataFrame) -> np.ndarray:
-    """The physical GPU of each window (object array of str): UUID, else host/index (see module)."""
-    host, gpu, uuid = _col(w, "host"), _col(w, "gpu"), _col(w, "uuid")
+    """The physical GPU of each window (object array of str): UUID, else PCI bus id on its host,
+    else host/index, else the input itself (see module)."""
+    host, gpu, uuid, bus = _col(w, "host"), _col(w, "gpu"), _col(w, "uuid"), _col(w, "pci_bus_id")
     hg = np.array([f"{h or '(none)'}/{g or '-'}" for h, g in zip(host, gpu, strict=True)], dtype=object)
+    hb = np.array([None if b is None else f"{h or '(none)'}/pci {b}" for h, b in zip(host, bus, strict=True)],
+                  dtype=object)
     valid = np.array([u is not None and bool(_UUID.match(u)) for u in uuid], dtype=bool)
-    # host/index -> its one UUID (several UUIDs: a swapped GPU, keep host/index for the rest)
-    pairs = pd.DataFrame({"hg": hg[valid], "u": uuid[valid]}).drop_duplicates()
-    counts = pairs.groupby("hg")["u"].transform("size") if len(pairs) else pd.Series([], dtype="int64")
-    one = dict(zip(pairs["hg"][counts == 1], pairs["u"][counts == 1], strict=True)) if len(pairs) else {}
-    return np.array([u if ok else one.get(k, k) for u, ok, k in zip(uuid, valid, hg, strict=True)], dtype=object)
+    # a host's bus id (else host/index) -> its one UUID elsewhere (several: a swapped GPU, keep the key)
+    own = np.where(hb != None, hb, hg)  # noqa: E711 - elementwise on an object array
+    one_uuid = _only(own[valid], uuid[valid])
+    # host/index without a bus id -> the one bus id that host/index carries elsewhere
+    with_bus = hb != None  # noqa: E711
+    one_bus = _only(hg[with_bus], hb[with_bus])
+    out = []
+    for u, ok, k, b in zip(uuid, valid, hg, hb, strict=True):
+        if ok:
+            out.append(u)
+            continue
+        key = b if b is not None else one_bus.get(k, k)
+        out.append(one_uuid.get(key, key))
+    return np.array(out, dtype=object)
+
+
+def _only(keys: np.ndarray, values: np.ndarray) -> dict[str, str]:
+    """``key -> value`` for the keys paired with exactly one distinct value."""
+    if not len(keys):
+        return {}
+    pairs = pd.DataFrame({"k": keys, "v": values}).drop_duplicates()
+    counts = pairs.groupby("k")["v"].transform("size")
+    return dict(zip(pairs["k"][counts == 1], pairs["v"][counts == 1], strict=True))
 
 
 def slices_of(model: Any) -> int:

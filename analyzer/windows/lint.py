@@ -82,7 +82,7 @@ def _multiplexing_lint(windows: pd.DataFrame, device: str | None) -> list[dict[s
 def _interval_lint(samples: pd.DataFrame) -> list[dict[str, Any]]:
     """Sampling interval per GPU: the 30 s exporter default and gaps over 3x the usual interval."""
     out: list[dict[str, Any]] = []
-    ent = ["host", "gpu", "uuid", "mig"]
+    ent = ["host", "gpu", "uuid", "pci_bus_id", "mig"]
     s = samples[[c for c in ent if c in samples.columns] + ["timestamp"]].drop_duplicates()
     ms = _epoch_ms(s["timestamp"])
     s = s.assign(_t=ms).sort_values([*[c for c in ent if c in s.columns], "_t"], kind="stable")

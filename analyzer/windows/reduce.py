@@ -95,12 +95,12 @@ def _combine(parts: list[WindowPartials]) -> WindowPartials:
 # -------------------------------------------------------------------------------------- finish
 def finish_windows(partials: WindowPartials | pd.DataFrame) -> pd.DataFrame:
     """One row per window: means per metric (short names), ``n_samples``, ``start``/``end``, labels;
-    sorted by host, gpu, mig (missing first), window start."""
+    sorted by host, gpu, PCI bus id, mig (missing first), window start."""
     p = partials if isinstance(partials, WindowPartials) else WindowPartials.from_frame(partials)
     n = len(p)
     ws = np.full(n, float(p.window_s))
     order = np.lexsort((p.window_start, *[(p.codes[:, _KEY_KEEP.index(c)] + 1) % (len(p.uniques[_KEY_KEEP.index(c)]) + 1)
-                                          for c in ("mig", "gpu", "host")]))
+                                          for c in ("mig", "pci_bus_id", "gpu", "host")]))
     cols: dict[str, Any] = {c: pd.Series(p.key_values(i)[order], dtype=object) for i, c in enumerate(_KEY_KEEP)}
     wstart = p.window_start[order]
     cols["window_start"] = wstart

@@ -150,7 +150,7 @@ def csv_batches(src: Source, opts: ParseOptions, *, hold: bool, segment_lines: i
     assert header is not None
     meta: dict[str, object] = {"headers": reader.headers, "rows": nrows,
                                "unmapped_columns": [c for c in header if c not in F.SMI_QUERY and c not in
-                                                    ("timestamp", "index", "gpu", "uuid", "name")]}
+                                                    ("timestamp", "index", "gpu", "uuid", "name", "pci.bus_id")]}
     meta["gpu_column"] = ent_col
     if "naive" in state:
         meta["naive_timestamps"] = state["naive"]
@@ -212,4 +212,5 @@ def _csv_part(src: Source, opts: ParseOptions, header: list[str], mapped: list[s
     return Part(ts_ms[r], np.ones(len(r), dtype=bool) if timed else None, ent[r],
                  df["uuid"].to_numpy(dtype=object)[r] if "uuid" in df.columns else None,
                  df["name"].to_numpy(dtype=object)[r] if "name" in df.columns else None,
-                 fids[kk], np.asarray(mapped, dtype=object)[kk], vals[good])
+                 fids[kk], np.asarray(mapped, dtype=object)[kk], vals[good],
+                 df["pci.bus_id"].to_numpy(dtype=object)[r] if "pci.bus_id" in df.columns else None)

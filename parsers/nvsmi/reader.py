@@ -4,8 +4,9 @@ The entry points the format registry names (``parsers/formats.py``). Columns map
 (:data:`rooftop.parsers.dcgm.fields.SMI_QUERY`, :data:`~rooftop.parsers.dcgm.fields.SMI_DMON`);
 NVML utilisation percentages become ratios 0..1 (fields 203/204/206/207), so ``sm``/``mem`` of
 ``nvidia-smi dmon`` land in GPU_UTIL/MEM_COPY_UTIL -- they are NVML's coarse "kernel resident"
-numbers, not DCGM SM_ACTIVE. A sample is one mapped value cell; unmapped columns (``name``,
-``pci.bus_id``...) are identity or ignored (``meta["unmapped_columns"]``).
+numbers, not DCGM SM_ACTIVE. A sample is one mapped value cell; ``index``, ``uuid``, ``name`` and
+``pci.bus_id`` are identity (the bus id normalised, :mod:`rooftop.parsers.pci`), other unmapped
+columns ignored (``meta["unmapped_columns"]``).
 
 The query CSV rules are in :mod:`rooftop.parsers.nvsmi.csv`, the dmon rules in
 :mod:`rooftop.parsers.nvsmi.dmon`, what both share (cells, ticks, tables) in

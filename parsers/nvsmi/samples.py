@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop.parsers.model import SAMPLE_SCHEMA
+from rooftop.parsers.pci import normalise_array
 from rooftop.parsers.source import ParseOptions, Source
 
 UNIT_SUFFIX = r"\s*(%|MiB|GiB|KiB|W|MHz|C)$"  # a unit printed after a value: "22 %"
@@ -40,6 +41,7 @@ class Part:
     fid: np.ndarray
     field: np.ndarray
     value: np.ndarray
+    pci_bus_id: np.ndarray | None = None  # nvidia-smi ``pci.bus_id``, normalised (parsers/pci.py)
 
     def table(self, start_ms: int, host: str | None) -> pa.Table:
         ts = self.ts_ms if self.absolute is None else self.ts_ms.copy()
@@ -47,11 +49,12 @@ class Part:
             ts = ts + start_ms
         elif not self.absolute.all():
             ts[~self.absolute] += start_ms
-        return table(ts, self.gpu, self.uuid, self.model, self.fid, self.field, self.value, host)
+        return table(ts, self.gpu, self.uuid, self.model, self.fid, self.field, self.value, host, self.pci_bus_id)
 
 
 def table(ts_ms: np.ndarray, gpu: np.ndarray, uuid: np.ndarray | None, model: np.ndarray | None,
-           fid: np.ndarray, field: np.ndarray, value: np.ndarray, host: str | None) -> pa.Table:
+          fid: np.ndarray, field: np.ndarray, value: np.ndarray, host: str | None,
+          pci_bus_id: np.ndarray | None = None) -> pa.Table:
     n = len(value)
     none = pa.nulls(n, pa.string())
     return pa.table({
@@ -59,6 +62,7 @@ def table(ts_ms: np.ndarray, gpu: np.ndarray, uuid: np.ndarray | None, model: np
         "host": pa.array([host] * n, pa.string()),
         "gpu": pa.array(gpu, pa.string()),
         "uuid": none if uuid is None else pa.array(uuid, pa.string()),
+        "pci_bus_id": none if pci_bus_id is None else normalise_array(pa.array(pci_bus_id, pa.string())),
         "model": none if model is None else pa.array(model, pa.string()), "mig": none, "mig_profile": none,
         "field_id": pa.array(fid, pa.int32()), "field": pa.array(field, pa.string()),
         "value": pa.array(value, pa.float64()),

@@ -3,7 +3,7 @@ keeps, validity; each distinct head parsed once per file (dcgm-exporter repeats 
 scrape).
 
 Labels (drift handled, docs/formulas.md#inputs): host ``Hostname``|``hostname``; uuid
-``UUID``|``uuid``|``gpu_uuid``; model ``modelName``|``model_name``; MIG ``GPU_I_ID``/``GPU_I_PROFILE``;
+``UUID``|``uuid``|``gpu_uuid``; PCI bus id ``pci_bus_id`` (normalised, :mod:`parsers.pci`); model ``modelName``|``model_name``; MIG ``GPU_I_ID``/``GPU_I_PROFILE``;
 workload ``exported_namespace``/``exported_pod``/``exported_container`` preferred over
 ``namespace``/``pod``/``container``; job ``hpc_job``. Empty and ``<<<NULL>>>``-style values are null.
 """
@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rooftop.parsers.dcgm import fields as F
+from rooftop.parsers.pci import normalise_array
 from rooftop.parsers.prometheus.grammar import NAME_OK
 from rooftop.parsers.prometheus.scan import bool_mask
 
@@ -27,6 +28,7 @@ LABELS: dict[str, tuple[str, ...]] = {
     "host": ("Hostname", "hostname"),
     "gpu": ("gpu",),
     "uuid": ("UUID", "uuid", "gpu_uuid"),
+    "pci_bus_id": ("pci_bus_id",),
     "model": ("modelName", "model_name"),
     "mig": ("GPU_I_ID",),
     "mig_profile": ("GPU_I_PROFILE",),
@@ -126,6 +128,7 @@ def parse_heads(heads: pa.Array, seen: set[str]) -> Heads:
     blocks = pc.dictionary_encode(labels)  # one label block per GPU, repeated for every field
     bidx = blocks.indices
     lcols = {col: label_values(blocks.dictionary, lab_names, seen).take(bidx) for col, lab_names in LABELS.items()}
+    lcols["pci_bus_id"] = normalise_array(lcols["pci_bus_id"])  # NVML's form (parsers/pci.py)
     sentinels = np.asarray(pc.count_substring(blocks.dictionary, "<<<").to_numpy(zero_copy_only=False),
                            dtype="int64")[np.asarray(bidx, dtype="int64")]
     return Heads(name, fid, valid, lcols, sentinels)

@@ -36,6 +36,7 @@ from rooftop.parsers.model import (
     Rejected,
     drain_batches,
 )
+from rooftop.parsers.pci import normalise_bus_id
 from rooftop.parsers.prometheus.records import NO_GPU
 from rooftop.parsers.source import ParseOptions, Source
 from rooftop.parsers.units import EPOCH_SCALES, EPOCH_YEARS, epoch_scale
@@ -179,7 +180,8 @@ def _result_type(doc: dict[str, Any], path: str) -> str:
 def _labels(metric: dict[str, Any]) -> dict[str, str | None]:
     return {
         "host": _first(metric, _HOST), "gpu": _first(metric, ("gpu",)),
-        "uuid": _first(metric, ("UUID", "uuid", "gpu_uuid")), "model": _first(metric, ("modelName", "model_name")),
+        "uuid": _first(metric, ("UUID", "uuid", "gpu_uuid")),
+        "pci_bus_id": normalise_bus_id(_first(metric, ("pci_bus_id",))), "model": _first(metric, ("modelName", "model_name")),
         "mig": _first(metric, ("GPU_I_ID",)), "mig_profile": _first(metric, ("GPU_I_PROFILE",)),
         **_workload(metric), "job": _first(metric, ("hpc_job",)),
     }

@@ -240,6 +240,7 @@ class BlockParser:
             "host": none if self.host is None else pa.repeat(pa.scalar(self.host, pa.string()), nrow),
             "gpu": e.gpu.take(pa.array(_per_cell(gpu_ent, cell_row, kk), pa.int64())),
             "uuid": none,
+            "pci_bus_id": none,
             "model": none,
             "mig": e.mig.take(pa.array(_per_cell(ent, cell_row, kk), pa.int64())) if has_mig else none,
             "mig_profile": none,
