@@ -279,6 +279,15 @@ def _analysis(parsed: ParsedInputs, inputs: list[str], *, device: str | None, to
         from rooftop.analyzer.fleet.join import kernel_join
 
         extra["kernel_join"] = jsonable(kernel_join(results, wa.windows, load_device_option(device)))
+    from rooftop.analyzer.health import analyze_health
+    from rooftop.analyzer.health.gpus import health_findings, health_first, health_summary
+
+    health = analyze_health(parsed.samples)  # docs/formulas.md#health: named before the efficiency findings
+    if health:
+        from rooftop.analyzer.document import jsonable as _jsonable
+
+        extra["health"] = _jsonable(health_summary(health))
+        findings = health_first(health_findings(health, top), findings)
     step()
     return build_document(
         kind="analyze",

@@ -18,6 +18,7 @@ from rooftop.reports.common_sections import devices_table
 from rooftop.reports.escape import esc
 from rooftop.reports.escape import md as md_esc
 from rooftop.reports.formatting import fmt_gpu_hours, fmt_num, fmt_pct, gpu_seconds_hint
+from rooftop.reports.health_sections import fleet_health_html, fleet_health_md, health_kpi
 from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.timelines import label_share_chart
 from rooftop.reports.widgets import Column, Section, kpi, table
@@ -233,9 +234,14 @@ COVERAGE_COLUMNS = [Column("host", "host"), Column("gpus", "GPUs", numeric=True)
                     Column("coverage", "of GPUs x period", fmt_pct, numeric=True)]
 
 
+PAIR = 'style="display:flex;flex-wrap:wrap;gap:0 24px"'  # two blocks side by side from 1144 px
+HALF = 'style="flex:1 1 560px;min-width:0"'
+
+
 def morning_section(doc: Document) -> Section | None:
     """The first screen of a fleet report: GPU-hours by owner (busy / idle / unknown, against the
-    previous period), GPUs held by a workload while idle, and each host's data coverage."""
+    previous period), GPUs held by a workload while idle, GPUs with health events, and each host's
+    data coverage."""
     fl = doc.get("fleet") or {}
     owners = _owner_rows(fl)
     if not owners:
@@ -247,9 +253,11 @@ def morning_section(doc: Document) -> Section | None:
             "names no workload. Busy = compute-, memory-, overhead-bound and mixed.</p>",
             f'<div class="tablewrap">{table(owners, OWNER_COLUMNS)}</div>',
             f'<p class="note">{esc(OFU_NOTE)}</p>',
+            f"<div {PAIR}><div {HALF}>",  # allocated-but-idle and health events side by side (first screen)
             "<h3>Allocated but idle</h3>",
             (f'<div class="tablewrap">{table(idle, IDLE_COLUMNS)}</div>' if idle else
              '<p class="note">No GPU a workload label holds was idle >= 90 % of its covered time.</p>'),
+            f"</div><div {HALF}>{fleet_health_html(doc)}</div></div>",
             "<h3>Data gaps per host</h3>",
             (f'<div class="tablewrap">{table(cover, COVERAGE_COLUMNS)}</div>' if cover else
              '<p class="note">Every host\'s GPUs have data for the whole period.</p>')]
@@ -270,6 +278,7 @@ def morning_md_section(doc: Document) -> MdSection | None:
     if idle:
         parts.append("Allocated but idle:\n\n" + md_table(idle[:MD_ROWS], [
             ("gpu", "GPU"), ("host", "host"), ("owner", "held by"), ("idle_hours", "idle GPU-h", h)]))
+    parts.append(fleet_health_md(doc))
     cover = [c for c in fl.get("coverage") or [] if (_num(c.get("coverage")) or 0.0) < 0.999]
     if cover:
         parts.append("Data gaps per host:\n\n" + md_table(cover[:MD_ROWS], [
@@ -289,6 +298,7 @@ def overview_section(doc: Document) -> Section:
             f'{kpi(_hours_cell(total), "GPU-hours" + gpu_seconds_hint(total))}'
             f'{kpi(_hours_cell(idle_h), "idle GPU-hours" + gpu_seconds_hint(idle_h))}'
             f'{kpi(str(held), "GPUs allocated but idle")}'
+            f'{kpi(health_kpi(doc), "GPUs with health events")}'
             f'{kpi(str(len(doc["findings"])), "findings")}{kpi(str(len(doc["rejected"])), "rejected records")}</div>')
     return Section("Overview", body, anchor="overview")
 

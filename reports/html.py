@@ -26,6 +26,7 @@ from rooftop.reports import common_sections as common
 from rooftop.reports import (
     diff_sections,
     fleet_sections,
+    health_sections,
     links_sections,
     ops_sections,
     timeline_sections,
@@ -72,7 +73,7 @@ def render_html(doc: Document) -> str:
 
 
 SECTIONS_BY_KIND: dict[Kind, list[SectionBuilder]] = {
-    "analyze": [an.summary_section, common.findings_section, an.roofline_section, kernel_table_section,
+    "analyze": [an.summary_section, common.findings_section, health_sections.health_section, an.roofline_section, kernel_table_section,
                 timelines.dcgm_sections, links_sections.links_section, timeline_sections.timeline_sections, ops_sections.ops_sections, fleet_sections.join_section,
                 an.devices_section, common.lint_section,
                 common.inputs_section, common.provenance_section],

@@ -17,6 +17,7 @@ from rooftop.reports import common_sections as common
 from rooftop.reports import (
     diff_sections,
     fleet_sections,
+    health_sections,
     links_sections,
     ops_sections,
     timeline_sections,
@@ -29,7 +30,8 @@ from rooftop.reports.md_widgets import MdBuilder
 __all__ = ["MD_SECTIONS_BY_KIND", "render_markdown"]
 
 MD_SECTIONS_BY_KIND: dict[Kind, list[MdBuilder]] = {
-    "analyze": [common.key_numbers_section, common.findings_md_section, common.recommendations_md_section,
+    "analyze": [common.key_numbers_section, common.findings_md_section, health_sections.health_md_section,
+                common.recommendations_md_section,
                 an.roofline_md_section, an.top_kernels_md_section,
                 timelines.dcgm_md_section, links_sections.links_md_section,
                 timeline_sections.timeline_md_sections, ops_sections.ops_md_sections, fleet_sections.join_md_section, common.lint_md_section, common.reproduce_md_section],

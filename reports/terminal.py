@@ -107,6 +107,7 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
             counts[w["label"]] = counts.get(w["label"], 0) + 1
         lines.append(f"  DCGM windows: {len(windows)} (" + ", ".join(
             f"{plain(k)} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) + ")")
+    lines += _health_lines(doc)  # one line per GPU with health events (docs/formulas.md#health)
     lines += _timeline_lines(doc)
     lines += _ops_lines(doc)
     verdict = doc.get("verdict")
@@ -140,6 +141,28 @@ def fit(line: str, width: int) -> list[str]:
     indent = " " * min(len(line) - len(line.lstrip(" ")) + 4, width // 2)
     return textwrap.wrap(line, width=width, subsequent_indent=indent, break_long_words=True,
                          break_on_hyphens=False) or [line[:width]]
+
+
+def _health_lines(doc: Document, limit: int = 20) -> list[str]:
+    """One line per GPU with health events (worst first), else one line saying none was seen or
+    that no health field was collected (docs/formulas.md#health)."""
+    d: Any = doc
+    h = d.get("health") or (d.get("fleet") or {}).get("health")
+    if not isinstance(h, dict):
+        return []
+    recs = [r for r in h.get("gpus") or [] if r.get("events")]
+    if not recs:
+        if not h.get("gpus_with_fields"):
+            return ["  health: no health fields collected (XID, ECC, row remapping, clock-event reasons, "
+                    "temperature, power): unknown"]
+        return [f"  health: no events on {h.get('gpus_with_fields')} GPU(s) with health fields (collected: "
+                f"{plain(', '.join(map(str, h.get('collected') or [])), 200)})"]
+    out = [f"  health: GPU {plain(r.get('gpu_key'))}" + (f" ({plain(r.get('uuid'))})" if r.get("uuid") else "")
+           + ": " + plain("; ".join(f"{e.get('title')} [{e.get('severity')}]" for e in r["events"]), 600)
+           for r in recs[:limit]]
+    if len(recs) > limit:
+        out.append(f"  health: {len(recs) - limit} more GPU(s) with events in the report")
+    return out
 
 
 def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:

@@ -6,6 +6,9 @@ The work is the DCGM window maths of :mod:`analyzer.windows`:
   inside each requested time slice, and run ``window_partials_arrow`` → one ``WindowPartials`` (arrays) per slice;
 * reduce: ``combine_partials`` over fragments, in a fixed tree (:class:`TreeReducer`, fan-in
   :data:`FANIN`, fragments in manifest order).
+* with ``ScanSpec.health``, one more element after the slices: the health observations of the last
+  slice (the period), reduced per GPU (``analyzer.health.health_partial``; combined by
+  ``combine_health``: min, max and integer sums, so any order gives the same table).
 
 ``local`` runs both steps in this process, fragment after fragment; memory holds one row group plus
 at most ``FANIN × depth`` partial tables. ``dask`` submits the very same functions to a Dask
@@ -38,7 +41,7 @@ FANIN = 16  # partials combined at once: 2 tree levels for up to 256 fragments
 CONNECT_TIMEOUT = "30s"  # waiting for a --scheduler to answer
 BATCH_ROWS = 1_000_000
 
-Partials = tuple["WindowPartials | None", ...]  # one partial per time slice
+Partials = tuple[Any, ...]  # one WindowPartials (or None) per time slice; then the health table with spec.health
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class ScanSpec:
     slices: tuple[tuple[int, int], ...]
     window_s: float
     batch_rows: int = BATCH_ROWS
+    health: bool = False  # also reduce the period's health observations (docs/formulas.md#health)
 
 
 def scan_columns(keys: Sequence[str], by: Sequence[str]) -> tuple[str, ...]:
@@ -67,9 +71,13 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
     indices, never on per-row strings), skips row groups whose timestamp statistics miss every
     slice, and windows runs of row groups (up to ``spec.batch_rows`` rows) straight from Arrow
     (no pandas frame of samples)."""
+    import pandas as pd
+
+    from rooftop.analyzer.health.partials import combine_health, health_partial
     from rooftop.analyzer.windows.scan import window_partials_arrow
 
     per_slice: list[list[WindowPartials]] = [[] for _ in spec.slices]
+    health: list[pd.DataFrame] = []
     try:
         pf = _open(path, [c for c in spec.columns if c in _STRINGS])
         stored = set(pf.schema_arrow.names)
@@ -79,6 +87,8 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
             consts.update({c: None for c in spec.columns if c in _STRINGS and c not in stored})
             table = pf.read_row_groups(run, columns=[c for c in spec.columns if c not in consts],
                                        use_threads=False)  # one core per fragment (the pool adds more)
+            if spec.health:
+                health.append(health_partial(table, consts, span=spec.slices[-1]))
             table = _counter_increases(table)
             for i, part in enumerate(window_partials_arrow(table, spec.window_s, spec.slices, consts)):
                 if part is not None:
@@ -86,7 +96,8 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, f"is not a readable Parquet partition ({exc})",
                          f"run `rooftop ingest --repair --to {Path(path).parent.parent.parent}` (re-ingests its input)") from exc
-    return tuple(_combine_list(parts) for parts in per_slice)
+    windows = tuple(_combine_list(parts) for parts in per_slice)
+    return (*windows, combine_health(health)) if spec.health else windows
 
 
 def _open(path: str, strings: list[str]) -> pq.ParquetFile:
@@ -195,9 +206,18 @@ def _combine_list(parts: list[WindowPartials]) -> WindowPartials | None:
 
 
 def combine_many(*items: Partials) -> Partials:
-    """The reduce step: slice-wise ``combine_partials`` over several fragments' partials."""
+    """The reduce step: slice-wise ``combine_partials`` over several fragments' partials (and
+    ``combine_health`` over their health tables, the element that is a DataFrame)."""
+    import pandas as pd
+
+    from rooftop.analyzer.health.partials import combine_health
+
     n = len(items[0])
-    return tuple(_combine_list([p for p in (it[i] for it in items) if p is not None]) for i in range(n))
+    out: list[Any] = []
+    for i in range(n):
+        got = [p for p in (it[i] for it in items) if p is not None]
+        out.append(combine_health(got) if got and isinstance(got[0], pd.DataFrame) else _combine_list(got))
+    return tuple(out)
 
 
 class TreeReducer:

@@ -27,6 +27,7 @@ from rooftop.analyzer.fleet.rollup import (
     rollup,
     trend,
 )
+from rooftop.analyzer.health.gpus import gpu_health, health_findings, health_first, health_summary
 from rooftop.analyzer.schema import Document
 from rooftop.analyzer.store.layout import MS_PER_DAY, file_date, host_dir, iso_ms, parse_iso
 from rooftop.analyzer.store.manifest import Manifest
@@ -153,10 +154,12 @@ def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
 
 
 def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, engine: str,
-                    scheduler: str | None, workers: int) -> tuple[tuple[pd.DataFrame | None, ...], int]:
-    """Map-reduce the window partials of every file on ``engine``: finished windows per slice, and
-    how many samples of the last slice (the period analysed) named no GPU (set aside:
-    :func:`~rooftop.analyzer.windows.reduce.without_unplaced`)."""
+                    scheduler: str | None, workers: int) -> tuple[tuple[pd.DataFrame | None, ...], int,
+                                                                  pd.DataFrame | None]:
+    """Map-reduce the window partials of every file on ``engine``: finished windows per slice, how
+    many samples of the last slice (the period analysed) named no GPU (set aside:
+    :func:`~rooftop.analyzer.windows.reduce.without_unplaced`), and with ``spec.health`` the period's
+    reduced health observations (docs/formulas.md#health; else None)."""
     from rooftop.analyzer.windows.reduce import finish_windows, without_unplaced
 
     paths = [str(dataset / f) for f in files]
@@ -168,13 +171,14 @@ def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, 
     else:
         raise InputError("--engine", f"unknown engine {engine!r}", "use local or dask")
     if reduced is None:
-        return tuple(None for _ in spec.slices), 0
+        return tuple(None for _ in spec.slices), 0, None
+    health = reduced[len(spec.slices)] if spec.health else None
     out: list[pd.DataFrame | None] = []
     unplaced = 0
-    for p in reduced:
+    for p in reduced[:len(spec.slices)]:
         wide, unplaced = (None, 0) if p is None else without_unplaced(finish_windows(p))
         out.append(wide)
-    return tuple(out), unplaced
+    return tuple(out), unplaced, health
 
 
 def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, by: list[str],
@@ -207,8 +211,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     if join is not None and join.column and join.column not in labels:
         labels.append(join.column)
     spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), labels),
-                            slices=((prev_lo, lo), (lo, hi)), window_s=window_s)
-    (prev_w, cur_w), unplaced = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
+                            slices=((prev_lo, lo), (lo, hi)), window_s=window_s, health=True)
+    (prev_w, cur_w), unplaced, health_obs = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
                                                 workers=workers)
     lint: list[dict[str, Any]] = list(period_lint)
     windows = _classify(cur_w, device, evidence=False)  # roll-ups need labels, not text
@@ -232,7 +236,8 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                      "message": f"no samples between {iso_ms(lo)} and {iso_ms(hi)}", "kernels": []})
     kernel_join = {"kernel_join": jsonable(fleet_join(join, windows))} if join is not None else {}
     groups = group_records(table, by)
-    findings = fleet_findings(groups, top)
+    health = fleet_health(health_obs, windows)
+    findings = health_first(health_findings(health, top), fleet_findings(groups, top))  # docs/formulas.md#health
     # the listed windows again with evidence text (classification keeps the sorted row order)
     window_recs = window_records(_classify(None if cur_w is None else cur_w.iloc[:MAX_WINDOWS], device))
     if len(windows) > MAX_WINDOWS:
@@ -256,6 +261,7 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
                 "allocated_idle": allocated_idle(windows, window_s),
                 "coverage": host_coverage(windows, window_s, lo, hi),
                 "links": link_rows(windows, busiest_first=True),
+                "health": jsonable(health_summary(health, every_gpu=False)),
             },
             **kernel_join,
         },
@@ -264,6 +270,15 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
     doc["inputs"] = jsonable(inputs)
     doc["run"]["input_sha256"] = {i["path"]: i["sha256"] for i in inputs}
     return doc
+
+
+def fleet_health(observations: pd.DataFrame | None, windows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per-GPU health of the period: every GPU with health fields or windows (docs/formulas.md#health)."""
+    from rooftop.analyzer.health.partials import GPU_COLUMNS
+
+    cols = [c for c in GPU_COLUMNS if c in windows.columns]
+    gpus = windows[cols].drop_duplicates().to_dict("records") if len(windows) else []
+    return gpu_health(observations if observations is not None else pd.DataFrame(), gpus)
 
 
 def host_lint(manifest: Manifest, lo: int, hi: int) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ class Document(_DocumentBase, total=False):
     links: list[dict[str, Json]]  # analyze: NVLink / PCIe bytes/s per GPU (docs/formulas.md#links)
     window: dict[str, Json]  # analyze: the window used (seconds, source default/option, reason)
     kernel_join: dict[str, Json]  # predicted vs observed DCGM signature (fleet --kernels)
+    health: dict[str, Json]  # analyze: per-GPU health (docs/formulas.md#health); fleet: under fleet.health
     groups: list[dict[str, Json]]  # fleet roll-ups
     fleet: dict[str, Json]  # fleet: dataset, period, engine, totals
     # diff
