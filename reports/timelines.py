@@ -18,7 +18,6 @@ from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.svg_axes import TimeAxis
 from rooftop.reports.svg_charts import (
     BUCKET_PX,
-    ML,
     MR,
     Line,
     Span,
@@ -26,13 +25,13 @@ from rooftop.reports.svg_charts import (
     color,
     figure_html,
     hbars,
+    label_margin,
     span_rows,
     time_chart,
 )
 from rooftop.reports.widgets import LABEL_COLORS, Column, Section, finding_html, table
 
 MAX_TIMELINES = 16          # GPUs drawn as series (the rest are in the label-share tables)
-PIXELS = W - ML - MR         # width of the label rows (see svg_charts.span_rows)
 LIST_ROWS = 300           # rows per label-share table shown in the page
 
 
@@ -249,16 +248,18 @@ def timeline_charts(doc: Document) -> tuple[list[Chart], str]:
     lo, hi = min(finite), max(finite)
     ax = TimeAxis(lo, hi, epoch=True) if hi > lo else TimeAxis(lo - 0.5, hi + 0.5, epoch=True)
     charts = []
+    ml = label_margin([k for k in keys if k in by_key])  # the label rows' names; every chart shares it
     rows, counts, dense = [], {}, False
     for k in keys:
         if k in by_key:
-            spans, agg = _label_spans(by_key[k], ax, PIXELS)
+            spans, agg = _label_spans(by_key[k], ax, int(W - ml - MR))
             rows.append((k, spans))
             counts[k] = len(spans)
             dense |= agg
     if rows:
         present = dict.fromkeys(lab for k in keys if k in by_key for lab in by_key[k]["label"])
-        svg = span_rows("Window label per GPU", rows, ax, [(lab, LABEL_COLORS.get(lab, "#555")) for lab in present])
+        svg = span_rows("Window label per GPU", rows, ax, [(lab, LABEL_COLORS.get(lab, "#555")) for lab in present],
+                        ml=ml)
         cap = ("One row per GPU: each window coloured by its label (docs/formulas.md#windows); hover for the label "
                "and times." + (" Where a pixel holds several windows it shows the label with the most window "
                                "time in it." if dense else ""))
@@ -272,7 +273,7 @@ def timeline_charts(doc: Document) -> tuple[list[Chart], str]:
         if not lines:
             continue
         svg, reduced = time_chart(title, lines, ax, unit=unit, y_title=_Y_TITLES[unit],
-                                  y_range=(0.0, 1.0) if unit == "ratio" else None)
+                                  y_range=(0.0, 1.0) if unit == "ratio" else None, ml=ml)
         charts.append(Chart(fam, title, figure_html(svg, _family_caption(fam, reduced, coarse)),
                             [ln.name for ln in lines]))
     if len(charts) == (1 if rows else 0):
