@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,8 @@ from rooftop.analyzer.fleet.pipeline import run_fleet
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from gen_fleet import write_fleet
 
+from tests.test_idle_hysteresis import write_hovering
+
 START = datetime(2026, 11, 20, 0, 0, tzinfo=timezone.utc)
 
 
@@ -26,16 +28,21 @@ def test_local_and_dask_give_identical_groups(tmp_path, monkeypatch):
     # 5 hosts x 2 GPUs x 900 s; 2 partitions per host (chunk crosses no day) -> 5 files;
     # fan-in 2 so the reduction tree has several levels on both engines
     write_fleet(root, hosts=5, gpus=2, seconds=900, start=START, seed=3, segment_s=300)
+    # and a GPU hovering at the idle cut across midnight, its windows in two inputs and date partitions:
+    # both engines hold it idle (hysteresis, docs/formulas.md#windows; tests/test_idle_hysteresis.py)
+    write_hovering(tmp_path, root)
     monkeypatch.setattr(engines, "FANIN", 2)
-    kw = dict(since=None, until=None, by=["host", "namespace"], workers=2, window_s=60, device=None,
-              top=10, command="")
+    kw = dict(since=START - timedelta(hours=12), until=START + timedelta(hours=36), by=["host", "namespace"],
+              workers=2, window_s=60, device=None, top=10, command="")
     local = run_fleet(root, engine="local", scheduler=None, **kw)
     dask = run_fleet(root, engine="dask", scheduler=None, **kw)
     assert local["groups"] and local["groups"] == dask["groups"]  # exact, not approximately
     assert local["windows"] == dask["windows"]
     assert local["findings"] == dask["findings"]
-    assert local["fleet"]["files_scanned"] == dask["fleet"]["files_scanned"] == 5
+    assert local["fleet"]["files_scanned"] == dask["fleet"]["files_scanned"] == 5 + 2
     assert dask["fleet"]["engine"] == "dask"
+    held = [w["label"] for w in dask["windows"] if w["host"] == "node-h"]
+    assert held == ["idle"] * 13  # the old rule: every other window not idle
 
 
 @pytest.mark.slow

@@ -97,9 +97,10 @@ def test_held_idle_by_hand() -> None:
 START = datetime(2026, 11, 20, 23, 54, tzinfo=timezone.utc)  # 6 minutes before midnight
 
 
-def _two_inputs(tmp_path: Path) -> Path:
-    """One GPU hovering at the cut for 12 minutes across midnight, its samples in two inputs (and
-    so two date partitions): windows 23:54-00:00 in one file, 00:00-00:06 in the other."""
+def write_hovering(tmp_path: Path, root: Path) -> None:
+    """Ingest into ``root`` one GPU (host node-h) idle, then hovering at the cut for 12 minutes across
+    midnight, its samples in two inputs (and so two date partitions): windows 23:54-00:00 in one
+    file, 00:00-00:06 in the other. tests/test_fleet_dask.py compares both engines on it."""
     from rooftop.analyzer.store.ingest import ingest_files
     from rooftop.parsers.source import ParseOptions
 
@@ -119,8 +120,12 @@ def _two_inputs(tmp_path: Path) -> Path:
         p = tmp_path / f"part{i}.prom"
         p.write_text("\n".join(lines) + "\n")
         paths.append(p)
-    root = tmp_path / "ds"
     ingest_files(paths, root, ParseOptions())
+
+
+def _two_inputs(tmp_path: Path) -> Path:
+    root = tmp_path / "ds"
+    write_hovering(tmp_path, root)
     assert len(list(root.glob("date=*"))) == 2
     return root
 
@@ -141,12 +146,3 @@ def test_fleet_carries_the_state_across_partitions(tmp_path: Path) -> None:
     g = doc["groups"][0]
     assert g["gpu_hours"] == pytest.approx(13 * 60 / 3600)
     assert g["labels"]["idle"]["gpu_hours"] == pytest.approx(g["gpu_hours"])
-
-
-@pytest.mark.slow
-def test_fleet_engines_agree_on_held_windows(tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
-    root = _two_inputs(tmp_path)
-    local, dask = _fleet(root, "local"), _fleet(root, "dask")
-    assert local["windows"] == dask["windows"] and local["groups"] == dask["groups"]
-    assert [w["label"] for w in dask["windows"]] == ["idle"] * 13
