@@ -58,6 +58,40 @@ def test_dask_on_an_existing_scheduler(tmp_path):
     assert remote["groups"] == local["groups"]
 
 
+@pytest.mark.slow
+def test_dask_agrees_on_bus_id_identity_and_counter_boundaries(tmp_path):
+    # issue 24: GPUs told apart by PCI bus id (tests/test_pci_bus_id.py) and DCGM 4.6 counter
+    # intervals across two files with the reset lint (tests/test_counters_fleet.py), on one cluster
+    from distributed import LocalCluster
+
+    from fixtures.make_dcgm import prom_counters, prom_pci
+    from rooftop.analyzer.store.ingest import ingest_files
+    from rooftop.parsers.source import ParseOptions
+
+    lines = prom_counters().splitlines()
+    inputs = {"pci": [("a.prom", prom_pci("00000000:3B:00.0")), ("b.prom", prom_pci("0000:86:00.0", value=0.0))],
+              "counters": [("a.prom", "\n".join(lines[:18]) + "\n"), ("b.prom", "\n".join(lines[18:]) + "\n")]}
+    kw = dict(since=datetime(2024, 1, 1, tzinfo=timezone.utc), until=datetime(2027, 1, 1, tzinfo=timezone.utc),
+              by=["host"], workers=1, window_s=60, device=None, top=5, command="")
+    roots = {}
+    for name, files in inputs.items():
+        paths = []
+        for fname, text in files:
+            (tmp_path / name).mkdir(exist_ok=True)
+            (tmp_path / name / fname).write_text(text)
+            paths.append(tmp_path / name / fname)
+        roots[name] = tmp_path / name / "ds"
+        ingest_files(paths, roots[name], ParseOptions(host="n1"), finished=True)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = {k: run_fleet(r, engine="dask", scheduler=cluster.scheduler_address, **kw) for k, r in roots.items()}
+    for k, r in roots.items():
+        local = run_fleet(r, engine="local", scheduler=None, **kw)
+        assert remote[k]["windows"] == local["windows"] and remote[k]["lint"] == local["lint"]
+        assert remote[k]["groups"] == local["groups"]
+    assert remote["pci"]["fleet"]["gpus"] == 2
+    assert any(x["code"] == "dcgm-counter-reset" and "by host: n1 1" in x["message"] for x in remote["counters"]["lint"])
+
+
 def test_unreachable_scheduler_is_an_input_error(tmp_path, monkeypatch):
     from rooftop.errors import InputError
 

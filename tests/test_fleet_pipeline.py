@@ -291,8 +291,8 @@ def test_local_threads_give_identical_partials(tmp_path: Path) -> None:
                             batch_rows=1000)  # several batches per file -> combine inside a fragment
     one, two = engines.run_local(files, spec, threads=1), engines.run_local(files, spec, threads=2)
     assert one is not None and two is not None
-    for a, b in zip(one, two, strict=True):
+    for a, b in zip(one.parts, two.parts, strict=True):
         assert a is not None and b is not None
         pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())  # bit-identical: same additions, same order
-    assert one[0] is not None
-    assert int(one[0].counts.sum()) == 3 * 2 * 150 * 10  # hosts x GPUs x 150 s x 10 fields
+    assert one.parts[0] is not None
+    assert int(one.parts[0].counts.sum()) == 3 * 2 * 150 * 10  # hosts x GPUs x 150 s x 10 fields

@@ -108,18 +108,6 @@ def test_old_dataset_without_the_column_stays_readable(tmp_path: Path) -> None:
     assert len(pd.read_parquet(ds)) == 8
 
 
-def test_both_engines_agree_on_bus_id_identity(tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
-    a = tmp_path / "a.prom"
-    b = tmp_path / "b.prom"
-    a.write_text(prom_pci("00000000:3B:00.0"))
-    b.write_text(prom_pci("00000000:86:00.0", value=0.0))
-    local = _fleet(tmp_path, a, b)
-    dask = _fleet(tmp_path, a, b, engine="dask")
-    assert dask["fleet"]["gpus"] == local["fleet"]["gpus"] == 2
-    assert dask["groups"] == local["groups"] and dask["windows"] == local["windows"]
-
-
 def test_corpus_exporter_and_smi_carry_the_bus_id() -> None:
     d = corpus_dir("dcgm")
     prom = d / "cncf__k8s-ai-conformance__v1.35__kops__tests__TestObservability_AcceleratorMetrics_ViaDCGM__output.md.metrics.prom"

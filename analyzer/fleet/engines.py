@@ -27,6 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -42,6 +44,21 @@ CONNECT_TIMEOUT = "30s"  # waiting for a --scheduler to answer
 BATCH_ROWS = 1_000_000
 
 Partials = tuple[Any, ...]  # one WindowPartials (or None) per time slice; then the health table with spec.health
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """What the map step gives and the reduce step combines: window partials per time slice and
+    the cumulative counters' ledger (docs/formulas.md#counters): intervals read whose end falls in
+    each slice, each reset (host, end in epoch ms), gaps, and every read run's first and last
+    counter rows per GPU (``edges``, with ``_run``), from which the intervals between runs and files
+    are differenced after the reduction (:func:`rooftop.analyzer.windows.counters.across`)."""
+
+    parts: Partials
+    intervals: tuple[int, ...] = ()
+    resets: tuple[tuple[str | None, int], ...] = ()
+    gaps: int = 0
+    edges: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -64,24 +81,24 @@ def scan_columns(keys: Sequence[str], by: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def fragment_partials(path: str, spec: ScanSpec) -> Partials:
-    """The map step for one Parquet file: window partials per time slice (None where empty).
+def fragment_partials(path: str, spec: ScanSpec) -> Fragment:
+    """The map step for one Parquet file: window partials per time slice (None where empty) and
+    its counters' ledger (:class:`Fragment`).
 
     Reads only ``spec.columns``, strings as dictionaries (the window maths works on dictionary
     indices, never on per-row strings), skips row groups whose timestamp statistics miss every
     slice, and windows runs of row groups (up to ``spec.batch_rows`` rows) straight from Arrow
     (no pandas frame of samples)."""
-    import pandas as pd
-
     from rooftop.analyzer.health.partials import combine_health, health_partial
     from rooftop.analyzer.windows.scan import window_partials_arrow
 
     per_slice: list[list[WindowPartials]] = [[] for _ in spec.slices]
     health: list[pd.DataFrame] = []
+    ledgers: list[Fragment] = []
     try:
         pf = _open(path, [c for c in spec.columns if c in _STRINGS])
         stored = set(pf.schema_arrow.names)
-        for run in _runs(pf, _row_groups(pf, spec.slices), spec.batch_rows):
+        for k, run in enumerate(_runs(pf, _row_groups(pf, spec.slices), spec.batch_rows)):
             consts = _constant_columns(pf, run, [c for c in spec.columns if c in _STRINGS])
             # a column the file predates (pci_bus_id before it was stored): null on every row
             consts.update({c: None for c in spec.columns if c in _STRINGS and c not in stored})
@@ -89,7 +106,9 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
                                        use_threads=False)  # one core per fragment (the pool adds more)
             if spec.health:
                 health.append(health_partial(table, consts, span=spec.slices[-1]))
-            table = _counter_increases(table)
+            table, ledger = _counter_increases(table, spec, consts, f"{path}#{k}")
+            if ledger is not None:
+                ledgers.append(ledger)
             for i, part in enumerate(window_partials_arrow(table, spec.window_s, spec.slices, consts)):
                 if part is not None:
                     per_slice[i].append(part)
@@ -97,7 +116,39 @@ def fragment_partials(path: str, spec: ScanSpec) -> Partials:
         raise InputError(path, f"is not a readable Parquet partition ({exc})",
                          f"run `rooftop ingest --repair --to {Path(path).parent.parent.parent}` (re-ingests its input)") from exc
     windows = tuple(_combine_list(parts) for parts in per_slice)
-    return (*windows, combine_health(health)) if spec.health else windows
+    return _merge_ledgers((*windows, combine_health(health)) if spec.health else windows, ledgers)
+
+
+def _counter_increases(table: pa.Table, spec: ScanSpec, consts: dict[str, str | None],
+                       run: str) -> tuple[pa.Table, Fragment | None]:
+    """DCGM 4.6 cumulative counters as increases per interval (docs/formulas.md#counters), within
+    this read run, and the run's ledger; the table itself and None where it holds none (the usual
+    case: no pandas round trip)."""
+    from rooftop.analyzer.windows.counters import COUNTER_IDS, difference
+
+    if "field_id" not in table.column_names or not pc.any(pc.is_in(table["field_id"], pa.array(
+            COUNTER_IDS, pa.int32()))).as_py():
+        return table, None
+    d = difference(table.to_pandas(), gap_floor_s=spec.window_s, edges=True)
+    edges = d.edges
+    if edges is not None:
+        edges = edges.assign(**{c: v for c, v in consts.items() if c not in edges.columns}, _run=run)
+    ends = d.ends_ms if d.ends_ms is not None else np.zeros(0, dtype="int64")
+    per = tuple(int(((ends >= lo) & (ends < hi)).sum()) for lo, hi in spec.slices)
+    resets = tuple((h if h is not None else consts.get("host"), t) for h, t in d.reset_hosts)  # host not read: constant
+    return pa.Table.from_pandas(d.samples, preserve_index=False), Fragment((), per, resets, d.gaps, edges)
+
+
+def _merge_ledgers(parts: Partials, ledgers: list[Fragment]) -> Fragment:
+    """One :class:`Fragment` of ``parts`` and the ledgers of ``ledgers`` (in order)."""
+    ledgers = [x for x in ledgers if x.intervals or x.resets or x.gaps or x.edges is not None]
+    if not ledgers:
+        return Fragment(parts)
+    n = max(len(x.intervals) for x in ledgers)
+    intervals = tuple(sum(x.intervals[i] for x in ledgers if i < len(x.intervals)) for i in range(n))
+    frames = [x.edges for x in ledgers if x.edges is not None and len(x.edges)]
+    return Fragment(parts, intervals, tuple(r for x in ledgers for r in x.resets), sum(x.gaps for x in ledgers),
+                    pd.concat(frames, ignore_index=True) if frames else None)
 
 
 def _open(path: str, strings: list[str]) -> pq.ParquetFile:
@@ -108,18 +159,6 @@ def _open(path: str, strings: list[str]) -> pq.ParquetFile:
     except KeyError:
         names = set(pq.read_schema(path).names)
         return pq.ParquetFile(path, read_dictionary=[c for c in strings if c in names])
-
-
-def _counter_increases(table: pa.Table) -> pa.Table:
-    """DCGM 4.6 cumulative counters as increases per interval (docs/formulas.md#counters), within
-    this read run; the table itself where it holds none (the usual case: no pandas round trip)."""
-    from rooftop.analyzer.windows.counters import COUNTER_IDS, difference
-
-    if "field_id" not in table.column_names or not pc.any(pc.is_in(table["field_id"], pa.array(
-            COUNTER_IDS, pa.int32()))).as_py():
-        return table
-    df = table.to_pandas()
-    return pa.Table.from_pandas(difference(df).samples, preserve_index=False)
 
 
 _STRINGS = frozenset(f.name for f in SAMPLE_SCHEMA if pa.types.is_string(f.type))
@@ -205,19 +244,18 @@ def _combine_list(parts: list[WindowPartials]) -> WindowPartials | None:
     return out
 
 
-def combine_many(*items: Partials) -> Partials:
+def combine_many(*items: Fragment) -> Fragment:
     """The reduce step: slice-wise ``combine_partials`` over several fragments' partials (and
-    ``combine_health`` over their health tables, the element that is a DataFrame)."""
-    import pandas as pd
-
+    ``combine_health`` over their health tables, the element that is a DataFrame), their counter
+    ledgers merged in order."""
     from rooftop.analyzer.health.partials import combine_health
 
-    n = len(items[0])
+    n = len(items[0].parts)
     out: list[Any] = []
     for i in range(n):
-        got = [p for p in (it[i] for it in items) if p is not None]
+        got = [p for p in (it.parts[i] for it in items) if p is not None]
         out.append(combine_health(got) if got and isinstance(got[0], pd.DataFrame) else _combine_list(got))
-    return tuple(out)
+    return _merge_ledgers(tuple(out), list(items))
 
 
 class TreeReducer:
@@ -258,7 +296,7 @@ class TreeReducer:
         return carry
 
 
-def run_local(paths: Sequence[str], spec: ScanSpec, threads: int = 1) -> Partials | None:
+def run_local(paths: Sequence[str], spec: ScanSpec, threads: int = 1) -> Fragment | None:
     """Map and reduce in this process: fragments on ``threads`` threads (Parquet decoding and the
     numpy kernels release the GIL), at most ``2 × threads`` in flight; partials reduced in
     manifest order, so the result does not depend on ``threads``."""
@@ -268,14 +306,14 @@ def run_local(paths: Sequence[str], spec: ScanSpec, threads: int = 1) -> Partial
             reducer.add(fragment_partials(path, spec))
     else:
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            pending: deque[Future[Partials]] = deque()
+            pending: deque[Future[Fragment]] = deque()
             for path in paths:
                 pending.append(pool.submit(fragment_partials, path, spec))
                 while len(pending) >= 2 * threads or (pending and pending[0].done()):
                     reducer.add(pending.popleft().result())
             while pending:
                 reducer.add(pending.popleft().result())
-    result: Partials | None = reducer.result()
+    result: Fragment | None = reducer.result()
     return result
 
 
@@ -308,7 +346,7 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
         cluster.close()
 
 
-def run_dask(paths: Sequence[str], spec: ScanSpec, client: Any) -> Partials | None:
+def run_dask(paths: Sequence[str], spec: ScanSpec, client: Any) -> Fragment | None:
     """Map and reduce on a Dask cluster: same functions, same tree, futures instead of values."""
     reducer = TreeReducer(lambda items: client.submit(combine_many, *items, pure=False), fanin=FANIN)
     futures = client.map(fragment_partials, list(paths), spec=spec, pure=False)
@@ -317,5 +355,5 @@ def run_dask(paths: Sequence[str], spec: ScanSpec, client: Any) -> Partials | No
     handle = reducer.result()
     if handle is None:
         return None
-    result: Partials = handle.result()
+    result: Fragment = handle.result()
     return result

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from rooftop.analyzer.document import build_document, jsonable
 from rooftop.analyzer.fleet import engines
@@ -33,8 +35,10 @@ from rooftop.analyzer.store.layout import MS_PER_DAY, file_date, host_dir, iso_m
 from rooftop.analyzer.store.manifest import Manifest
 from rooftop.analyzer.windows.links import link_rows
 from rooftop.errors import InputError
+from rooftop.parsers.model import SAMPLE_SCHEMA
 
 DEFAULT_PERIOD = timedelta(hours=24)
+_STRING_COLUMNS = frozenset(f.name for f in SAMPLE_SCHEMA if pa.types.is_string(f.type))
 MAX_WINDOWS = 2000  # windows listed in the document; the roll-ups use all of them
 
 
@@ -154,12 +158,15 @@ def select_files(manifest: Manifest, lo: int, hi: int) -> list[str]:
 
 
 def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, engine: str,
-                    scheduler: str | None, workers: int) -> tuple[tuple[pd.DataFrame | None, ...], int,
-                                                                  pd.DataFrame | None]:
+                    scheduler: str | None, workers: int
+                    ) -> tuple[tuple[pd.DataFrame | None, ...], int, pd.DataFrame | None, list[dict[str, Any]]]:
     """Map-reduce the window partials of every file on ``engine``: finished windows per slice, how
     many samples of the last slice (the period analysed) named no GPU (set aside:
-    :func:`~rooftop.analyzer.windows.reduce.without_unplaced`), and with ``spec.health`` the period's
-    reduced health observations (docs/formulas.md#health; else None)."""
+    :func:`~rooftop.analyzer.windows.reduce.without_unplaced`), with ``spec.health`` the period's
+    reduced health observations (docs/formulas.md#health; else None), and the lint of the
+    cumulative counters in that period (``dcgm-counter-reset``, per host). Counter intervals
+    between read runs and files are differenced after the reduction (:func:`counter_boundaries`)."""
+    from rooftop.analyzer.windows.counters import reset_lint
     from rooftop.analyzer.windows.reduce import finish_windows, without_unplaced
 
     paths = [str(dataset / f) for f in files]
@@ -171,14 +178,44 @@ def compute_windows(dataset: Path, files: list[str], spec: engines.ScanSpec, *, 
     else:
         raise InputError("--engine", f"unknown engine {engine!r}", "use local or dask")
     if reduced is None:
-        return tuple(None for _ in spec.slices), 0, None
-    health = reduced[len(spec.slices)] if spec.health else None
+        return tuple(None for _ in spec.slices), 0, None, []
+    health = reduced.parts[len(spec.slices)] if spec.health else None
+    parts, b_ends, b_resets = counter_boundaries(reduced, spec)
     out: list[pd.DataFrame | None] = []
     unplaced = 0
-    for p in reduced[:len(spec.slices)]:
+    for p in parts:
         wide, unplaced = (None, 0) if p is None else without_unplaced(finish_windows(p))
         out.append(wide)
-    return tuple(out), unplaced, health
+    lo, hi = spec.slices[-1]
+    resets = [r for r in (*reduced.resets, *b_resets) if lo <= r[1] < hi]
+    intervals = (reduced.intervals[-1] if reduced.intervals else 0) + int(((b_ends >= lo) & (b_ends < hi)).sum())
+    return tuple(out), unplaced, health, reset_lint(len(resets), intervals, resets)
+
+
+def counter_boundaries(reduced: engines.Fragment, spec: engines.ScanSpec
+                       ) -> tuple[engines.Partials, np.ndarray, tuple[tuple[str | None, int], ...]]:
+    """The reduced window partials (one per slice) with the counter intervals between read runs and files added
+    (:func:`rooftop.analyzer.windows.counters.across`, docs/formulas.md#counters "Across files"),
+    the ends of those intervals (epoch ms) and their resets. Done once, after the reduction, on the
+    runs' first and last counter rows, so both engines add the same rows in the same order."""
+    from rooftop.analyzer.windows.counters import across
+    from rooftop.analyzer.windows.reduce import combine_partials
+    from rooftop.analyzer.windows.scan import window_partials_arrow
+
+    none = np.zeros(0, dtype="int64")
+    windows = reduced.parts[:len(spec.slices)]  # without the health table (spec.health)
+    if reduced.edges is None or not len(reduced.edges):
+        return windows, none, ()
+    cols = [c for c in spec.columns if c in reduced.edges.columns]
+    b = across(reduced.edges, spec.window_s, cols)
+    if not len(b.samples):
+        return windows, b.ends_ms if b.ends_ms is not None else none, b.reset_hosts
+    table = pa.Table.from_pandas(b.samples.astype({c: "object" for c in cols if c in _STRING_COLUMNS}),
+                                 preserve_index=False)
+    extra = window_partials_arrow(table, spec.window_s, spec.slices)
+    parts = tuple(p if e is None else e if p is None else combine_partials([p, e])
+                  for p, e in zip(windows, extra, strict=True))
+    return parts, b.ends_ms if b.ends_ms is not None else none, b.reset_hosts
 
 
 def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, by: list[str],
@@ -212,9 +249,9 @@ def run_fleet(dataset: Path, *, since: datetime | None, until: datetime | None, 
         labels.append(join.column)
     spec = engines.ScanSpec(columns=engines.scan_columns(list(KEY_COLUMNS), labels),
                             slices=((prev_lo, lo), (lo, hi)), window_s=window_s, health=True)
-    (prev_w, cur_w), unplaced, health_obs = compute_windows(dataset, files, spec, engine=engine, scheduler=scheduler,
-                                                workers=workers)
-    lint: list[dict[str, Any]] = list(period_lint)
+    (prev_w, cur_w), unplaced, health_obs, counter_lint = compute_windows(
+        dataset, files, spec, engine=engine, scheduler=scheduler, workers=workers)
+    lint: list[dict[str, Any]] = list(period_lint) + counter_lint
     windows = _classify(cur_w, device, evidence=False)  # roll-ups need labels, not text
     previous = _classify(prev_w, device, evidence=False)
     cur_roll = rollup(windows, by, window_s)

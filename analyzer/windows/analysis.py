@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.analyzer.windows.counters import counter_lint, difference
+from rooftop.analyzer.windows.counters import COUNTER_IDS, counter_lint, difference
 from rooftop.analyzer.windows.fields import (
     _KEY_KEEP,
     LABEL_COLUMNS,
@@ -107,7 +107,11 @@ def analyze_windows(samples: pa.Table, window_s: float | None = 60.0, device: st
     ``window_s`` None: chosen from the capture (:func:`span.choose_window`, docs/formulas.md#windows)."""
     if samples is None or samples.num_rows == 0:
         return WindowAnalysis(windows=pd.DataFrame())
-    diffed = difference(samples.to_pandas())  # cumulative counters -> increases per interval
+    raw = samples.to_pandas()
+    floor = window_s  # the gap rule's floor (docs/formulas.md#counters "Gaps"): the window, as fleet's
+    if floor is None and np.isin(raw["field_id"].to_numpy(), COUNTER_IDS).any():
+        floor = choose_window(raw)[0]
+    diffed = difference(raw, gap_floor_s=floor)  # cumulative counters -> increases per interval
     df = diffed.samples
     if window_s is None:
         window_s, reason = choose_window(df)

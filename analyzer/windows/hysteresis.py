@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.windows.codes import _epoch_ms
-from rooftop.analyzer.windows.span import _ENTITY, GAP_STEPS
+from rooftop.analyzer.windows.gaps import GAP_STEPS
+from rooftop.analyzer.windows.span import _ENTITY
 
 IDLE_EXIT = 0.10  # leave idle only at or above this activity: a band as wide as the 5 % cut itself
 

@@ -22,12 +22,14 @@ import pandas as pd
 
 from rooftop.analyzer.windows.codes import _epoch_ms
 from rooftop.analyzer.windows.fields import METRICS
+from rooftop.analyzer.windows.gaps import (
+    GAP_STEPS,  # a step longer than this many intervals is a gap
+)
 
 TARGET_WINDOWS = 60  # windows across the capture's span that a default window aims for
 DEFAULT_MAX_S = 60.0  # the longest default window (the long-standing default, fleet's nightly unit)
 NICE_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0)
 _ENTITY = ("host", "gpu", "uuid", "pci_bus_id", "mig")
-GAP_STEPS = 5.0  # a step longer than this many intervals (or windows) is missing data, not an interval
 
 
 def sample_interval_s(samples: pd.DataFrame) -> float | None:
