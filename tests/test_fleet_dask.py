@@ -52,7 +52,7 @@ def test_dask_on_an_existing_scheduler(tmp_path):
     root = tmp_path / "ds"
     write_fleet(root, hosts=2, gpus=1, seconds=300, start=START, seed=4)
     kw = dict(since=None, until=None, by=["host"], workers=1, window_s=60, device=None, top=5, command="")
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         remote = run_fleet(root, engine="dask", scheduler=cluster.scheduler_address, **kw)
     local = run_fleet(root, engine="local", scheduler=None, **kw)
     assert remote["groups"] == local["groups"]
@@ -82,7 +82,7 @@ def test_dask_agrees_on_bus_id_identity_and_counter_boundaries(tmp_path):
             paths.append(tmp_path / name / fname)
         roots[name] = tmp_path / name / "ds"
         ingest_files(paths, roots[name], ParseOptions(host="n1"), finished=True)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         remote = {k: run_fleet(r, engine="dask", scheduler=cluster.scheduler_address, **kw) for k, r in roots.items()}
     for k, r in roots.items():
         local = run_fleet(r, engine="local", scheduler=None, **kw)

@@ -337,7 +337,7 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
             client.close()
         return
     cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=40)
+                           dashboard_address=":0", silence_logs=40)  # any free port: None means 8787
     client = Client(cluster)
     try:
         yield client
