@@ -109,9 +109,12 @@ def _fleet_empty(h: Mapping[str, Any] | None) -> str | None:
         return "No health fields collected in this period (XID, ECC, row remapping, clock-event reasons, " \
                "temperature, power): health is unknown."
     if not h.get("gpus_with_events"):
-        missing = ", ".join(map(str, h.get("not_collected") or []))
-        return (f"No health events on the {h.get('gpus_with_fields')} GPU(s) with health fields (collected: "
-                f"{', '.join(map(str, h.get('collected') or []))})" + (f"; not collected: {missing}." if missing else "."))
+        no_limit = [str(a) for a in h.get("no_threshold") or []]
+        checked = [str(a) for a in h.get("collected") or [] if str(a) not in no_limit]
+        parts = [f"checked: {', '.join(checked)}"] if checked else []
+        parts += [f"no threshold in the input: {', '.join(no_limit)}"] if no_limit else []
+        parts += [f"not collected: {', '.join(map(str, h.get('not_collected') or []))}"] if h.get("not_collected") else []
+        return f"No health events on the {h.get('gpus_with_fields')} GPU(s) with health fields ({'; '.join(parts)})."
     return None
 
 

@@ -155,8 +155,11 @@ def _health_lines(doc: Document, limit: int = 20) -> list[str]:
         if not h.get("gpus_with_fields"):
             return ["  health: no health fields collected (XID, ECC, row remapping, clock-event reasons, "
                     "temperature, power): unknown"]
-        return [f"  health: no events on {h.get('gpus_with_fields')} GPU(s) with health fields (collected: "
-                f"{plain(', '.join(map(str, h.get('collected') or [])), 200)})"]
+        no_limit = [str(a) for a in h.get("no_threshold") or []]
+        checked = [str(a) for a in h.get("collected") or [] if str(a) not in no_limit]
+        return [f"  health: no events on {h.get('gpus_with_fields')} GPU(s) with health fields (checked: "
+                f"{plain(', '.join(checked) or 'none', 200)}"
+                + (f"; no threshold in the input: {plain(', '.join(no_limit), 200)}" if no_limit else "") + ")"]
     out = [f"  health: GPU {plain(r.get('gpu_key'))}" + (f" ({plain(r.get('uuid'))})" if r.get("uuid") else "")
            + ": " + plain("; ".join(f"{e.get('title')} [{e.get('severity')}]" for e in r["events"]), 600)
            for r in recs[:limit]]

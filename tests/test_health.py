@@ -285,3 +285,14 @@ def test_empty_samples_have_no_health() -> None:
 
     assert analyze_health(SAMPLE_SCHEMA.empty_table()) == []
     assert analyze_health(pa.table({c: [] for c in SAMPLE_SCHEMA.names}).cast(SAMPLE_SCHEMA)) == []
+
+
+def test_fleet_without_events_names_what_was_checked(tmp_path: Path) -> None:
+    """Temperature without the slowdown temperature is not 'checked': the sentence says so."""
+    from rooftop.reports.html import render_html
+
+    doc = _fleet(tmp_path, [ROOT / "fixtures" / "dcgm" / "prom_era_classic.prom"])
+    h = doc["fleet"]["health"]
+    assert (h["gpus_with_fields"], h["gpus_with_events"], h["no_threshold"]) == (1, 0, ["temperature"])
+    assert ("No health events on the 1 GPU(s) with health fields (checked: power; no threshold in the input: "
+            "temperature; not collected: XID errors, ECC, row remapping, clock-event reasons).") in render_html(doc)  # type: ignore[arg-type]

@@ -200,14 +200,16 @@ def health_first(health: list[dict[str, Any]], findings: list[dict[str, Any]]) -
 
 def health_summary(records: list[dict[str, Any]], every_gpu: bool = True) -> dict[str, Any]:
     """The document's ``health``: the GPU records (all of them, or with ``every_gpu`` False only those
-    with events: a fleet's), how many GPUs had any health field, the aspects collected on any GPU
-    and those collected on none (docs/contract.md)."""
+    with events: a fleet's), how many GPUs had any health field, the aspects collected on any GPU,
+    those collected only without the limit their rule needs, and those collected on none (docs/contract.md)."""
     collected = [a for a in R.ASPECTS if any(a not in r["not_collected"] for r in records)]
+    judged = {_ASPECT_OF[e["kind"]] for r in records for e in r["events"]} | {a for r in records for a in r["checked"]}
     return {
         "gpus": records if every_gpu else [r for r in records if r["events"]],
         "gpus_total": len(records),
         "gpus_with_fields": sum(1 for r in records if len(r["not_collected"]) < len(R.ASPECTS)),
         "gpus_with_events": sum(1 for r in records if r["events"]),
         "collected": collected,
+        "no_threshold": [a for a in collected if a not in judged],  # on every GPU that has it
         "not_collected": [a for a in R.ASPECTS if a not in collected],
     }
