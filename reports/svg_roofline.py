@@ -288,8 +288,8 @@ def _windows_svg(ax: _Axes, wpts: Sequence[_Window]) -> list[str]:
 def _point_labels_svg(ax: _Axes, pts: Sequence[_Point], labelled: Sequence[int],
                       families: Sequence[FamilyRow]) -> list[str]:
     """The numbered names of the labelled families, next to their first level's marker, none over another:
-    each takes the first free place of above-right, below-right, above-left, below-left (then a line
-    further out) inside the plot; where all would overlap a label already placed, the number alone (the key under the chart names
+    each takes the first free place beside it (right, then left; the nearest line above or below first)
+    inside the plot; where all would overlap a label already placed, the number alone (the key under the chart names
     it). Largest families are placed first (``labelled`` is in that order)."""
     body: list[str] = []
     placed: list[tuple[float, float, float, float]] = []
@@ -304,7 +304,7 @@ def _point_labels_svg(ax: _Axes, pts: Sequence[_Point], labelled: Sequence[int],
         spot = _free_spot(ax, px, py, full, placed)
         if spot is None:
             text = str(n)
-            spot = _free_spot(ax, px, py, text, placed) or (px + 9, py - 7, False)
+            spot = _free_spot(ax, px, py, text, placed, least=True) or (px + 9, py - 7, False)
         tx, ty, right = spot
         w = FL_CHAR_PX * len(text)
         placed.append((tx - w if right else tx, ty - 11, tx if right else tx + w, ty + 3))
@@ -314,21 +314,30 @@ def _point_labels_svg(ax: _Axes, pts: Sequence[_Point], labelled: Sequence[int],
     return body
 
 
-def _free_spot(ax: _Axes, px: float, py: float, text: str,
-               placed: Sequence[tuple[float, float, float, float]]) -> tuple[float, float, bool] | None:
+_OFFSETS = (-7, 14, -18, 25, -29, 36, -40, 47)  # baselines above / below a marker, nearest first
+
+
+def _free_spot(ax: _Axes, px: float, py: float, text: str, placed: Sequence[tuple[float, float, float, float]],
+               *, least: bool = False) -> tuple[float, float, bool] | None:
     """The first place for ``text`` next to a marker at (px, py) inside the plot that overlaps no placed
-    label box: (x, baseline y, right-aligned)."""
+    label box: (x, baseline y, right-aligned), right of the marker then left, nearest line first. With
+    ``least``, where every place overlaps: the place overlapping least."""
     w = FL_CHAR_PX * len(text)
-    for tx, ty, right in ((px + 9, py - 7, False), (px + 9, py + 14, False), (px - 9, py - 7, True),
-                          (px - 9, py + 14, True), (px + 9, py - 18, False), (px - 9, py - 18, True),
-                          (px + 9, py + 25, False), (px - 9, py + 25, True)):
-        x0, x1 = (tx - w, tx) if right else (tx, tx + w)
-        y0, y1 = ty - 11, ty + 3
-        if x0 < ML or x1 > ML + ax.pw or y0 < MT or y1 > MT + ax.ph:
-            continue
-        if not any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in placed):
-            return tx, ty, right
-    return None
+    best: tuple[float, tuple[float, float, bool]] | None = None
+    for dy in _OFFSETS:
+        for tx, right in ((px + 9, False), (px - 9, True)):
+            ty = py + dy
+            x0, x1 = (tx - w, tx) if right else (tx, tx + w)
+            y0, y1 = ty - 11, ty + 3
+            if x0 < ML or x1 > ML + ax.pw or y0 < MT or y1 > MT + ax.ph:
+                continue
+            over = sum(max(0.0, min(x1, b[2]) - max(x0, b[0])) * max(0.0, min(y1, b[3]) - max(y0, b[1]))
+                       for b in placed)
+            if over == 0:
+                return tx, ty, right
+            if least and (best is None or over < best[0]):
+                best = (over, (tx, ty, right))
+    return best[1] if best else None
 
 
 def _key_svg(pts: Sequence[_Point], wpts: Sequence[_Window], labelled: Sequence[int],
