@@ -84,6 +84,13 @@ def test_power_at_the_enforced_limit(health: dict[str, dict[str, Any]]) -> None:
     assert not _events(health["1"], "power") and "power" in health["1"]["checked"]  # 500 W = 71 %
 
 
+def test_power_advice_does_not_claim_capped_clocks() -> None:
+    # power at the limit alone does not show the clocks were lowered (the real H100 capture: 1 sample at
+    # 99 %, 1965 of 1980 MHz); the SW power cap clock-event reason does, and the advice names it
+    from rooftop.analyzer.health.gpus import RECOMMENDATION
+    assert "capped by power" not in RECOMMENDATION["power"] and "SW power cap" in RECOMMENDATION["power"]
+
+
 def test_row_remap_pending(health: dict[str, dict[str, Any]]) -> None:
     (r,) = _events(health["1"], "remap-pending")
     assert (r["first"], r["samples"], r["severity"]) == (_at(540), 4, "medium")

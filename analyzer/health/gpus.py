@@ -23,8 +23,9 @@ RECOMMENDATION = {
     "clocks": "Clocks were lowered for the reason named: check cooling, power delivery and power limits "
               "(nvidia-smi -q -d PERFORMANCE shows the active reasons).",
     "temp": "The GPU reached its slowdown temperature: check cooling and airflow.",
-    "power": "The GPU ran at its power limit: its clocks are capped by power; a higher limit or a cooler GPU "
-             "runs faster.",
+    "power": "The GPU drew power at its limit, where NVIDIA's power management lowers its clocks to stay under "
+             "it (the 'SW power cap' clock-event reason says whether it did). If it recurs under load, a higher "
+             "power limit (nvidia-smi -pl, up to the board's maximum) or better cooling lets it keep its clocks.",
 }
 
 
