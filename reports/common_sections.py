@@ -13,7 +13,7 @@ from rooftop.reports.formatting import (
     device_sources,
     fmt_num,
     fmt_pct,
-    fmt_time,
+    fmt_saving,
     kernel_headline,
     kernel_label_shares,
 )
@@ -143,12 +143,12 @@ def findings_md_section(doc: Document) -> MdSection:
         return MdSection("Top findings", "No findings.")
     recs = _recommendation_ids(findings)
     rows = [{"rank": f["rank"], "severity": f["severity"], "title": f["title"],
-             "share": f["time_share"], "saving": f["est_saving_s"], "rule": f["rule"],
+             "share": f["time_share"], "saving": fmt_saving(f), "rule": f["rule"],
              "bound": " / ".join(str(x) for x in (f.get("label"), f.get("limiter")) if x) or None,
              "rec": recs.get(f["recommendation"])} for f in findings]
     cols: list[Any] = [("rank", "rank"), ("severity", "severity"), ("title", "finding"),
                        ("bound", "label / limiter"), ("share", "GPU time", fmt_pct),
-                       ("saving", "est. saving", fmt_time), ("rule", "rule"), ("rec", "recommendation")]
+                       ("saving", "est. saving"), ("rule", "rule"), ("rec", "recommendation")]
     return MdSection("Top findings", md_table(rows, cols))
 
 

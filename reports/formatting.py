@@ -47,6 +47,19 @@ def fmt_gpu_hours(value: Any) -> str:
     return f"{x:.{decimals}f}"
 
 
+def fmt_saving(f: Mapping[str, Any]) -> str:
+    """A finding's estimated saving: for a DCGM window or fleet finding (it carries ``gpu_hours``) GPU
+    time summed over GPUs, in GPU-hours as the fleet cards write them (``0.030 GPU-h (108 GPU-s)``; it
+    read ``108 s``, as if wall time); else time (docs/formulas.md#findings)."""
+    s = f.get("est_saving_s")
+    if s is None:
+        return DASH
+    if f.get("gpu_hours") is not None:
+        h = float(s) / 3600
+        return f"{fmt_gpu_hours(h)} GPU-h{gpu_seconds_hint(h)}"
+    return fmt_time(s)
+
+
 def gpu_seconds_hint(value: Any) -> str:
     """`` (15 GPU-s)`` for GPU-hours under 0.1, where the hours alone read as 0.00..; else ``""``."""
     x = num(value)

@@ -279,7 +279,8 @@ def _finding_lines(f: Finding, short: str, width: int, fmt_time: Callable[[Any],
     facts = [f"{100 * share:.1f}% of time"] if share is not None else \
         (["duration unknown"] if f.get("family") else [])  # a kernel family without durations: never 0 %
     if saving is not None:
-        facts.append(f"est. saving {fmt_time(saving)}")
+        from rooftop.reports.formatting import fmt_saving
+        facts.append(f"est. saving {fmt_saving(f)}")
     label = f.get("label")
     family = f.get("family")
     verdict = ""

@@ -23,7 +23,7 @@ from typing import Any
 
 from rooftop.analyzer.schema import Document, Finding, Kernel
 from rooftop.reports.escape import esc
-from rooftop.reports.formatting import fmt_pct, fmt_time
+from rooftop.reports.formatting import fmt_pct, fmt_saving
 
 __all__ = [
     "LABEL_COLORS", "Column", "Section", "SectionBuilder", "finding_html", "kpi", "share_bar",
@@ -126,7 +126,7 @@ def finding_html(f: Finding, kernels: Sequence[Kernel]) -> str:
     ks = f["kernels"]
     meta = [f"rule {esc(f['rule'])}", f"{fmt_pct(f['time_share'])} of GPU time"]
     if f["est_saving_s"] is not None:
-        meta.append(f"est. saving {esc(fmt_time(f['est_saving_s']))}")
+        meta.append(f"est. saving {esc(fmt_saving(f))}")
     if ks:
         meta.append(f"{len(ks)} launch{'es' if len(ks) != 1 else ''}")
     if f.get("label"):

@@ -49,3 +49,19 @@ def test_fleet_cards_and_tables_say_gpu_hours(tmp_path: Path) -> None:
     assert "0.0083 GPU-hours (30 GPU-s)" in text
     hours = text[:text.index("## Top findings")]  # the GPU-h tables (a finding's est. saving is a time)
     assert "| 0.0042 |" in hours and not re.search(r"\| \d+ s \|", hours)
+
+
+def test_a_window_findings_saving_is_gpu_time_not_wall_time() -> None:
+    # a DCGM window finding's saving is GPU time summed over GPUs: it read "108 s" beside a title in
+    # GPU-seconds; a kernel finding's saving stays a time
+    from rooftop.analyzer.pipeline import run_analysis
+    from rooftop.reports.formatting import fmt_saving
+    from rooftop.reports.markdown import render_markdown
+    from tests.conftest import FIXTURES
+
+    assert fmt_saving({"est_saving_s": 108.0, "gpu_hours": 0.067}) == "0.030 GPU-h (108 GPU-s)"
+    assert fmt_saving({"est_saving_s": 1800.0, "gpu_hours": 2.0}) == "0.50 GPU-h"
+    assert fmt_saving({"est_saving_s": 1.5e-6}) == "1.5 µs" and fmt_saving({"est_saving_s": None}) == "—"
+    md = render_markdown(run_analysis([str(FIXTURES / "dcgm" / "dmon_v2_phases.txt")]))
+    row = next(line for line in md.splitlines() if "dcgm-overhead-bound" in line)
+    assert "| 0.030 GPU-h (108 GPU-s) |" in row and "| 108 s |" not in row
