@@ -8,13 +8,15 @@ from typing import Any
 
 from rooftop.analyzer.schema import Document
 from rooftop.reports.escape import esc
-from rooftop.reports.formatting import fmt_num, fmt_time
+from rooftop.reports.formatting import fmt_num, fmt_pct, fmt_time
 from rooftop.reports.md_widgets import MdSection, md_table
 from rooftop.reports.widgets import Column, Section, table
 
 NOTE = ("Bytes per second per GPU, link and direction: the mean over its windows weighted by the time each "
-        "covers, and the largest window mean. No % of the link's peak: the device table holds no NVLink or "
-        "PCIe bandwidth with a source (docs/formulas.md#links).")
+        "covers, and the largest window mean; each as a share of the link's peak per direction: PCIe by "
+        "generation x width (PCI-SIG rates; the current link where the input carries it, else the model's, "
+        "marked assumed), NVLink by the model's datasheet total / 2. 'unknown' where no peak can be sourced, "
+        "'n/a' for a model without NVLink; 'peak from' says which (docs/formulas.md#links).")
 MD_ROWS = 40
 
 
@@ -24,17 +26,31 @@ def _links(doc: Document) -> list[Mapping[str, Any]]:
     return list(d.get("links") or fl.get("links") or [])
 
 
+def _share(r: Mapping[str, Any], key: str) -> str:
+    """A share of the link's peak as a percentage, else why there is none (``unknown``, ``n/a``)."""
+    v = r.get(key)
+    if v is not None:
+        return fmt_pct(v)
+    return "n/a" if str(r.get("peak_basis") or "").startswith("n/a") else "unknown"
+
+
 def _rows(links: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{"gpu": r.get("gpu_key"), "link": f"{r.get('link')} {r.get('direction')}",
-             "mean": r.get("mean_bytes_s"), "max": r.get("max_bytes_s"), "windows": r.get("windows"),
-             "covered": r.get("covered_s"), "field": r.get("field")} for r in links]
+             "mean": r.get("mean_bytes_s"), "share": _share(r, "share_of_peak"), "max": r.get("max_bytes_s"),
+             "max_share": _share(r, "max_share_of_peak"), "peak": r.get("peak_bytes_s"),
+             "windows": r.get("windows"), "covered": r.get("covered_s"), "field": r.get("field"),
+             "basis": r.get("peak_basis") or ""} for r in links]
 
 
 COLUMNS = [Column("gpu", "GPU"), Column("link", "link"),
            Column("mean", "mean", lambda v: fmt_num(v, "B/s"), numeric=True),
+           Column("share", "% of peak", numeric=True),
            Column("max", "max window", lambda v: fmt_num(v, "B/s"), numeric=True),
+           Column("max_share", "max % of peak", numeric=True),
+           Column("peak", "peak / direction", lambda v: fmt_num(v, "B/s") if v is not None else "unknown",
+                  numeric=True),
            Column("windows", "windows", numeric=True), Column("covered", "time covered", fmt_time, numeric=True),
-           Column("field", "field")]
+           Column("field", "field"), Column("basis", "peak from")]
 
 
 def links_section(doc: Document) -> Section | None:
@@ -51,9 +67,17 @@ def links_md_section(doc: Document) -> MdSection | None:
     links = _links(doc)
     if not links:
         return None
-    b = lambda v: fmt_num(v, "B/s")  # noqa: E731 - a column formatter
+    def b(v: Any) -> str:
+        return fmt_num(v, "B/s")
+
+    def peak(v: Any) -> str:
+        return b(v) if v is not None else "unknown"
+
     body = md_table(_rows(links)[:MD_ROWS], [("gpu", "GPU"), ("link", "link"), ("mean", "mean", b),
-                                             ("max", "max window", b), ("windows", "windows"), ("field", "field")])
+                                             ("share", "% of peak"), ("max", "max window", b),
+                                             ("max_share", "max % of peak"),
+                                             ("peak", "peak / direction", peak),
+                                             ("windows", "windows"), ("field", "field"), ("basis", "peak from")])
     if len(links) > MD_ROWS:
         body += f"\n\n{len(links) - MD_ROWS} more rows in the HTML/JSON report."
     return MdSection("NVLink and PCIe throughput", body)

@@ -32,6 +32,9 @@ PROFILE_METRICS: dict[int, str] = {
 WINDOW_FIELDS: dict[int, str] = {**PROFILE_METRICS, 100: "sm_clock_mhz", 101: "mem_clock_mhz",
                                  113: "max_sm_clock_mhz",
                                  200: "pcie_tx_kbs", 201: "pcie_rx_kbs",
+                                 # the PCIe link a throughput is a share of (docs/formulas.md#links)
+                                 235: "pcie_max_link_gen", 236: "pcie_max_link_width",
+                                 237: "pcie_link_gen", 238: "pcie_link_width",
                                  **DELTA_COLUMNS}  # DCGM 4.6 counters' increases (docs/formulas.md#counters)  # NVML PCIe throughput, KB/s (docs/formulas.md#links)
 METRICS: tuple[str, ...] = tuple(WINDOW_FIELDS.values())
 KEY_COLUMNS = ["host", "gpu", "uuid", "pci_bus_id", "model", "mig", "window_start"]

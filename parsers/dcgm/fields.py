@@ -79,6 +79,11 @@ FIELDS: tuple[Field, ...] = (
     _F(206, "DCGM_FI_DEV_ENC_UTIL", "ECUTL"),
     _F(207, "DCGM_FI_DEV_DEC_UTIL", "DCUTL"),
     _F(230, "DCGM_FI_DEV_XID_ERRORS", "XIDER", "DCGM_FI_DEV_XID_ERROR"),
+    # PCIe link state (docs/formulas.md#links, "% of peak"): max and current generation and width
+    _F(235, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "PCIMG"),
+    _F(236, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "PCIMW"),
+    _F(237, "DCGM_FI_DEV_PCIE_LINK_GEN", "PCILG"),
+    _F(238, "DCGM_FI_DEV_PCIE_LINK_WIDTH", "PCILW"),
     _F(240, "DCGM_FI_DEV_POWER_VIOLATION", "PVIOL"),
     _F(241, "DCGM_FI_DEV_THERMAL_VIOLATION", "TVIOL"),
     _F(250, "DCGM_FI_DEV_FB_TOTAL", "FBTTL"),
@@ -392,6 +397,12 @@ SMI_QUERY: dict[str, tuple[int, float]] = {
     "clocks.max.memory": (114, 1.0),
     "fan.speed": (191, 1.0),
     "pstate": (190, 1.0),
+    "pcie.link.gen.current": (237, 1.0),
+    "pcie.link.gen.gpucurrent": (237, 1.0),
+    "pcie.link.width.current": (238, 1.0),
+    "pcie.link.gen.max": (235, 1.0),
+    "pcie.link.gen.gpumax": (235, 1.0),
+    "pcie.link.width.max": (236, 1.0),
 }
 # nvidia-smi dmon: sm/mem are NVML utilisation % (NOT DCGM SM_ACTIVE); rxpci/txpci are MB/s and go
 # to the NVML PCIe throughput fields 201/200, whose DCGM unit is KB/s.
