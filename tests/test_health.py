@@ -303,3 +303,28 @@ def test_fleet_without_events_names_what_was_checked(tmp_path: Path) -> None:
     assert (h["gpus_with_fields"], h["gpus_with_events"], h["no_threshold"]) == (1, 0, ["temperature"])
     assert ("No health events on the 1 GPU(s) with health fields (checked: power; no threshold in the input: "
             "temperature; not collected: XID errors, ECC, row remapping, clock-event reasons).") in render_html(doc)  # type: ignore[arg-type]
+
+
+def test_nvidia_smi_query_reads_the_clock_event_mask_and_ecc(tmp_path: Path) -> None:
+    """nvidia-smi prints clocks_event_reasons.active as hex (0x0000000000000004); ECC counts as numbers."""
+    csv = tmp_path / "q.csv"
+    csv.write_text("timestamp, index, uuid, clocks_throttle_reasons.active, ecc.errors.uncorrected.volatile.total\n"
+                   "2025/01/01 00:00:00.000, 0, GPU-q, 0x0000000000000001, 0\n"
+                   "2025/01/01 00:00:15.000, 0, GPU-q, 0x00000000000000C0, 3\n"
+                   "2025/01/01 00:00:30.000, 0, GPU-q, [N/A], [N/A]\n", encoding="utf-8")
+    res = parse_path(csv)
+    assert res.accounting.rejected == 0 and res.accounting.missing == 2
+    (rec,) = analyze_health(res.samples)
+    assert [(e["kind"], e["code"]) for e in rec["events"]] == [("ecc-dbe", None), ("clocks", 0x40), ("clocks", 0x80)]
+    assert rec["events"][1]["first"] == "2025-01-01T00:00:15Z"
+
+
+def test_real_h100_nvidia_smi_capture() -> None:
+    """fixtures/capture/h100/nvsmi_query.csv (a real H100 under ncu replays and matrix products): NVML
+    reported SW power cap (0x4) in 4 of 216 samples, one of them at 691.44 W of the 700 W limit."""
+    (rec,) = analyze_health(parse_path(ROOT / "fixtures" / "capture" / "h100" / "nvsmi_query.csv").samples)
+    cap, power = rec["events"]
+    assert (cap["kind"], cap["code"], cap["samples"]) == ("clocks", 0x4, 4)
+    assert (power["kind"], power["samples"], power["first"]) == ("power", 1, "2026-11-26T17:45:06.656Z")
+    assert rec["power_limit_w"] == 700 and rec["max_power_w"] == 691.44
+    assert rec["no_threshold"] == ["temperature"] and "ECC" in rec["not_collected"]

@@ -403,6 +403,14 @@ SMI_QUERY: dict[str, tuple[int, float]] = {
     "pcie.link.gen.max": (235, 1.0),
     "pcie.link.gen.gpumax": (235, 1.0),
     "pcie.link.width.max": (236, 1.0),
+    # health fields (docs/formulas.md#health): the clock-event reasons mask, printed in hex
+    # ("0x0000000000000004", nvidia-smi --help-query-gpu; renamed from clocks_throttle_reasons), ECC counts
+    "clocks_event_reasons.active": (112, 1.0),
+    "clocks_throttle_reasons.active": (112, 1.0),
+    "ecc.errors.corrected.volatile.total": (310, 1.0),
+    "ecc.errors.uncorrected.volatile.total": (311, 1.0),
+    "ecc.errors.corrected.aggregate.total": (312, 1.0),
+    "ecc.errors.uncorrected.aggregate.total": (313, 1.0),
 }
 # nvidia-smi dmon: sm/mem are NVML utilisation % (NOT DCGM SM_ACTIVE); rxpci/txpci are MB/s and go
 # to the NVML PCIe throughput fields 201/200, whose DCGM unit is KB/s.

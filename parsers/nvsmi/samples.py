@@ -15,6 +15,7 @@ from rooftop.parsers.model import SAMPLE_SCHEMA
 from rooftop.parsers.pci import normalise_array
 from rooftop.parsers.source import ParseOptions, Source
 
+HEX = r"0[xX][0-9a-fA-F]{1,16}"  # nvidia-smi prints bitmasks as 0x%016x
 UNIT_SUFFIX = r"\s*(%|MiB|GiB|KiB|W|MHz|C)$"  # a unit printed after a value: "22 %"
 # The unit nvidia-smi writes for each kind of --query-gpu field, and the units that convert to it
 # exactly; any other unit (in the header's [unit] or after a value) is not guessed: the cell is rejected.
@@ -99,8 +100,11 @@ def parse_cells(cells: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(numbers, missing, bad) for printed nvidia-smi values; ``bad``: not a finite number."""
     s = cells.astype("string").str.strip()
     missing = s.str.lower().isin(MISSING).fillna(True).to_numpy(dtype=bool)
+    hexa = s.str.fullmatch(HEX).fillna(False).to_numpy(dtype=bool)  # a bitmask: clocks_event_reasons.active
     s = s.str.replace(UNIT_SUFFIX, "", regex=True)
-    nums = pd.to_numeric(s.where(~missing), errors="coerce").to_numpy(dtype="float64")
+    nums = pd.to_numeric(s.where(~missing & ~hexa), errors="coerce").to_numpy(dtype="float64")
+    if hexa.any():
+        nums[hexa] = [float(int(str(t), 16)) for t in cells.astype("string").str.strip()[hexa]]
     bad = ~np.isfinite(nums) & ~missing
     return nums, missing, bad
 
