@@ -41,27 +41,27 @@ class ModelLinks:
 
 
 _GB = 1e9
-_V100 = "NVIDIA V100 datasheet (NVLink 300 GB/s, PCIe Gen3 32 GB/s)"
-_A100 = "NVIDIA A100 datasheet (NVLink 600 GB/s; PCIe: NVLink bridge for 2 GPUs 600 GB/s; PCIe Gen4 64 GB/s)"
-_H100 = "NVIDIA H100 datasheet (SXM NVLink 900 GB/s, PCIe NVLink bridge 600 GB/s; PCIe Gen5 128 GB/s)"
-# keyed by the device table's names (analyzer/data/devices.json), the names windows carry in ``device``
+# keyed by the device table's names (analyzer/data/devices.json), the names windows carry in
+# ``device``; NVLink per direction = the datasheet's bidirectional total / 2, PCIe the card's link
 MODEL_LINKS: dict[str, ModelLinks] = {
-    "Tesla V100-SXM2": ModelLinks(150 * _GB, 3, 16, _V100),
-    "Tesla V100-PCIE": ModelLinks(0.0, 3, 16, "NVIDIA V100 datasheet (PCIe: no NVLink; PCIe Gen3 32 GB/s)"),
-    "Tesla V100S-PCIE": ModelLinks(0.0, 3, 16, "NVIDIA V100S datasheet (no NVLink; PCIe Gen3 32 GB/s)"),
-    "NVIDIA A100-SXM4-40GB": ModelLinks(300 * _GB, 4, 16, _A100),
-    "NVIDIA A100-SXM4-80GB": ModelLinks(300 * _GB, 4, 16, _A100),
-    "NVIDIA A100-PCIE-40GB": ModelLinks(300 * _GB, 4, 16, _A100),
-    "NVIDIA A100 80GB PCIe": ModelLinks(300 * _GB, 4, 16, _A100),
-    "NVIDIA A30": ModelLinks(100 * _GB, 4, 16, "NVIDIA A30 datasheet (NVLink 200 GB/s, PCIe Gen4 64 GB/s)"),
-    "NVIDIA H100 SXM5 80GB": ModelLinks(450 * _GB, 5, 16, _H100),
-    "NVIDIA H100 PCIe": ModelLinks(300 * _GB, 5, 16, _H100),
-    "NVIDIA H200": ModelLinks(450 * _GB, 5, 16, "NVIDIA H200 datasheet (NVLink 900 GB/s, PCIe Gen5 128 GB/s)"),
-    "NVIDIA B200": ModelLinks(900 * _GB, 0, 0, "NVIDIA DGX/HGX B200 datasheet (NVLink 1.8 TB/s per GPU)"),
-    "NVIDIA L4": ModelLinks(0.0, 4, 16, "NVIDIA L4 datasheet (no NVLink, PCIe Gen4 x16 64 GB/s)"),
-    "NVIDIA L40S": ModelLinks(0.0, 4, 16, "NVIDIA L40S datasheet (no NVLink, PCIe Gen4 x16 64 GB/s)"),
-    "NVIDIA A10": ModelLinks(0.0, 4, 16, "NVIDIA A10 datasheet (no NVLink, PCIe Gen4 64 GB/s)"),
-    "Tesla T4": ModelLinks(0.0, 3, 16, "NVIDIA T4 datasheet (no NVLink, PCIe Gen3 x16 32 GB/s)"),
+    "Tesla V100-SXM2": ModelLinks(150 * _GB, 3, 16, "NVIDIA V100 datasheet: NVLink 300 GB/s, PCIe Gen3"),
+    "Tesla V100-PCIE": ModelLinks(0.0, 3, 16, "NVIDIA V100 datasheet: PCIe Gen3, no NVLink"),
+    "Tesla V100S-PCIE": ModelLinks(0.0, 3, 16, "NVIDIA V100S datasheet: PCIe Gen3, no NVLink"),
+    "NVIDIA A100-SXM4-40GB": ModelLinks(300 * _GB, 4, 16, "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4"),
+    "NVIDIA A100-SXM4-80GB": ModelLinks(300 * _GB, 4, 16, "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4"),
+    "NVIDIA A100-PCIE-40GB": ModelLinks(300 * _GB, 4, 16,
+                                        "NVIDIA A100 datasheet: NVLink bridge 600 GB/s, PCIe Gen4"),
+    "NVIDIA A100 80GB PCIe": ModelLinks(300 * _GB, 4, 16,
+                                        "NVIDIA A100 datasheet: NVLink bridge 600 GB/s, PCIe Gen4"),
+    "NVIDIA A30": ModelLinks(100 * _GB, 4, 16, "NVIDIA A30 datasheet: NVLink 200 GB/s, PCIe Gen4"),
+    "NVIDIA H100 SXM5 80GB": ModelLinks(450 * _GB, 5, 16, "NVIDIA H100 datasheet: NVLink 900 GB/s, PCIe Gen5"),
+    "NVIDIA H100 PCIe": ModelLinks(300 * _GB, 5, 16, "NVIDIA H100 datasheet: NVLink bridge 600 GB/s, PCIe Gen5"),
+    "NVIDIA H200": ModelLinks(450 * _GB, 5, 16, "NVIDIA H200 datasheet: NVLink 900 GB/s, PCIe Gen5"),
+    "NVIDIA B200": ModelLinks(900 * _GB, 0, 0, "NVIDIA HGX B200 datasheet: NVLink 1.8 TB/s"),
+    "NVIDIA L4": ModelLinks(0.0, 4, 16, "NVIDIA L4 datasheet: PCIe Gen4 x16, no NVLink"),
+    "NVIDIA L40S": ModelLinks(0.0, 4, 16, "NVIDIA L40S datasheet: PCIe Gen4 x16, no NVLink"),
+    "NVIDIA A10": ModelLinks(0.0, 4, 16, "NVIDIA A10 datasheet: PCIe Gen4, no NVLink"),
+    "Tesla T4": ModelLinks(0.0, 3, 16, "NVIDIA T4 datasheet: PCIe Gen3 x16, no NVLink"),
 }
 
 
@@ -90,27 +90,25 @@ def pcie_peak(device: str | None, gen: float | None, width: float | None, max_ge
     """The PCIe peak of one GPU: the current link (``gen``/``width``, the highest the capture shows),
     else the input's max link, else the model's (assumed)."""
     model = MODEL_LINKS.get(device or "")
-    parts: list[str] = []
     g, w = _int(gen), _int(width)
-    src_g = "current (field 237)" if g else None
-    src_w = "current (field 238)" if w else None
+    src_g = "current link (field 237)" if g else None
+    src_w = "current link (field 238)" if w else None
     if g is None and _int(max_gen):
         g, src_g = _int(max_gen), "the link's max (field 235)"
     if w is None and _int(max_width):
         w, src_w = _int(max_width), "the link's max (field 236)"
-    if (g is None or w is None) and model is not None and model.pcie_gen:
+    assumed = f"assumed: {device}'s link ({model.source})" if model is not None else None
+    if model is not None and model.pcie_gen:
         if g is None:
-            g, src_g = model.pcie_gen, f"assumed: {device}'s max ({model.source})"
+            g, src_g = model.pcie_gen, assumed
         if w is None:
-            w, src_w = model.pcie_width, f"assumed: {device}'s max ({model.source})"
+            w, src_w = model.pcie_width, assumed
     if g is None or w is None or g not in PCIE_LANE_BYTES_S:
-        why = ("the input carries no PCIe link generation/width and the model is unknown (--device decides it)"
+        why = ("the input carries no PCIe link generation/width and names no GPU model (--device decides it)"
                if device is None else f"no PCIe generation/width in the input or the link table for {device}")
         return Peak(None, f"unknown: {why}")
-    parts.append(f"PCIe Gen{g} x{w}: {PCIE_LANE_BYTES_S[g] * w / 1e9:.1f} GB/s per direction "
-                 "(PCI-SIG rate x encoding x lanes)")
-    parts.append(f"generation {src_g}" + (f", width {src_w}" if src_w != src_g else ""))
-    return Peak(PCIE_LANE_BYTES_S[g] * w, "; ".join(parts))
+    how = f"{src_g}" if src_g == src_w else f"generation {src_g}, width {src_w}"
+    return Peak(PCIE_LANE_BYTES_S[g] * w, f"PCIe Gen{g} x{w}, {how}")
 
 
 def nvlink_peak(device: str | None) -> Peak:
@@ -122,5 +120,4 @@ def nvlink_peak(device: str | None) -> Peak:
         return Peak(None, f"unknown: no sourced NVLink bandwidth for {device}")
     if not model.nvlink_bytes_s:
         return Peak(None, f"n/a: {device} has no NVLink ({model.source})")
-    return Peak(model.nvlink_bytes_s, f"NVLink {model.nvlink_bytes_s / 1e9:.0f} GB/s per direction, {device} "
-                                      f"({model.source}: the bidirectional total / 2)")
+    return Peak(model.nvlink_bytes_s, f"{device}: total / 2 ({model.source})")
