@@ -63,7 +63,9 @@ def findings_section(doc: Document) -> Section:
     kernels = doc["kernels"]
     items = "".join(finding_html(f, kernels) for f in findings)
     return Section("Findings", f'<ol class="findings">{items}</ol>', anchor="findings",
-                   note="Ranked by estimated recoverable time, then share of GPU time.")
+                   note=("GPUs with health events first (docs/formulas.md#health); the rest ranked by estimated "
+                         "recoverable time, then share of GPU time." if any(f.get("label") == "health" for f in findings)
+                         else "Ranked by estimated recoverable time, then share of GPU time."))
 
 
 def lint_section(doc: Document) -> Section | None:

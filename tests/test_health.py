@@ -185,6 +185,7 @@ def test_reports_draw_health(analyzed: dict[str, Any]) -> None:
 
     html = render_html(analyzed)  # type: ignore[arg-type]
     assert 'id="health"' in html and "XID 79 (GPU has fallen off the bus)" in html
+    assert "GPUs with health events first (docs/formulas.md#health); the rest ranked by" in html
     md = render_markdown(analyzed)  # type: ignore[arg-type]
     assert "## Health" in md and "row remap pending" in md
     lines = [x for x in summary_text(analyzed, width=0).splitlines() if x.startswith("  health: ")]  # type: ignore[arg-type]
