@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +111,20 @@ def _not_assumed_as_fact(lint: list[dict[str, Any]], parsed: ParsedInputs) -> li
     return [x for x in lint if x.get("code") != "dcgm-exporter-30s-interval"]
 
 
+def with_host(result: ParseResult, host: str | None) -> ParseResult:
+    """``--host H`` names the host of samples that name none, in every format (dcgm-exporter text
+    without ``Hostname``, query answers, as dmon and nvidia-smi files); samples that name one keep it
+    (docs/formulas.md#windows, "GPU identity")."""
+    col = result.samples.column("host")
+    if host is None or not col.null_count:
+        return result
+    import pyarrow.compute as pc
+
+    filled = pc.fill_null(col, pa.scalar(host, col.type))
+    return replace(result, samples=result.samples.set_column(result.samples.schema.get_field_index("host"),
+                                                            "host", filled))
+
+
 def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg = None) -> ParsedInputs:
     """Parse each file. An unusable file is listed; if every file is unusable, the first error is raised."""
     from rooftop.parsers.prometheus.http import is_url, read_server
@@ -126,14 +140,14 @@ def read_inputs(inputs: list[str], options: ParseOptions, progress: ProgressArg 
     parsed.unusable.extend(scanned.skipped)  # folder entries not read: named with the unusable inputs
     for server in servers:
         try:
-            parsed.results.extend(read_server(server, options))
+            parsed.results.extend(with_host(r, options.host) for r in read_server(server, options))
         except InputError as exc:
             parsed.unusable.append(exc)
     one = progress if len(paths) == 1 and not servers else None  # several: the bar counts files
     for path in _progress(paths, progress, "parsing"):
         try:
             with reading(one, f"reading {Path(path).name}", bar_bytes(path)):
-                parsed.results.append(parse_path(path, options))
+                parsed.results.append(with_host(parse_path(path, options), options.host))
         except InputError as exc:
             parsed.unusable.append(exc)
     if not parsed.results:

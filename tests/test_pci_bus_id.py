@@ -116,3 +116,15 @@ def test_corpus_exporter_and_smi_carry_the_bus_id() -> None:
     assert doc["windows"] and {w["pci_bus_id"] for w in doc["windows"]} == {"00000000:31:00.0"}
     doc = run_analysis([str(smi)])
     assert doc["windows"] and {w["pci_bus_id"] for w in doc["windows"]} == {"00000000:01:00.0"}
+
+
+def test_analyze_host_option_names_exporter_samples_without_one(tmp_path: Path) -> None:
+    # --host reached only the dmon and nvidia-smi parsers: a dcgm-exporter scrape without Hostname
+    # analysed with --host n7 had host null (and two such files' GPU 0 were one GPU)
+    a = tmp_path / "a.prom"
+    a.write_text(prom_pci("00000000:3B:00.0"))
+    out = tmp_path / "a.json"
+    res = _run("analyze", a, "--host", "n7", "--json", out, "--no-html", "-q")
+    assert res.exit_code == 0, res.output
+    wins = json.loads(out.read_text())["windows"]
+    assert wins and {w["host"] for w in wins} == {"n7"}
