@@ -253,3 +253,55 @@ def test_runtime_advice_follows_the_longest_call(name: str, call: str, advice: s
     a = _corpus(name)
     f = next(f for f in timeline_findings(a.timeline, a.steps) if f["rule"] == "timeline-idle-host")
     assert f"(CUDA runtime): {call}" in f["title"] and advice in f["recommendation"]
+
+
+def _graph_step(tmp_path: Path, eager_us: int) -> Any:
+    """A ProfilerStep with two cudaGraphLaunch calls (3 kernels of 10 µs each, the second call holding the
+    host 100 µs while the GPU idles) and one eager kernel of ``eager_us`` launched by cudaLaunchKernel."""
+    ev: list[dict[str, Any]] = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 5, "tid": 1,
+                                 "ts": 0, "dur": 400 + eager_us}]
+    ev += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 5, "tid": 1, "ts": t, "dur": d,
+            "args": {"correlation": c}} for t, d, c in ((1, 5, 7), (40, 100, 8))]
+    ev += [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": t0 + 12 * i, "dur": 10,
+            "args": {"device": 0, "stream": 7, "correlation": c}} for t0, c in ((6, 7), (141, 8)) for i in range(3)]
+    ev += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 1, "ts": 200, "dur": 5,
+            "args": {"correlation": 9}},
+           {"ph": "X", "cat": "kernel", "name": "eager", "pid": 0, "tid": 7, "ts": 210, "dur": eager_us,
+            "args": {"device": 0, "stream": 7, "correlation": 9}}]
+    p = tmp_path / f"graph_step_{eager_us}.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    return analyze_timelines([parse_path(p)])
+
+
+def test_step_causes_unknown_under_low_graph_coverage(tmp_path: Path) -> None:
+    """60 of the step's 70 µs of GPU time replayed (coverage 14 % < 50 %): the step keeps its label and idle
+    total, but its causes are one `unknown` entry and its limiter `unknown` (was: host) with what would
+    decide it (docs/formulas.md#timelines, steps under CUDA graphs)."""
+    a = _graph_step(tmp_path, 10)
+    (s,) = a.steps
+    assert s["kind"] == "profiler-step" and s["label"] == "overhead-bound" and s["limiter"] == "unknown"
+    assert set(s["idle_by_cause_s"]) == {"unknown"}
+    assert s["idle_by_cause_s"]["unknown"] == pytest.approx(s["idle_s"], abs=1e-9)
+    assert "host_idle_by_activity_s" not in s
+    assert s["evidence"][0].startswith("kernel attribution coverage 14.3 % (< 50 %)")
+    assert "--cuda-graph-trace=node" in s["evidence"][0]
+    assert not any(e.startswith("idle by cause") for e in s["evidence"])
+
+
+def test_step_causes_kept_under_high_graph_coverage(tmp_path: Path) -> None:
+    """An eager kernel of 100 µs next to 60 µs replayed (coverage 62 %): the step's causes are decided."""
+    a = _graph_step(tmp_path, 100)
+    (s,) = a.steps
+    assert "unknown" not in s["idle_by_cause_s"] and s["idle_by_cause_s"]["host"] > 0
+    assert not s["evidence"][0].startswith("kernel attribution coverage")
+
+
+@pytest.mark.corpus
+def test_corpus_vllm_graph_step_causes_unknown() -> None:
+    """Corpus vLLM decode under CUDA graphs: its step (96.9 % replayed) read launch 14.6 % / host 85.4 %
+    of its idle time; the causes are now unknown, the measured totals unchanged."""
+    a = _corpus("AMD-AGI__TraceLens__tests__traces__inference__vllm_decode_full__graph_execution.json.gz")
+    (s,) = a.steps
+    assert (s["label"], s["limiter"]) == ("kernel-bound", "unknown")
+    assert s["idle_by_cause_s"] == {"unknown": s["idle_s"]} and s["idle_s"] == 2.5473e-05
+    assert s["evidence"][0].startswith("kernel attribution coverage 3.1 % (< 50 %): 96.9 %")

@@ -16,7 +16,7 @@ import pandas as pd
 
 from rooftop.analyzer.timeline.arrays import NA, ints
 from rooftop.analyzer.timeline.calls import ASYNC_COPY, GRAPH_LAUNCH, call_keys, made_by
-from rooftop.analyzer.timeline.causes import HostActivity, host_activity
+from rooftop.analyzer.timeline.causes import HostActivity, IdleSplit, host_activity
 from rooftop.analyzer.timeline.comm import communication
 from rooftop.analyzer.timeline.copies import copy_table
 from rooftop.analyzer.timeline.labels import Verdict, label_device, summary_verdict
@@ -266,6 +266,27 @@ def graph_verdict(v: Verdict, share: float | None) -> Verdict:
     return Verdict(v.label, v.limiter, [note, *v.evidence], v.idle_split, v.split)
 
 
+STEP_COVERAGE_MIN = 1 - GRAPH_MIN  # a step's causes are decided only with this share of its GPU time launched op by op
+
+
+def graph_step_verdict(v: Verdict, share: float | None) -> Verdict:
+    """A step whose kernel attribution coverage (the share of its GPU time launched op by op, i.e. not
+    replayed from a CUDA-graph launch) is below :data:`STEP_COVERAGE_MIN` keeps its label and idle
+    total but its idle causes and limiter are ``unknown``, with what would decide them
+    (docs/formulas.md#timelines)."""
+    if not share or 1 - share >= STEP_COVERAGE_MIN:
+        return v
+    idle = sum(v.idle_split.values())
+    note = (f"kernel attribution coverage {100 * (1 - share):.1f} % (< {100 * STEP_COVERAGE_MIN:.0f} %): "
+            f"{100 * share:.1f} % of this step's GPU time was replayed from CUDA-graph launches (cudaGraphLaunch "
+            "and kin), whose kernels no call launched one by one, so the gap rules (sync call, launch < 10 µs, "
+            "host >= 10 µs) do not say what held the GPU: the step's idle causes and limiter are unknown; a "
+            "capture with per-node graph tracing (nsys --cuda-graph-trace=node) or of the step without CUDA "
+            "graphs (eager) would decide them (docs/formulas.md#timelines)")
+    kept = [e for e in v.evidence if not e.startswith(("idle by cause", "host time in gaps"))]
+    return Verdict(v.label, "unknown", [note, *kept], {"unknown": float(idle)} if idle else {}, IdleSplit())
+
+
 def _dev_key(d: str) -> tuple[int, str]:
     return (int(d), d) if d.lstrip("-").isdigit() else (1 << 30, d)
 
@@ -337,6 +358,8 @@ def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
                 if v.label in INTERLEAVE_LABELS:
                     v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
                 v = beyond_span(v, own, hi - lo)
+            if ctx.graph_calls:  # docs/formulas.md#timelines: step causes under CUDA graphs
+                v = graph_step_verdict(v, _graph_share(act[mask & on_dev], ctx.graph_calls))
             step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
             out.steps.append({"name": rng.name, "kind": "iteration" if is_iter else
                               "profiler-step" if is_step else "range",
