@@ -16,11 +16,29 @@ GRAPH_LAUNCH = r"(?i)graph\w*launch"  # cudaGraphLaunch, cuGraphLaunch, hipGraph
 
 
 def call_keys(ev: pd.DataFrame, pattern: str) -> set[tuple[int, int]]:
-    """(correlation, pid) and (correlation, ``NA``) of the runtime calls whose name matches ``pattern``."""
+    """(correlation, pid) and (correlation, ``NA``) of the runtime calls whose name matches ``pattern``.
+    The pattern is tested once per distinct name (a trace repeats a few dozen call names over thousands
+    of rows) and taken by code; :func:`call_keys_ref` tests every row and is held equal to it."""
+    rt = np.flatnonzero((ev["kind"] == "runtime").to_numpy(dtype=bool, na_value=False))
+    names = pa.array(ev["name"].array).take(pa.array(rt, type=pa.int64()))
+    enc = pc.dictionary_encode(names)
+    match = np.asarray(pc.match_substring_regex(enc.dictionary, pattern).fill_null(False)
+                       .to_numpy(zero_copy_only=False), dtype=bool)
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    hit = rt[(codes >= 0) & match[np.maximum(codes, 0)]] if len(match) else rt[:0]
+    return _keys(ev, hit)
+
+
+def call_keys_ref(ev: pd.DataFrame, pattern: str) -> set[tuple[int, int]]:
+    """:func:`call_keys` with the pattern tested on every runtime row (the plain reference)."""
     rt = np.flatnonzero((ev["kind"] == "runtime").to_numpy(dtype=bool, na_value=False))
     names = pa.array(ev["name"].array).take(pa.array(rt, type=pa.int64()))
     hit = rt[np.asarray(pc.match_substring_regex(names, pattern).fill_null(False)
                         .to_numpy(zero_copy_only=False), dtype=bool)]
+    return _keys(ev, hit)
+
+
+def _keys(ev: pd.DataFrame, hit: np.ndarray) -> set[tuple[int, int]]:
     corr, pid = ints(ev["correlation"])[hit], ints(ev["pid"])[hit]
     keep = corr != NA
     return {(int(c), int(p)) for c, p in zip(corr[keep], pid[keep], strict=True)} | {(int(c), NA) for c in corr[keep]}
