@@ -54,7 +54,10 @@ def test_fleet_cards_and_tables_say_gpu_hours(tmp_path: Path) -> None:
 def test_a_window_findings_saving_is_gpu_time_not_wall_time() -> None:
     # a DCGM window finding's saving is GPU time summed over GPUs: it read "108 s" beside a title in
     # GPU-seconds; a kernel finding's saving stays a time
+    from datetime import datetime, timezone
+
     from rooftop.analyzer.pipeline import run_analysis
+    from rooftop.parsers.source import ParseOptions
     from rooftop.reports.formatting import fmt_saving
     from rooftop.reports.markdown import render_markdown
     from tests.conftest import FIXTURES
@@ -62,6 +65,8 @@ def test_a_window_findings_saving_is_gpu_time_not_wall_time() -> None:
     assert fmt_saving({"est_saving_s": 108.0, "gpu_hours": 0.067}) == "0.030 GPU-h (108 GPU-s)"
     assert fmt_saving({"est_saving_s": 1800.0, "gpu_hours": 2.0}) == "0.50 GPU-h"
     assert fmt_saving({"est_saving_s": 1.5e-6}) == "1.5 µs" and fmt_saving({"est_saving_s": None}) == "—"
-    md = render_markdown(run_analysis([str(FIXTURES / "dcgm" / "dmon_v2_phases.txt")]))
+    # a dmon file has no timestamps: a fixed start, as the goldens pass, not the checkout's mtime
+    opts = ParseOptions(start=datetime(2026, 11, 20, tzinfo=timezone.utc))
+    md = render_markdown(run_analysis([str(FIXTURES / "dcgm" / "dmon_v2_phases.txt")], options=opts))
     row = next(line for line in md.splitlines() if "dcgm-overhead-bound" in line)
     assert "| 0.030 GPU-h (108 GPU-s) |" in row and "| 108 s |" not in row
