@@ -95,6 +95,8 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
     for name, sources in device_sources(doc["devices"]):
         lines.append(f"  device: {plain(name)} (ceilings: {plain(sources)})")
     lines += [f"  {plain(n['message'], 400)}" for n in doc.get("lint") or [] if n["code"] == "kernel-filter"]
+    lines += [f"  DCGM windows: none: {plain(n['message'], 400)}" for n in doc.get("lint") or []
+              if n["code"] == "dcgm-no-window-fields"]
     if kernels:
         shares, total = kernel_label_shares(kernels)
         lines.append(f"  kernels: {plain(kernel_headline(kernels))}")

@@ -72,3 +72,28 @@ def test_markdown_keeps_a_lints_whole_message(tmp_path: Path) -> None:
     md = render_markdown(run_analysis([str(f)]))
     part = md.split("## Data quality", 1)[1].split("\n## ", 1)[0]
     assert "dmon-time-assumed" in part and "Pass --start T and --interval S" in part and "…" not in part
+
+
+def test_samples_with_no_window_field_say_why_there_is_no_label(tmp_path: Path) -> None:
+    # decoder/encoder/framebuffer-free fields only: no window can be built; the page said "no findings"
+    # and nothing else
+    f = tmp_path / "enc.prom"
+    f.write_text('DCGM_FI_DEV_ENC_UTIL{gpu="0",UUID="GPU-a",Hostname="n1"} 9\n'
+                 'DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-a",Hostname="n1"} 11275\n')
+    doc = run_analysis([str(f)])
+    assert doc["windows"] == []
+    (lint,) = [x for x in doc["lint"] if x["code"] == "dcgm-no-window-fields"]
+    assert "2 sample(s) of 1 GPU(s)" in lint["message"] and "DCGM_FI_DEV_ENC_UTIL" in lint["message"]
+    assert "DCGM_FI_DEV_GPU_UTIL (203)" in lint["message"]
+    from rooftop.reports.terminal import summary_text
+    assert "DCGM windows: none: 2 sample(s)" in summary_text(doc, width=200)
+    # a scrape with an activity field makes windows and no such lint
+    f.write_text('DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",Hostname="n1"} 9\n')
+    assert not [x for x in run_analysis([str(f)])["lint"] if x["code"] == "dcgm-no-window-fields"]
+
+
+def test_corpus_scrape_without_activity_fields_says_so() -> None:
+    d = corpus_dir("dcgm")
+    doc = run_analysis([str(d / "NVIDIA__dcgm-exporter__pull__736.metrics_excerpt.prom")])
+    (lint,) = [x for x in doc["lint"] if x["code"] == "dcgm-no-window-fields"]
+    assert "DCGM_FI_DEV_DEC_UTIL" in lint["message"] and "DCGM_FI_DEV_FB_FREE" in lint["message"]

@@ -20,7 +20,7 @@ from rooftop.analyzer.windows.fields import (
 )
 from rooftop.analyzer.windows.findings import _findings
 from rooftop.analyzer.windows.links import link_rows
-from rooftop.analyzer.windows.lint import _lint, coverage_lint
+from rooftop.analyzer.windows.lint import _lint, coverage_lint, no_window_fields_lint
 from rooftop.analyzer.windows.reduce import finish_windows, unplaced_lint, without_unplaced
 from rooftop.analyzer.windows.rules import classify_windows, window_devices
 from rooftop.analyzer.windows.scan import window_partials
@@ -120,8 +120,9 @@ def analyze_windows(samples: pa.Table, window_s: float | None = 60.0, device: st
         window = {"seconds": float(window_s), "source": "option", "reason": f"{window_s:g} s, set by --window"}
     wide, unplaced = without_unplaced(finish_windows(window_partials(df, window_s)))
     if not len(wide):
+        placed = df[df["gpu"].notna()] if "gpu" in df.columns else df
         return WindowAnalysis(windows=pd.DataFrame(), window=window,
-                              lint=unplaced_lint(unplaced) + counter_lint(diffed))
+                              lint=unplaced_lint(unplaced) + counter_lint(diffed) + no_window_fields_lint(placed))
     windows = classify_windows(wide, device)
     return WindowAnalysis(windows=windows, devices=window_devices(windows, device),
                           lint=_lint(df, windows, device) + coverage_lint(windows) + unplaced_lint(unplaced)

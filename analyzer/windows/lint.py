@@ -41,6 +41,24 @@ def _lint(samples: pd.DataFrame, windows: pd.DataFrame, device: str | None) -> l
             *_profiling_fields_lint(windows), *_value_lint(samples)]
 
 
+def no_window_fields_lint(samples: pd.DataFrame) -> list[dict[str, Any]]:
+    """``dcgm-no-window-fields``: samples were read but none is a field a window is built from, so no
+    GPU gets a label; names the fields the input has and the ones that would decide
+    (docs/formulas.md#windows). The page said "no findings" and nothing else (corpus dcgm-exporter
+    pull/736: decoder, encoder and framebuffer fields only)."""
+    if not len(samples):
+        return []
+    ids = pd.unique(samples["field_id"].to_numpy())
+    names = sorted({F.field_name(int(i)) for i in ids})
+    gpus = samples.drop_duplicates(["host", "gpu"]).shape[0] if {"host", "gpu"} <= set(samples.columns) else 0
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return [_item("dcgm-no-window-fields",
+                  f"{len(samples):,} sample(s) of {gpus} GPU(s) hold no field a window is built from ({shown}): "
+                  "no GPU can be labelled busy, idle or bound, so the label is unknown. Collect the activity "
+                  "fields: DCGM_FI_PROF_GR_ENGINE_ACTIVE (1001), SM_ACTIVE (1002), PIPE_TENSOR_ACTIVE (1004), "
+                  "DRAM_ACTIVE (1005), or at least DCGM_FI_DEV_GPU_UTIL (203)")]
+
+
 def device_assumed_lint(windows: pd.DataFrame, device: str | None) -> list[dict[str, Any]]:
     """``device-assumed`` for each model name the device table matches only by its family pattern
     (a vGPU profile such as ``GRID A100-40C`` or ``A10-24Q`` taken as one SXM/PCIe board): its
