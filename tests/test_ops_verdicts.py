@@ -127,6 +127,10 @@ def test_a_small_grid_saving_never_exceeds_what_filling_the_sms_recovers() -> No
     assert ", 1 call, 1 ms (t.json GPU 0)" in finding["title"]  # one call, not "1 calls"
     (two,) = op_findings([{**op, "calls": 2}], 10)
     assert ", 2 calls, 1 ms" in two["title"]
+    # a few-µs op reads in µs (it read "0.00458 ms")
+    (tiny,) = op_findings([{**op, "kernel_time_s": 4.58e-6, "min_time_s": 1e-6, "max_saving_s": None}], 10)
+    assert ", 1 call, 4.58 µs (t.json GPU 0)" in tiny["title"]
+    assert "it would take 1 µs: up to 3.58 µs to gain" in tiny["evidence"][-1]
 
 
 def test_an_unrecorded_element_size_never_places_the_op_in_l2_by_a_guess() -> None:

@@ -108,7 +108,7 @@ def _undecided(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
         group.sort(key=lambda o: (-o["kernel_time_s"], describe(o)))
         share = sum(float(o["time_share"]) for o in group)
         where = f"{path.rsplit('/', 1)[-1]} GPU {device}"
-        top = ", ".join(f"{describe(o)} {1e3 * o['kernel_time_s']:.3g} ms" for o in group[:3])
+        top = ", ".join(f"{describe(o)} {_t(o['kernel_time_s'])}" for o in group[:3])
         out.append({
             "rank": 0, "rule": "op-unknown", "severity": severity(share, False, True),
             "title": (f"{len(group)} op signature(s) holding {100 * share:.1f} % of the GPU time are not decided by "
@@ -118,6 +118,11 @@ def _undecided(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "evidence": [f"{describe(o)}: {o['evidence'][-1]}" for o in group[:5] if o.get("evidence")],
         })
     return out
+
+
+def _t(seconds: float) -> str:
+    """A GPU time in ms from 1 ms up, else in µs (``4.58 µs``, not ``0.00458 ms``)."""
+    return f"{1e3 * seconds:.3g} ms" if seconds >= 1e-3 else f"{1e6 * seconds:.3g} µs"
 
 
 def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
@@ -143,11 +148,11 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
         where = f"{str(op['input']).rsplit('/', 1)[-1]} GPU {op['device']}"
         out.append({
             "rank": 0, "rule": f"op-{op['label']}", "severity": severity(score, True, op["label"] == "unknown"),
-            "title": f"{describe(op)}: {verdict_text(op)}, {op['calls']} call{'' if op['calls'] == 1 else 's'}, {1e3 * t:.3g} ms ({where})",
+            "title": f"{describe(op)}: {verdict_text(op)}, {op['calls']} call{'' if op['calls'] == 1 else 's'}, {_t(t)} ({where})",
             "kernels": [], "time_share": share, "est_saving_s": round(saving, 9),
             "recommendation": advice, "label": op["label"], "limiter": op["limiter"], "source": "ops",
-            "evidence": [*op["evidence"], f"at its roofline bound it would take {1e3 * t_min:.3g} ms: up to "
-                                          f"{1e3 * saving:.3g} ms to gain"
+            "evidence": [*op["evidence"], f"at its roofline bound it would take {_t(t_min)}: up to "
+                                          f"{_t(saving)} to gain"
                          + (" (what filling the idle SMs recovers at most)" if saving < t - t_min else "")],
         })
     out.sort(key=lambda f: (-f["est_saving_s"], f["title"]))
