@@ -294,6 +294,9 @@ def test_step_causes_kept_under_high_graph_coverage(tmp_path: Path) -> None:
     (s,) = a.steps
     assert "unknown" not in s["idle_by_cause_s"] and s["idle_by_cause_s"]["host"] > 0
     assert not s["evidence"][0].startswith("kernel attribution coverage")
+    # the 4 gaps of 2 µs inside the two replays are the graph's own, as on the device: not launch time
+    assert s["idle_by_cause_s"]["graph"] == pytest.approx(4 * 2e-6)
+    assert s["idle_by_cause_s"]["launch"] == pytest.approx(6e-6)  # only the step's first 6 µs, before any kernel
 
 
 @pytest.mark.corpus

@@ -197,7 +197,7 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         ctx.covers[device] = sync.cover(device)
         ctx.pids[device] = ctx.device_pids(on_dev)
         replay = _graph_share(act[on_dev], ctx.graph_calls)
-        inside = graph_gaps(act[on_dev], ctx.graph_calls) if replay else None
+        inside = ctx.inside[device] = graph_gaps(act[on_dev], ctx.graph_calls) if replay else None
         v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], inside=inside)
         v = graph_verdict(v, replay)
         out.devices[(path, device)] = (dt, v)
@@ -305,6 +305,7 @@ class _Context:
     pids: dict[str, tuple[int, ...]] = field(default_factory=dict)
     async_calls: set[tuple[int, int]] = field(default_factory=set)
     graph_calls: set[tuple[int, int]] = field(default_factory=set)
+    inside: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray] | None] = field(default_factory=dict)
 
     def device_pids(self, on_dev: np.ndarray) -> tuple[int, ...]:
         """The processes that launched a device's work: the activities' own (nsys), else those of
@@ -350,11 +351,13 @@ def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
             on_dev = dev_code == code
             if is_step:  # the device over the step's wall time (docs/formulas.md#timelines)
                 dt = window_timeline(acts.subset(np.flatnonzero(on_dev)), lo, hi)
-                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], names=False)
+                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], names=False,
+                                 inside=ctx.inside.get(device))  # gaps inside one graph replay: 'graph'
             else:  # a range: its own work, which may queue behind other ranges' work
                 own = acts.subset(np.flatnonzero(mask & on_dev))
                 dt = device_metrics(own, strip=False)
-                v = label_device(dt, ctx.covers[device])  # host time not split by activity for ranges
+                v = label_device(dt, ctx.covers[device],  # host time not split by activity for ranges
+                                 inside=ctx.inside.get(device))
                 if v.label in INTERLEAVE_LABELS:
                     v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
                 v = beyond_span(v, own, hi - lo)
