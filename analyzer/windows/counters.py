@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.metrics.columns import column
-from rooftop.analyzer.windows.gaps import GAP_STEPS
+from rooftop.analyzer.windows.gaps import gap_limit
 
 ELAPSED = 1084
 COUNTER_IDS: tuple[int, ...] = (1084, 1085, 1086, 1087, 1088, 1089, 1090, 1091, 1092, 1093, 1094, 1095, 1096)
@@ -72,8 +72,7 @@ def _series_key(cnt: pd.DataFrame) -> np.ndarray:
 def gap_limit_s(step_s: float, floor_s: float | None) -> float:
     """Longest interval read as one: :data:`~rooftop.analyzer.windows.gaps.GAP_STEPS` x max(the series' median step, the
     window) (docs/formulas.md#counters "Gaps"); infinite when neither is known."""
-    ref = np.fmax(step_s, floor_s if floor_s is not None else np.nan)
-    return float(GAP_STEPS * ref) if np.isfinite(ref) else float("inf")
+    return float(gap_limit(step_s, floor_s if floor_s is not None else np.nan))
 
 
 def difference(df: pd.DataFrame, gap_floor_s: float | None = None, edges: bool = False) -> Differenced:

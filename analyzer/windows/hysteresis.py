@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.windows.codes import _epoch_ms
-from rooftop.analyzer.windows.gaps import GAP_STEPS
+from rooftop.analyzer.windows.gaps import gap_limit
 from rooftop.analyzer.windows.span import _ENTITY
 
 IDLE_EXIT = 0.10  # leave idle only at or above this activity: a band as wide as the 5 % cut itself
@@ -42,7 +42,7 @@ def held_idle(out: pd.DataFrame, idle: np.ndarray, band: np.ndarray) -> np.ndarr
         else np.full(n, np.nan)
     step = np.r_[np.inf, f[1:] - la[:-1]]
     with np.errstate(invalid="ignore"):
-        gap = step > GAP_STEPS * np.fmax(interval_ms, window_ms)
+        gap = step > gap_limit(interval_ms, window_ms)
     new_run = np.r_[True, g[1:] != g[:-1]] | gap
     run = np.cumsum(new_run)
     # state: 1 idle, 0 not idle, NaN in the band (carries the state before it within the run)

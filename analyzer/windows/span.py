@@ -23,7 +23,7 @@ import pandas as pd
 from rooftop.analyzer.windows.codes import _epoch_ms
 from rooftop.analyzer.windows.fields import METRICS
 from rooftop.analyzer.windows.gaps import (
-    GAP_STEPS,  # a step longer than this many intervals is a gap
+    gap_limit,
 )
 
 TARGET_WINDOWS = 60  # windows across the capture's span that a default window aims for
@@ -114,9 +114,8 @@ def _intervals(gid: np.ndarray, first: np.ndarray, last: np.ndarray, k: np.ndarr
     across = np.full(n, np.nan)
     across[same] = (first[1:] - last[:-1])[same[1:]]
     inner_med = pd.Series(inner).groupby(gid).transform("median").to_numpy(dtype="float64")
-    ref = np.fmax(inner_med, window_ms)  # fmax: the window where no within-window step exists
-    with np.errstate(invalid="ignore"):
-        across = np.where(across <= GAP_STEPS * ref, across, np.nan)
+    with np.errstate(invalid="ignore"):  # the window where no within-window step exists
+        across = np.where(across <= gap_limit(inner_med, window_ms), across, np.nan)
     cand = pd.DataFrame({"g": np.r_[gid, gid], "v": np.r_[inner, across]})
     cand = cand[cand["v"] > 0]
     med = cand.groupby("g")["v"].median()
