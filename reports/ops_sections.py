@@ -39,7 +39,7 @@ def _coverage_rows(cov: Sequence[OpsCoverage]) -> list[dict[str, Any]]:
                                      for u in c["unmodelled"][:3]) or "—"} for c in cov]
 
 
-_COVERAGE = [Column("where", "input · device"), Column("gpu", "GPU"), Column("roof", "roofs of"),
+_COVERAGE = [Column("where", "input · device", css="file"), Column("gpu", "GPU"), Column("roof", "roofs of"),
              Column("gpu_time", "GPU time", fmt_time, numeric=True),
              Column("attributed", "attributed (of launched)", fmt_pct, numeric=True),
              Column("of_all", "attributed (of all)", fmt_pct, numeric=True),
@@ -84,7 +84,7 @@ def category_section(cov: Sequence[OpsCoverage]) -> Section | None:
     chart = figure_html(svg, "Each device's GPU time (kernels, copies, sets) by the category of the op that "
                              "launched it; grey: no op launched it (hover for the seconds).")
     rows = [{"where": _where(c), "status": _status(c), "split": split_text(c)} for c in cov]
-    body = table(rows, [Column("where", "input · device"), Column("status", "split", css="name"),
+    body = table(rows, [Column("where", "input · device", css="file"), Column("status", "split", css="name"),
                         Column("split", "share of GPU time by category", css="name")])
     return Section("GPU time by op category", '<p class="note">' + esc(
         "Kernel time attributed to the op that launched it, summed by the op's category; the split is 'unknown' "
@@ -133,7 +133,7 @@ def ops_sections(doc: Document) -> list[Section] | None:
     body = ['<p class="note">Every GPU kernel attributed to the PyTorch op that launched it, FLOPs and bytes from '
             "the op's recorded shapes, a verdict per op signature (docs/formulas.md#ops). Bytes are an interval: "
             "compulsory (each tensor once) to no reuse; a label only where the whole interval is on one side of "
-            "the ridge.</p>", table(_coverage_rows(cov), _COVERAGE)]
+            "the ridge.</p>", f'<div class="tablewrap">{table(_coverage_rows(cov), _COVERAGE)}</div>']
     for c in cov:
         mine = [o for o in ops if o["input"] == c["input"] and o["device"] == c["device"]]
         svg = ops_roofline_svg(mine, f"op roofline {_where(c)}")

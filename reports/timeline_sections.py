@@ -57,7 +57,7 @@ def _steps_note(steps: Sequence[Step]) -> str:
     return f"input: {inputs[0]}" if len(inputs) == 1 else ""
 
 
-_COLUMNS = [Column("where", "input · device"), Column("gpu", "GPU"), Column("label", "label"),
+_COLUMNS = [Column("where", "input · device", css="file"), Column("gpu", "GPU"), Column("label", "label"),
             Column("limiter", "limiter"), Column("kernels", "kernels", numeric=True),
             Column("span", "span", fmt_time, numeric=True), Column("idle", "idle", fmt_pct, numeric=True),
             Column("gaps", "gaps", numeric=True),
@@ -123,13 +123,13 @@ def timeline_sections(doc: Document) -> list[Section] | None:
     body = ('<p class="note">Per input and device: where the span between the first and the last GPU '
             "activity went (kernels, copies, idle gaps), and the label the rules give it "
             "(docs/formulas.md#timelines). Summary-only inputs (nsys stats) have no time axis.</p>"
-            + charts + table(_rows(entries), _COLUMNS))
+            + charts + f'<div class="tablewrap">{table(_rows(entries), _COLUMNS)}</div>')
     out = [Section("Timelines", body, anchor="timelines")]
     steps = doc.get("steps") or []
     if steps:
         one = len({x["input"] for x in steps}) == 1
         cols = [Column("step", "step / range", css="name"), Column("wall", "wall", fmt_time, numeric=True),
-                Column("where", "device" if one else "input · device"), *_COLUMNS[2:-2],
+                Column("where", "device" if one else "input · device", css="" if one else "file"), *_COLUMNS[2:-2],
                 *([Column("top_ops", "top ops (GPU time)", css="name")] if any(s.get("top_ops") for s in steps)
                   else [])]
         note = "; ".join(n for n in (_steps_note(steps), "" if len(steps) <= STEP_ROWS else
@@ -154,7 +154,7 @@ def waterfall_section(doc: Document) -> Section | None:
                         "order); hover a segment for its seconds.")
     rows = [{"where": _where(w), "part": p["part"], "seconds": p["seconds"], "share": p.get("share"),
              "why": p.get("why")} for w in parts for p in w["parts"]]
-    body = table(rows, [Column("where", "input · device"), Column("part", "part"),
+    body = table(rows, [Column("where", "input · device", css="file"), Column("part", "part"),
                         Column("seconds", "seconds", fmt_time, numeric=True),
                         Column("share", "share of span", fmt_pct, numeric=True), Column("why", "rule", css="name")])
     return Section("Waterfall (timeline + ncu)", '<p class="note">' + esc(

@@ -264,3 +264,20 @@ def test_dcgm_corpus_page_is_light_and_draws(browser: Any, tmp_path: Path) -> No
     assert [c["cls"] for c in charts] == ["spanrows", "timechart", "timechart", "timechart"]
     assert all(c["h"] > 80 for c in charts)
     loaded.page.close()
+
+
+@pytest.mark.corpus
+def test_a_trace_page_with_a_long_input_name_fits_1400_px(browser: Any, tmp_path: Path) -> None:
+    # the corpus TraceLens Falconsai trace: its 90-character input name, one unbreakable token in the
+    # 'input · device' cells of the timelines and op-coverage tables, made the page 1569 px wide
+    from rooftop.analyzer.pipeline import run_analysis
+    from tests.conftest import corpus_dir
+
+    name = "AMD-AGI__TraceLens__tests__traces__h100__Falconsai_nsfw_image_detection__1016002.json.gz"
+    path = tmp_path / "trace.html"
+    path.write_text(render_html(run_analysis([str(corpus_dir("ops") / name)])), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(path.as_uri())
+    width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    page.close()
+    assert width[0] <= width[1], width
