@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rooftop.analyzer.timeline.arrays import NA, ints
 from rooftop.analyzer.timeline.calls import ASYNC_COPY, GRAPH_LAUNCH, call_keys, made_by
@@ -28,6 +30,7 @@ from rooftop.analyzer.timeline.metrics import (
     device_metrics,
     union,
 )
+from rooftop.analyzer.timeline.names import EventNames
 from rooftop.analyzer.timeline.ranks import collectives
 from rooftop.analyzer.timeline.steps import (
     INTERLEAVE_LABELS,
@@ -54,7 +57,10 @@ SYNC_APIS = frozenset(
      "cuMemcpyHtoD", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
 SYNC_COPY_MIN_H2D_BYTES = 64 * 1024  # nsys cuda_memcpy_sync leaves out host-to-device copies <= 64 KB
 _H2D = re.compile(r"(?i)Host-to-Device|HtoD")  # inline flag: .str.contains gets the text (pandas < 3)
+_SYNC_API_SET = pa.array(sorted(SYNC_APIS), type=pa.large_string())
 STREAM_WAIT = r"(?i)stream\s*wait"  # Kineto "Stream Wait Event", nsys "Stream wait sync": not a host wait
+# the columns of the events table the GPU activity rows are taken with (the rest are not read from them)
+ACT_COLUMNS = ("device", "kind", "name", "start_ns", "end_ns", "stream", "pid", "correlation", "bytes")
 ENTRY_KEYS = ("input", "device", "gpu_name", "kernels", "memcpy", "memset", "span_s", "kernel_sum_s",
               "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction", "gaps", "short_kernels",
               "top_kernels", "label", "limiter", "evidence")
@@ -115,8 +121,50 @@ class _SyncRows:
         return union(self.start[keep], self.end[keep])
 
 
-def blocking_rows(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def blocking_rows(ev: pd.DataFrame, names: EventNames | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the rows during which the host is blocked (sync records other than a stream's
+    wait on an event, and the blocking API calls), and the mask of API calls over all rows.
+    ``names``: ``ev``'s encoded kinds and names (made here when not given); each name test runs once
+    per distinct name (:func:`blocking_rows_ref`: the per-row form, held equal in tests)."""
+    n = names if names is not None else EventNames.of(ev)
+    sync = n.is_kind("sync")
+    rows = np.flatnonzero(sync)
+    if len(rows):  # cudaStreamWaitEvent makes a stream wait, not the host (CUPTI STREAM_WAIT_EVENT)
+        sync[rows[n.test(rows, lambda a: pc.match_substring_regex(a, STREAM_WAIT))]] = False
+    rt = n.rows("runtime")
+    api = np.zeros(len(ev), dtype=bool)
+    api[rt[n.test(rt, lambda a: pc.is_in(a, value_set=_SYNC_API_SET))]] = True
+    calls = np.flatnonzero(api)
+    api[calls[sync_exempt(ev, calls, n)]] = False
+    return np.flatnonzero(sync | api), api
+
+
+def sync_exempt(ev: pd.DataFrame, calls: np.ndarray, names: EventNames | None = None) -> np.ndarray:
+    """Which of the runtime rows ``calls`` launched a host-to-device copy of <= 64 KB (joined on
+    correlation id and process): nsys cuda_memcpy_sync does not count those as blocking."""
+    out = np.zeros(len(calls), dtype=bool)
+    n = names if names is not None else EventNames.of(ev)
+    copy = n.rows("memcpy")
+    if not len(calls) or not len(copy):
+        return out
+    nbytes = ints(ev["bytes"])[copy]
+    small = (nbytes != NA) & (nbytes <= SYNC_COPY_MIN_H2D_BYTES) & n.test(
+        copy, lambda a: pc.match_substring_regex(a, _H2D.pattern))
+    return _joined(ev, calls, copy[small])
+
+
+def _joined(ev: pd.DataFrame, calls: np.ndarray, copies: np.ndarray) -> np.ndarray:
+    """Per row of ``calls``: whether a row of ``copies`` has its (correlation, pid) key."""
+    out = np.zeros(len(calls), dtype=bool)
+    corr, pid = ints(ev["correlation"]), ints(ev["pid"])
+    keys = {(int(c), int(p)) for c, p in zip(corr[copies], pid[copies], strict=True) if c != NA}
+    if keys:
+        out = np.array([(int(c), int(p)) in keys for c, p in zip(corr[calls], pid[calls], strict=True)], dtype=bool)
+    return out
+
+
+def blocking_rows_ref(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`blocking_rows` as plain pandas string passes over all rows (the reference). Positions of the rows during which the host is blocked (sync records other than a stream's
     wait on an event, and the blocking API calls), and the mask of API calls over all rows."""
     kind = ev["kind"]
     sync = (kind == "sync").to_numpy(dtype=bool, na_value=False)
@@ -124,12 +172,12 @@ def blocking_rows(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         sync[np.flatnonzero(sync)[ev["name"].iloc[np.flatnonzero(sync)].str.contains(
             STREAM_WAIT, regex=True).to_numpy(dtype=bool, na_value=False)]] = False
     api = ((kind == "runtime") & ev["name"].isin(SYNC_APIS)).to_numpy(dtype=bool, na_value=False)
-    api[np.flatnonzero(api)[sync_exempt(ev, np.flatnonzero(api))]] = False
+    api[np.flatnonzero(api)[sync_exempt_ref(ev, np.flatnonzero(api))]] = False
     return np.flatnonzero(sync | api), api
 
 
-def sync_exempt(ev: pd.DataFrame, calls: np.ndarray) -> np.ndarray:
-    """Which of the runtime rows ``calls`` launched a host-to-device copy of <= 64 KB (joined on
+def sync_exempt_ref(ev: pd.DataFrame, calls: np.ndarray) -> np.ndarray:
+    """:func:`sync_exempt` with the name test on every copy row (the reference). Which of the runtime rows ``calls`` launched a host-to-device copy of <= 64 KB (joined on
     correlation id and process): nsys cuda_memcpy_sync does not count those as blocking."""
     out = np.zeros(len(calls), dtype=bool)
     copy = np.flatnonzero((ev["kind"] == "memcpy").to_numpy(dtype=bool, na_value=False))
@@ -166,7 +214,8 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         return
     ev = r.events
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
-    act = ev[ev["kind"].isin(GPU_KINDS).fillna(False)]
+    names = EventNames.of(ev)  # kinds and names encoded once for every name test below
+    act = ev.iloc[names.rows(*GPU_KINDS), [ev.columns.get_loc(c) for c in ACT_COLUMNS if c in ev.columns]]
     if not len(act):
         empty = device_metrics(act)
         v = label_device(empty, union(np.zeros(0, np.int64), np.zeros(0, np.int64)))
@@ -181,23 +230,23 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         return
     acts = Acts.from_frame(act)
     devices = act["device"].to_numpy(dtype=object)
-    blocking = blocking_rows(ev)
+    blocking = blocking_rows(ev, names)
     sync = _SyncRows.of(ev, blocking)
-    ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking[0], r.ops), async_calls=call_keys(ev, ASYNC_COPY),
-                   graph_calls=call_keys(ev, GRAPH_LAUNCH))
-    is_copy = act["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool, na_value=False)
-    copy_rows = act[is_copy]
+    ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking[0], r.ops, names),
+                   async_calls=call_keys(ev, ASYNC_COPY, names), graph_calls=call_keys(ev, GRAPH_LAUNCH, names))
+    is_copy = acts.kind > 0  # memcpy, memset
     is_nccl = (acts.kind == 0) & (acts.name >= 0)
     is_nccl[is_nccl] = acts.nccl[acts.name[is_nccl]]
     if is_nccl.any():
-        out.nccl.append((r, act[is_nccl]))
+        out.nccl.append((r, act.iloc[np.flatnonzero(is_nccl)]))
     for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
         on_dev = devices == device
         dt = device_metrics(acts.subset(on_dev))
         ctx.covers[device] = sync.cover(device)
         ctx.pids[device] = ctx.device_pids(on_dev)
-        replay = _graph_share(act[on_dev], ctx.graph_calls)
-        inside = ctx.inside[device] = graph_gaps(act[on_dev], ctx.graph_calls) if replay else None
+        dev_act = act.iloc[np.flatnonzero(on_dev)] if ctx.graph_calls else None  # read only under graph launches
+        replay = _graph_share(dev_act, ctx.graph_calls) if dev_act is not None else None
+        inside = ctx.inside[device] = graph_gaps(dev_act, ctx.graph_calls) if dev_act is not None and replay else None
         v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], inside=inside)
         v = graph_verdict(v, replay)
         out.devices[(path, device)] = (dt, v)
@@ -207,7 +256,7 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         comm = communication(acts.subset(on_dev))  # docs/formulas.md#timeline-communication
         if comm is not None:
             entry["communication"] = comm
-        copies = copy_table(copy_rows[on_dev[is_copy]], ctx.async_calls)  # docs/formulas.md#timeline-copies
+        copies = copy_table(act.iloc[np.flatnonzero(on_dev & is_copy)], ctx.async_calls)  # docs/formulas.md#timeline-copies
         if copies:
             entry["copies"] = copies
         out.timeline.append(entry)

@@ -10,23 +10,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rooftop.analyzer.timeline.arrays import NA, ints
+from rooftop.analyzer.timeline.names import EventNames
 
 ASYNC_COPY = r"Memcpy\w*Async"  # cudaMemcpyAsync, cudaMemcpy2DAsync, cuMemcpyHtoDAsync...
 GRAPH_LAUNCH = r"(?i)graph\w*launch"  # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
 
 
-def call_keys(ev: pd.DataFrame, pattern: str) -> set[tuple[int, int]]:
+def call_keys(ev: pd.DataFrame, pattern: str, names: EventNames | None = None) -> set[tuple[int, int]]:
     """(correlation, pid) and (correlation, ``NA``) of the runtime calls whose name matches ``pattern``.
     The pattern is tested once per distinct name (a trace repeats a few dozen call names over thousands
-    of rows) and taken by code; :func:`call_keys_ref` tests every row and is held equal to it."""
-    rt = np.flatnonzero((ev["kind"] == "runtime").to_numpy(dtype=bool, na_value=False))
-    names = pa.array(ev["name"].array).take(pa.array(rt, type=pa.int64()))
-    enc = pc.dictionary_encode(names)
-    match = np.asarray(pc.match_substring_regex(enc.dictionary, pattern).fill_null(False)
-                       .to_numpy(zero_copy_only=False), dtype=bool)
-    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-    hit = rt[(codes >= 0) & match[np.maximum(codes, 0)]] if len(match) else rt[:0]
-    return _keys(ev, hit)
+    of rows) and taken by code; ``names``: ``ev``'s encoded kinds and names (made here when not given);
+    :func:`call_keys_ref` tests every row and is held equal to it."""
+    n = names if names is not None else EventNames.of(ev)
+    rt = n.rows("runtime")
+    return _keys(ev, rt[n.test(rt, lambda a: pc.match_substring_regex(a, pattern))])
 
 
 def call_keys_ref(ev: pd.DataFrame, pattern: str) -> set[tuple[int, int]]:

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from rooftop.analyzer.timeline.arrays import exclusive_group_cummax, group_codes, ints
 from rooftop.analyzer.timeline.intervals import clip, inside, intersect, subtract
 from rooftop.analyzer.timeline.metrics import GAP_SHORT_NS, Union, union
+from rooftop.analyzer.timeline.names import EventNames, arrow_strings, encode_strings
 
 HOST_CATEGORIES = ("CUDA runtime", "input pipeline", "optimizer", "CPU ops", "annotations")
 UNTRACED = "untraced"
@@ -179,8 +180,125 @@ def _names(col: pd.Series, rows: np.ndarray) -> pa.Array:
     return arr.take(pa.array(rows, type=pa.int64())).fill_null("")
 
 
-def host_activity(ev: pd.DataFrame, blocking: np.ndarray, ops: pd.DataFrame | None = None) -> HostActivity:
+def host_activity(ev: pd.DataFrame, blocking: np.ndarray, ops: pd.DataFrame | None = None,
+                  names: EventNames | None = None) -> HostActivity:
     """The host events of ``ev`` (and the op table ``ops``, as kind ``op``) by category;
+    ``blocking``: positions of the rows of ``ev`` that block the host (sync records, blocking
+    calls), which are ``sync``, not host activity; ``names``: ``ev``'s encoded kinds and names (made
+    here when not given). Every name test runs once per distinct name (the categories as per-name
+    tables taken by code, the emit_nvtx suffix by :func:`_grouped_names`); :func:`host_activity_ref`
+    is the plain form, held equal in tests/test_timeline_names_fast.py."""
+    n = names if names is not None else EventNames.of(ev)
+    is_rt = n.is_kind("runtime")
+    is_rt[blocking] = False
+    rows = np.flatnonzero(is_rt | n.is_kind("range"))
+    src = np.where(is_rt[rows], 0, 1)  # 0 runtime, 1 range, 2 op
+    code, dictionary = n.code[rows], n.names
+    start = ev["start_ns"].to_numpy(dtype=np.int64)[rows]
+    end = ev["end_ns"].to_numpy(dtype=np.int64)[rows]
+    pid = ints(ev["pid"])[rows]
+    unify = False
+    if ops is not None and len(ops):
+        op_code, op_names = encode_strings(arrow_strings(ops["name"]))
+        code = np.concatenate([code, np.where(op_code >= 0, op_code + len(dictionary), -1)])
+        dictionary = pa.concat_arrays([dictionary, op_names])
+        src = np.concatenate([src, np.full(len(ops), 2)])
+        start = np.concatenate([start, ops["start_ns"].to_numpy(dtype=np.int64)])
+        end = np.concatenate([end, ops["end_ns"].to_numpy(dtype=np.int64)])
+        pid = np.concatenate([pid, ints(ops["pid"])])
+        unify = True
+    if (code < 0).any():  # a null name reads ""
+        code = np.where(code < 0, len(dictionary), code)
+        dictionary = pa.concat_arrays([dictionary, pa.array([""], type=pa.large_string())])
+        unify = True
+    if unify:  # one code per distinct name again
+        once, dictionary = encode_strings(dictionary)
+        code = once[code]
+    cat = _categories(dictionary, src, code)
+    keep = np.flatnonzero(cat >= 0)
+    start, end, pid, cat, code = start[keep], end[keep], pid[keep], cat[keep], code[keep]
+    own = start.copy()
+    if len(keep):  # an event's own part: after every earlier event of its category and process
+        order = np.lexsort((-end, start))
+        own[order] = np.maximum(start[order], exclusive_group_cummax(end[order], group_codes(pid[order], cat[order])))
+    regroup, labels = _grouped_names(dictionary)
+    return HostActivity(start, end, cat, pid, own, regroup[code] if len(code) else code, labels)
+
+
+def _categories(uniq: pa.Array, src: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """:func:`host_category` with the kinds as ``src`` (0 runtime, 1 range, 2 op) and no sync row:
+    the category of each distinct name per kind, taken by ``code``."""
+    f = _name_flags_fast(uniq)
+    loader, optim, aten, step = f["loader"], f["optim"], f["aten"], f["step"]
+    as_range = np.select([loader, optim, aten, ~step], [1, 2, 3, 4], -1)  # first match wins, as in host_category
+    as_op = np.select([loader, optim], [1, 2], 3)
+    return np.where(src == 0, 0, np.where(src == 1, as_range[code], as_op[code])).astype(np.int64)
+
+
+_LOADER_PREFIX = "enumerate(DataLoader)#"
+
+
+def _name_flags_fast(uniq: pa.Array) -> dict[str, np.ndarray]:
+    """:func:`_name_flags` by prefix tests: the DataLoader regex only on names with its literal prefix,
+    the optimizer regex (``^Optimizer\\.(step|zero_grad)#``) as its two literal prefixes."""
+    def flag(arr: pa.Array) -> np.ndarray:
+        out: np.ndarray = np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        return out
+
+    loader = flag(pc.starts_with(uniq, _LOADER_PREFIX))
+    cand = np.flatnonzero(loader)
+    if len(cand):
+        loader[cand] = flag(pc.match_substring_regex(uniq.take(pa.array(cand, type=pa.int64())), _DATALOADER.pattern))
+    return {"aten": flag(pc.starts_with(uniq, "aten::")), "step": flag(pc.starts_with(uniq, "ProfilerStep#")),
+            "loader": loader, "optim": flag(pc.starts_with(uniq, "Optimizer.step#"))
+            | flag(pc.starts_with(uniq, "Optimizer.zero_grad#"))}
+
+
+_SUFFIX_KEYS = (b" seq =", b" op_id =", b" sizes =")  # what emit_nvtx writes after the first comma (<= 8 bytes)
+
+
+def _grouped_names(uniq: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Per distinct name: its :func:`op_name` group as a code into the returned labels, i.e. the codes
+    of ``dictionary_encode(replace_substring_regex(uniq, _NVTX_SUFFIX, ""))``. A name with no comma
+    is its own label; one whose first comma is followed by exactly one of :data:`_SUFFIX_KEYS` and
+    holds no newline is cut at that comma (the regex's leftmost match; ``.*$`` spans the rest); any
+    other name gets the regex itself."""
+    n = len(uniq)
+    buf = uniq.buffers()
+    if not n or uniq.null_count or uniq.type != pa.large_string() or buf[2] is None or not buf[2].size:
+        enc = pc.dictionary_encode(pc.replace_substring_regex(uniq, pattern=_NVTX_SUFFIX.pattern, replacement=""))
+        return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64), enc.dictionary
+    off = np.frombuffer(buf[1], dtype=np.int64)[uniq.offset:uniq.offset + n + 1]
+    data = np.frombuffer(buf[2], dtype=np.uint8)
+    comma = np.asarray(pc.find_substring(uniq, pattern=",").to_numpy(zero_copy_only=False), dtype=np.int64)
+    has = comma >= 0
+    cut = np.where(has, off[:-1] + comma, off[1:])  # where each name's label ends
+    at = (cut + 1)[:, None] + np.arange(8)
+    window = np.ascontiguousarray(np.where(at < off[1:, None], data[np.minimum(at, len(data) - 1)], 0),
+                                  dtype=np.uint8).view("<u8").ravel()  # the 8 bytes after the cut, 0 past the end
+    keyed = np.zeros(n, dtype=bool)
+    for key in _SUFFIX_KEYS:
+        k = np.frombuffer(key.ljust(8, b"\0"), dtype="<u8")[0]
+        keyed |= (window & np.uint64((1 << (8 * len(key))) - 1)) == k
+    newline = np.zeros(n, dtype=bool)
+    newline[np.searchsorted(off, np.flatnonzero(data[off[0]:off[-1]] == 0x0A) + off[0], side="right") - 1] = True
+    other = np.flatnonzero(has & (~keyed | newline))  # the regex decides these
+    bounds = np.empty(2 * n, dtype=np.int64)  # each name as two strings: its label, then the rest
+    bounds[0::2], bounds[1::2] = off[:-1], cut
+    halves = pa.LargeStringArray.from_buffers(2 * n, pa.py_buffer(np.append(bounds, off[-1])), buf[2])
+    parts = [halves.take(pa.array(np.arange(0, 2 * n, 2), type=pa.int64()))]
+    if len(other):
+        parts.append(pc.replace_substring_regex(uniq.take(pa.array(other, type=pa.int64())),
+                                                pattern=_NVTX_SUFFIX.pattern, replacement=""))
+    enc = pc.dictionary_encode(pa.concat_arrays(parts))
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    out = codes[:n].copy()
+    out[other] = codes[n:]
+    return out, enc.dictionary
+
+
+def host_activity_ref(ev: pd.DataFrame, blocking: np.ndarray, ops: pd.DataFrame | None = None) -> HostActivity:
+    """:func:`host_activity` as plain per-row passes (the reference it is held equal to). The host events of ``ev`` (and the op table ``ops``, as kind ``op``) by category;
     ``blocking``: positions of the rows of ``ev`` that block the host (sync records, blocking
     calls), which are ``sync``, not host activity. Names are handled once per distinct name."""
     kind_s = ev["kind"]
@@ -212,5 +330,5 @@ def host_activity(ev: pd.DataFrame, blocking: np.ndarray, ops: pd.DataFrame | No
     return HostActivity(start, end, cat, pid, own, regroup[code] if len(code) else code, grouped.dictionary)
 
 
-__all__ = ["HOST_CATEGORIES", "UNTRACED", "HostActivity", "IdleSplit", "host_activity", "host_category", "op_name",
+__all__ = ["HOST_CATEGORIES", "UNTRACED", "HostActivity", "IdleSplit", "host_activity", "host_activity_ref", "host_category", "op_name",
            "split_idle"]

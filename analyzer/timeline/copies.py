@@ -19,6 +19,7 @@ import pandas as pd
 from rooftop.analyzer.timeline.arrays import NA, ints
 from rooftop.analyzer.timeline.calls import made_by
 from rooftop.analyzer.timeline.metrics import union
+from rooftop.analyzer.timeline.names import arrow_strings, encode_strings
 
 _KINETO = re.compile(r"^(Memcpy|Memset)(?: (\w+))?(?: \((.*)\))?$")
 _NSYS = re.compile(r"^\[CUDA (memcpy|memset)(?: ([\w-]+?))?(?: \((.*)\))?\]$")
@@ -47,8 +48,8 @@ def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]]) -> list[dict
     rows = act[act["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool, na_value=False)]
     if not len(rows):
         return []
-    code, uniq = pd.factorize(rows["name"].fillna("").astype(str).to_numpy(dtype=object))
-    kinds = [copy_kind(n) for n in uniq]  # each distinct name parsed and labelled once
+    code, uniq = encode_strings(arrow_strings(rows["name"]).fill_null(""))
+    kinds = [copy_kind(n) for n in uniq.to_pylist()]  # each distinct name parsed and labelled once
     label = np.array([_label(*k) for k in kinds], dtype=object)[code]
     start, end = rows["start_ns"].to_numpy(dtype=np.int64), rows["end_ns"].to_numpy(dtype=np.int64)
     nbytes, corr, pid = ints(rows["bytes"]), ints(rows["correlation"]), ints(rows["pid"])
