@@ -120,13 +120,15 @@ def _shape_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pa.Array:
     missing = (x == INT_NULL) | (y == INT_NULL) | (z == INT_NULL)
     key = np.zeros(len(x), dtype=np.int64)
     for col in (x, y, z):  # mixed-radix code of the three per-column codes (< rows**3 distinct)
-        vals, code = np.unique(col, return_inverse=True)
-        key = key * len(vals) + code.reshape(-1)
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        code, vals = pd.factorize(col)  # hash codes: the dictionary's order is cast away below
+        key = key * len(vals) + code
+    inv, keys = pd.factorize(key)
+    first = np.zeros(len(keys), dtype=np.int64)
+    first[inv[::-1]] = np.arange(len(inv) - 1, -1, -1)  # a row of each shape (its first)
     labels = pa.array([f"({a}, {b}, {c})" for a, b, c in zip(x[first].tolist(), y[first].tolist(),
                                                                   z[first].tolist(), strict=True)],
                       type=pa.large_string())
-    idx = pa.array(inv.reshape(-1).astype(np.int32), mask=missing)
+    idx = pa.array(inv.astype(np.int32), mask=missing)
     return pa.DictionaryArray.from_arrays(idx, labels).cast(pa.large_string())
 
 
@@ -162,7 +164,7 @@ def _constant_text(value: str | None, n: int) -> pa.Array:
 def _device_text(dev: np.ndarray) -> pa.Array:
     """Integer device ids as their decimal text (the missing marker as null)."""
     missing = dev == INT_NULL
-    uniq, inv = np.unique(np.where(missing, 0, dev), return_inverse=True)
+    inv, uniq = pd.factorize(np.where(missing, 0, dev))  # hash codes: the dictionary is cast away below
     idx = pa.array(inv.astype(np.int32), mask=missing)
     return pa.DictionaryArray.from_arrays(idx, pa.array([str(int(u)) for u in uniq], type=pa.large_string())
                                           ).cast(pa.large_string())
