@@ -356,24 +356,23 @@ def test_a_range_whose_gaps_other_work_fills_is_not_called_idle() -> None:
     the same GPU. A's own activity leaves 98 % of its span without A's work, but 80 of its 98 µs of
     gaps the GPU was busy with B: 'idle' does not follow (docs/formulas.md#timelines)."""
     from rooftop.analyzer.timeline.labels import Verdict
-    from rooftop.analyzer.timeline.metrics import Acts
+    from rooftop.analyzer.timeline.metrics import Union
     from rooftop.analyzer.timeline.steps import interleaved
 
-    def acts(spans: list[tuple[int, int]]) -> Acts:
-        return Acts.from_frame(pd.DataFrame({"kind": "kernel", "name": "k", "stream": 7,
-                                             "start_ns": [s for s, _ in spans], "end_ns": [e for _, e in spans]}))
+    def gpu(*spans: tuple[int, int]) -> Union:  # the device's busy union: A's and the others' work
+        both = [(0, 1_000), (99_000, 100_000), *spans]
+        return union(np.array([s for s, _ in both]), np.array([e for _, e in both]))
 
-    a = acts([(0, 1_000), (99_000, 100_000)])
-    b = acts([(10_000, 90_000)])
+    a = union(np.array([0, 99_000]), np.array([1_000, 100_000]))
     idle = Verdict("idle", "sync", ["idle 98 %"])
-    v = interleaved(idle, a, b)
+    v = interleaved(idle, a, gpu((10_000, 90_000)))
     assert (v.label, v.limiter) == ("unknown", "unknown")
     assert v.evidence[0].startswith("the GPU ran other ranges' work in 82% of this range's gaps "
                                     "(0.000080 s of 0.000098 s)")
-    assert interleaved(idle, a, acts([(200_000, 300_000)])) is idle  # other work outside the span
-    assert interleaved(idle, a, acts([(10_000, 12_000)])) is idle   # 2 of 98 µs: below 10 %
+    assert interleaved(idle, a, gpu((200_000, 300_000))) is idle  # other work outside the span
+    assert interleaved(idle, a, gpu((10_000, 12_000))) is idle   # 2 of 98 µs: below 10 %
     kernel = Verdict("kernel-bound", "unknown")
-    assert interleaved(kernel, a, b) is kernel
+    assert interleaved(kernel, a, gpu((10_000, 90_000))) is kernel
 
 
 def test_a_range_whose_gpu_span_is_a_sliver_of_its_wall_is_not_transfer_bound() -> None:

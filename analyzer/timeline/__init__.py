@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rooftop.analyzer.timeline.arrays import NA, ints
+from rooftop.analyzer.timeline.batch import batch_metrics, range_members
 from rooftop.analyzer.timeline.calls import ASYNC_COPY, GRAPH_LAUNCH, call_keys, made_by
 from rooftop.analyzer.timeline.causes import HostActivity, IdleSplit, host_activity
 from rooftop.analyzer.timeline.comm import communication
@@ -33,14 +34,13 @@ from rooftop.analyzer.timeline.metrics import (
 from rooftop.analyzer.timeline.names import EventNames
 from rooftop.analyzer.timeline.ranks import collectives
 from rooftop.analyzer.timeline.steps import (
-    INTERLEAVE_LABELS,
     ITERATION,
     beyond_span,
     interleaved,
     launch_times,
     loader_iterations,
-    step_members,
-    top_level_ranges,
+    profiler_steps,
+    top_level,
     window_timeline,
 )
 from rooftop.parsers.model import ParseResult
@@ -374,49 +374,55 @@ def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
     r, ev, act, acts = ctx.r, ctx.ev, ctx.act, ctx.acts
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
     kind = ev["kind"]
-    ranges, left_out = top_level_ranges(ev.loc[(kind == "range").to_numpy(dtype=bool, na_value=False),
-                                               ["name", "start_ns", "end_ns", "pid", "tid"]])
-    if not ranges["name"].astype(str).str.startswith("ProfilerStep#").any():
-        its = loader_iterations(ctx.host)  # no ProfilerStep: the DataLoader's __next__ calls delimit steps
-        if len(its):
-            ranges = pd.concat([ranges, its], ignore_index=True).sort_values(["start_ns", "end_ns"], kind="stable")
-    if not len(ranges):
+    rows = np.flatnonzero((kind == "range").to_numpy(dtype=bool, na_value=False))
+    start, end, pid = ev["start_ns"].to_numpy(dtype=np.int64), ev["end_ns"].to_numpy(dtype=np.int64), ints(ev["pid"])
+    sel, left_out = top_level(start[rows], end[rows], pid[rows], ints(ev["tid"])[rows],
+                              profiler_steps(ev["name"])[rows])
+    rows = rows[sel]
+    names: list[Any] = ev["name"].iloc[rows].tolist()
+    lo, hi, rpid = start[rows], end[rows], pid[rows]
+    if not any(str(n).startswith("ProfilerStep#") for n in names):
+        its, i_lo, i_hi, i_pid = loader_iterations(ctx.host)  # no ProfilerStep: DataLoader __next__ calls
+        if its:
+            names, lo, hi = names + its, np.r_[lo, i_lo], np.r_[hi, i_hi]
+            rpid = np.r_[rpid, np.full(len(its), i_pid, dtype=np.int64)]
+            order = np.lexsort((hi, lo))
+            names, lo, hi, rpid = [names[i] for i in order.tolist()], lo[order], hi[order], rpid[order]
+    if not names:
         return
-    rt = ev.loc[(kind == "runtime").to_numpy(dtype=bool, na_value=False), ["start_ns", "correlation", "pid"]]
+    rt = np.flatnonzero((kind == "runtime").to_numpy(dtype=bool, na_value=False))
     act_pid = ints(act["pid"])
+    corr = ints(ev["correlation"])
     launch = launch_times(act["start_ns"].to_numpy(dtype=np.int64), ints(act["correlation"]), act_pid,
-                          rt["start_ns"].to_numpy(dtype=np.int64), ints(rt["correlation"]), ints(rt["pid"]))
+                          start[rt], corr[rt], pid[rt])
     member_pid = np.where(act_pid == NA, -1, act_pid) if (act_pid != NA).any() else None
     dev_code, dev_names = pd.factorize(act["device"].to_numpy(dtype=object, na_value=None))
-    for rng in ranges.itertuples(index=False):
-        mask = step_members(rng, launch, member_pid)
-        if not mask.any():
-            continue
-        is_iter = str(rng.name).startswith(ITERATION)
-        is_step = is_iter or str(rng.name).startswith("ProfilerStep#")
-        lo, hi = int(rng.start_ns), int(rng.end_ns)
-        codes = np.unique(dev_code[mask])
-        for device, code in sorted(((dev_names[c], c) for c in codes if c >= 0), key=lambda dc: _dev_key(dc[0])):
-            on_dev = dev_code == code
-            if is_step:  # the device over the step's wall time (docs/formulas.md#timelines)
-                dt = window_timeline(acts.subset(np.flatnonzero(on_dev)), lo, hi)
-                v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], names=False,
-                                 inside=ctx.inside.get(device))  # gaps inside one graph replay: 'graph'
-            else:  # a range: its own work, which may queue behind other ranges' work
-                own = acts.subset(np.flatnonzero(mask & on_dev))
-                dt = device_metrics(own, strip=False)
-                v = label_device(dt, ctx.covers[device],  # host time not split by activity for ranges
-                                 inside=ctx.inside.get(device))
-                if v.label in INTERLEAVE_LABELS:
-                    v = interleaved(v, own, acts.subset(np.flatnonzero(~mask & on_dev)))
-                v = beyond_span(v, own, hi - lo)
-            if ctx.graph_calls:  # docs/formulas.md#timelines: step causes under CUDA graphs
-                v = graph_step_verdict(v, _graph_share(act[mask & on_dev], ctx.graph_calls))
-            step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
-            out.steps.append({"name": rng.name, "kind": "iteration" if is_iter else
-                              "profiler-step" if is_step else "range",
-                              "wall_s": round((hi - lo) / 1e9, 9), **step,
-                              "ops_attributed_s": None, "top_ops": None})  # filled by the op analysis
+    is_iter = np.array([str(n).startswith(ITERATION) for n in names], dtype=bool)
+    is_step = is_iter | np.array([str(n).startswith("ProfilerStep#") for n in names], dtype=bool)
+    sets = range_members(launch, member_pid, lo, hi, rpid, dev_code)
+    plain = np.flatnonzero(~is_step[sets.range_idx])  # ranges: their own work, measured in one pass
+    own = dict(zip(plain.tolist(), batch_metrics(acts, sets.subset(plain)), strict=True))
+    listed = sorted(range(len(sets)), key=lambda i: (int(sets.range_idx[i]), _dev_key(dev_names[sets.device[i]])))
+    for i in listed:
+        r_i, device = int(sets.range_idx[i]), dev_names[sets.device[i]]
+        pos = sets.of(i)
+        if is_step[r_i]:  # the device over the step's wall time (docs/formulas.md#timelines)
+            dt = window_timeline(acts.subset(np.flatnonzero(dev_code == sets.device[i])), int(lo[r_i]), int(hi[r_i]))
+            v = label_device(dt, ctx.covers[device], ctx.host, ctx.pids[device], names=False,
+                             inside=ctx.inside.get(device))  # gaps inside one graph replay: 'graph'
+        else:  # a range: its own work, which may queue behind other ranges' work
+            dt = own[i]
+            v = label_device(dt, ctx.covers[device],  # host time not split by activity for ranges
+                             inside=ctx.inside.get(device))
+            v = interleaved(v, dt.busy, out.devices[(r.accounting.path, device)][0].busy)
+            v = beyond_span(v, acts.subset(pos), int(hi[r_i] - lo[r_i]))
+        if ctx.graph_calls:  # docs/formulas.md#timelines: step causes under CUDA graphs
+            v = graph_step_verdict(v, _graph_share(act.iloc[np.sort(pos)], ctx.graph_calls))
+        step = _entry(r.accounting.path, device, gpus.get(device), dt.metrics, v)
+        out.steps.append({"name": names[r_i], "kind": "iteration" if is_iter[r_i] else
+                          "profiler-step" if is_step[r_i] else "range",
+                          "wall_s": round(int(hi[r_i] - lo[r_i]) / 1e9, 9), **step,
+                          "ops_attributed_s": None, "top_ops": None})  # filled by the op analysis
     if left_out:
         out.lint.append({"code": "trace-steps-truncated", "kernels": [],
                          "message": f"{r.accounting.path}: {left_out} shorter top-level ranges not "

@@ -56,23 +56,26 @@ def union(start: np.ndarray, end: np.ndarray) -> Union:
     return Union(s[idx], np.maximum.reduceat(e, idx))
 
 
-def _sec(ns: int | float) -> float:
+def sec(ns: int | float) -> float:
+    """ns as seconds, rounded to the ns (the document's unit)."""
     return round(ns / 1e9, 9)
+
 
 
 def _ratio(num: int, den: int) -> float | None:
     return round(num / den, 9) if den else None
 
 
+def gap_dict(count: int, lt: int, mid: int, gt: int, le5: int, max_ns: int | None) -> dict[str, Any]:
+    """The ``gaps`` entry from its counts (< 10 µs, 10-100 µs, > 100 µs, <= 5 ns) and longest gap."""
+    return {"count": count, "lt_10us": lt, "10_to_100us": mid, "gt_100us": gt, "le_5ns": le5,
+            "max_s": sec(max_ns) if max_ns is not None else None}
+
+
 def gap_stats(gaps: np.ndarray) -> dict[str, Any]:
-    return {
-        "count": len(gaps),
-        "lt_10us": int((gaps < GAP_SHORT_NS).sum()),
-        "10_to_100us": int(((gaps >= GAP_SHORT_NS) & (gaps <= GAP_LONG_NS)).sum()),
-        "gt_100us": int((gaps > GAP_LONG_NS).sum()),
-        "le_5ns": int((gaps <= 5).sum()),
-        "max_s": _sec(int(gaps.max())) if len(gaps) else None,
-    }
+    return gap_dict(len(gaps), int((gaps < GAP_SHORT_NS).sum()),
+                    int(((gaps >= GAP_SHORT_NS) & (gaps <= GAP_LONG_NS)).sum()), int((gaps > GAP_LONG_NS).sum()),
+                    int((gaps <= 5).sum()), int(gaps.max()) if len(gaps) else None)
 
 
 STRIP_BINS = 200
@@ -107,14 +110,19 @@ def busy_strip(u: Union, bins: int = STRIP_BINS) -> dict[str, Any] | None:
 _EDGES_S = tuple(e / 1e9 for e in GAP_EDGES_NS)
 
 
+def histogram_dict(count: np.ndarray, total_ns: np.ndarray) -> dict[str, Any]:
+    """The ``gap_histogram`` entry from the count and float ns sum of each bin."""
+    return {"edges_s": list(_EDGES_S), "count": [int(c) for c in count.tolist()],
+            "idle_s": [round(float(t) / 1e9, 9) for t in total_ns.tolist()]}
+
+
 def gap_histogram(gaps: np.ndarray) -> dict[str, Any]:
     """Gaps in decade bins (1 µs ... 1 s, and beyond): count and idle seconds per bin."""
     edges = np.array([*GAP_EDGES_NS, np.iinfo(np.int64).max])
     idx = np.searchsorted(edges, gaps, side="right") - 1
     count = np.bincount(idx, minlength=len(edges) - 1)[: len(edges) - 1]
     total = np.bincount(idx, weights=gaps.astype(np.float64), minlength=len(edges) - 1)[: len(edges) - 1]
-    return {"edges_s": list(_EDGES_S), "count": [int(c) for c in count],
-            "idle_s": [round(float(t) / 1e9, 9) for t in total]}
+    return histogram_dict(count, total)
 
 
 @dataclass
@@ -193,7 +201,7 @@ def _top(a: Acts, is_k: np.ndarray, kd: np.ndarray, n: int) -> list[dict[str, An
     exact[c[first]] = np.add.reduceat(d, first)  # integer ns sums
     seen = np.flatnonzero(count)
     order = seen[np.lexsort((a.name_rank[seen], -exact[seen]))][:n]
-    return [{"name": a.names[i], "count": int(count[i]), "total_s": _sec(int(exact[i]))} for i in order]
+    return [{"name": a.names[i], "count": int(count[i]), "total_s": sec(int(exact[i]))} for i in order]
 
 
 def device_metrics(act: pd.DataFrame | Acts, top: int = TOP_KERNELS, strip: bool = True) -> DeviceTimeline:
@@ -209,37 +217,54 @@ def device_metrics(act: pd.DataFrame | Acts, top: int = TOP_KERNELS, strip: bool
     short = kd < SHORT_KERNEL_NS
     sbusy = union(ks[short], ke[short]).busy
     gaps = busy.gaps
-    span = busy.span
-    idle = span - busy.busy
     scodes = np.unique(a.stream[a.stream >= 0])
     kcodes = a.name[is_k]
-    m: dict[str, Any] = {
-        "kernels": int(is_k.sum()),
-        "memcpy": int((kind == 1).sum()),
-        "memset": int((kind == 2).sum()),
-        "zero_or_negative_duration": int((dur <= 0).sum()),
-        "streams": [str(s) for s in a.streams[scodes].tolist()],
-        "nccl_kernels": int(a.nccl[kcodes[kcodes >= 0]].sum()),
+    m = metrics_dict(
+        counts=(int(is_k.sum()), int((kind == 1).sum()), int((kind == 2).sum()), int((dur <= 0).sum())),
+        streams=[str(s) for s in a.streams[scodes].tolist()], nccl=int(a.nccl[kcodes[kcodes >= 0]].sum()),
+        busy=busy, sums=(int(kd.sum()), kbusy, int(dur[kind == 1].sum()), int(dur[kind == 2].sum())),
+        gaps=gap_stats(gaps), short=(int(short.sum()), int(kd[short].sum()), sbusy), top=_top(a, is_k, kd, top),
+        histogram=gap_histogram(gaps), strip=busy_strip(busy) if strip else None)
+    return DeviceTimeline(m, busy, kbusy, sbusy)
+
+
+def metrics_dict(counts: tuple[int, int, int, int], streams: list[str], nccl: int, busy: Union,
+                 sums: tuple[int, int, int, int], gaps: dict[str, Any], short: tuple[int, int, int],
+                 top: list[dict[str, Any]], histogram: dict[str, Any], strip: dict[str, Any] | None) -> dict[str, Any]:
+    """One device's (or member set's) metrics entry. ``counts``: kernels, copies, sets, activities of
+    zero or negative duration; ``sums``: kernel sum, kernel busy, copy sum, set sum (ns); ``short``:
+    short kernels' count, sum and busy ns (docs/formulas.md#timelines)."""
+    kernels, memcpy, memset, zero = counts
+    ksum, kbusy, msum, ssum = sums
+    scount, ssum_ns, sbusy = short
+    span = busy.span
+    idle = span - busy.busy
+    return {
+        "kernels": kernels,
+        "memcpy": memcpy,
+        "memset": memset,
+        "zero_or_negative_duration": zero,
+        "streams": streams,
+        "nccl_kernels": nccl,
         "first_start_ns": int(busy.starts[0]) if span else None,
         "last_end_ns": int(busy.ends[-1]) if span else None,
-        "span_s": _sec(span),
-        "kernel_sum_s": _sec(int(kd.sum())),
-        "kernel_busy_s": _sec(kbusy),
-        "memcpy_sum_s": _sec(int(dur[kind == 1].sum())),
-        "memset_sum_s": _sec(int(dur[kind == 2].sum())),
-        "gpu_busy_s": _sec(busy.busy),
-        "idle_s": _sec(idle),
+        "span_s": sec(span),
+        "kernel_sum_s": sec(ksum),
+        "kernel_busy_s": sec(kbusy),
+        "memcpy_sum_s": sec(msum),
+        "memset_sum_s": sec(ssum),
+        "gpu_busy_s": sec(busy.busy),
+        "idle_s": sec(idle),
         "idle_fraction": _ratio(idle, span),
-        "gaps": gap_stats(gaps),
+        "gaps": gaps,
         "short_kernels": {
-            "count": int(short.sum()),
-            "sum_s": _sec(int(kd[short].sum())),
-            "busy_s": _sec(sbusy),
+            "count": scount,
+            "sum_s": sec(ssum_ns),
+            "busy_s": sec(sbusy),
             "share_of_kernel_busy": _ratio(sbusy, kbusy),
-            "share_of_kernel_sum": _ratio(int(kd[short].sum()), int(kd.sum())),
+            "share_of_kernel_sum": _ratio(ssum_ns, ksum),
         },
-        "top_kernels": _top(a, is_k, kd, top),
-        "gap_histogram": gap_histogram(gaps),
-        "busy_strip": busy_strip(busy) if strip else None,
+        "top_kernels": top,
+        "gap_histogram": histogram,
+        "busy_strip": strip,
     }
-    return DeviceTimeline(m, busy, kbusy, sbusy)

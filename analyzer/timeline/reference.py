@@ -22,6 +22,16 @@ def union_reference(start: list[int], end: list[int]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in merged]
 
 
+def step_members_reference(lo: int, hi: int, pid: int | None, launch: np.ndarray,
+                           act_pid: np.ndarray | None) -> np.ndarray:
+    """Boolean mask of the activities that belong to the range ``[lo, hi)`` of process ``pid``:
+    launched inside it, on its process where activities have one (``act_pid`` -1: unknown, kept)."""
+    mask: np.ndarray = (launch >= lo) & (launch < hi)
+    if act_pid is not None and pid is not None:
+        mask &= (act_pid == pid) | (act_pid < 0)
+    return mask
+
+
 def launch_times_reference(act: pd.DataFrame, runtime: pd.DataFrame) -> np.ndarray:
     """Per activity row (``start_ns``, ``correlation``, ``pid``): the start of the first runtime call
     with its correlation id (and process, where both sides have processes), else its own start."""

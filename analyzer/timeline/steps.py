@@ -10,10 +10,11 @@ another range of the same thread are not listed (their parent is).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rooftop.analyzer.timeline.arrays import NA, exclusive_group_cummax, group_codes, ints
 from rooftop.analyzer.timeline.causes import HostActivity
@@ -25,7 +26,6 @@ from rooftop.analyzer.timeline.metrics import (
     device_metrics,
     gap_histogram,
     gap_stats,
-    union,
 )
 
 MAX_STEPS = 200  # ProfilerStep ranges listed per input; the rest are counted (lint)
@@ -55,39 +55,40 @@ def launch_times(own: np.ndarray, corr: np.ndarray, pid: np.ndarray, rt_start: n
     return np.where(hit, rt_start[ok_r][first[i]], own)
 
 
-def _profiler_steps(names: pd.Series) -> np.ndarray:
-    """:data:`PROFILER_STEP` matches (the regex only where the cheap prefix test holds)."""
-    out: np.ndarray = names.str.startswith("ProfilerStep#").to_numpy(dtype=bool, na_value=False)
+def profiler_steps(names: pd.Series) -> np.ndarray:
+    """:data:`PROFILER_STEP` matches (Arrow compute; the regex only where the cheap prefix test holds)."""
+    arr = pa.chunked_array([pa.array(names.array, type=pa.large_string())])
+    out: np.ndarray = np.asarray(pc.starts_with(arr, "ProfilerStep#").fill_null(False).to_numpy(), dtype=bool)
     cand = np.flatnonzero(out)
-    out[cand] = names.iloc[cand].str.match(PROFILER_STEP.pattern).to_numpy(dtype=bool, na_value=False)
+    if len(cand):
+        out[cand] = np.asarray(pc.match_substring_regex(arr.take(pa.array(cand)), PROFILER_STEP.pattern)
+                               .fill_null(False).to_numpy(), dtype=bool)
     return out
 
 
+def top_level(start: np.ndarray, end: np.ndarray, pid: np.ndarray, tid: np.ndarray,
+              is_step: np.ndarray) -> tuple[np.ndarray, int]:
+    """Positions of the ProfilerStep ranges (``is_step``; the first :data:`MAX_STEPS`), plus the
+    :data:`MAX_RANGES` longest ranges not contained in an earlier range of the same thread; in start
+    order, with the number left out. Integer columns carry :data:`NA` for missing."""
+    pos = np.flatnonzero(end > start)
+    order = pos[np.lexsort((-end[pos], start[pos]))]  # start ascending, end descending, stable
+    prev_max = exclusive_group_cummax(end[order], group_codes(pid[order], tid[order]))
+    step = is_step[order]
+    top = ~step & (start[order] >= prev_max)
+    steps, others = order[step], order[top]
+    longest = others[np.argsort(-(end[others] - start[others]), kind="stable")[:MAX_RANGES]]
+    sel = np.concatenate([steps[:MAX_STEPS], longest])
+    return sel[np.lexsort((end[sel], start[sel]))], max(0, len(steps) - MAX_STEPS) + max(0, len(others) - MAX_RANGES)
+
+
 def top_level_ranges(ranges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """ProfilerStep ranges (the first :data:`MAX_STEPS`), plus the :data:`MAX_RANGES` longest ranges
-    not contained in an earlier range of the same thread; in start order, with the number left out."""
+    """:func:`top_level` of a ranges table (``name``, ``start_ns``, ``end_ns``, ``pid``, ``tid``)."""
     if not len(ranges):
         return ranges, 0
-    s, e = ranges["start_ns"].to_numpy(dtype=np.int64), ranges["end_ns"].to_numpy(dtype=np.int64)
-    pos = np.flatnonzero(e > s)
-    order = pos[np.lexsort((-e[pos], s[pos]))]  # start ascending, end descending, stable
-    thread = group_codes(ints(ranges["pid"])[order], ints(ranges["tid"])[order])
-    prev_max = exclusive_group_cummax(e[order], thread)
-    is_step = _profiler_steps(ranges["name"].iloc[order])
-    top = ~is_step & (s[order] >= prev_max)
-    steps, others = order[is_step], order[top]
-    longest = others[np.argsort(-(e[others] - s[others]), kind="stable")[:MAX_RANGES]]
-    sel = np.concatenate([steps[:MAX_STEPS], longest])
-    sel = sel[np.lexsort((e[sel], s[sel]))]
-    return ranges.iloc[sel], max(0, len(steps) - MAX_STEPS) + max(0, len(others) - MAX_RANGES)
-
-
-def step_members(rng: Any, launch: np.ndarray, act_pid: np.ndarray | None) -> np.ndarray:
-    """Boolean mask of the activities attributed to one range row."""
-    mask: np.ndarray = (launch >= rng.start_ns) & (launch < rng.end_ns)
-    if act_pid is not None and not pd.isna(rng.pid):
-        mask &= (act_pid == int(rng.pid)) | (act_pid < 0)
-    return mask
+    sel, left_out = top_level(ranges["start_ns"].to_numpy(dtype=np.int64), ranges["end_ns"].to_numpy(dtype=np.int64),
+                              ints(ranges["pid"]), ints(ranges["tid"]), profiler_steps(ranges["name"]))
+    return ranges.iloc[sel], left_out
 
 
 INTERLEAVE_LABELS = ("idle", "overhead-bound")  # the verdicts other ranges' work can void
@@ -123,19 +124,16 @@ def beyond_span(v: Verdict, own: Acts, wall_ns: int) -> Verdict:
         "(docs/formulas.md#timelines)", *v.evidence], v.idle_split)
 
 
-def interleaved(v: Verdict, own: Acts, others: Acts) -> Verdict:
+def interleaved(v: Verdict, mine: Union, gpu: Union) -> Verdict:
     """A step's ``idle``/``overhead-bound`` verdict, unless the GPU ran other ranges' work in its
     gaps: then the gaps are not this step's idle time and the verdict is ``unknown``, saying how
-    much of them other work filled (docs/formulas.md#timelines)."""
-    if v.label not in INTERLEAVE_LABELS:
-        return v
-    mine = union(own.start, own.end)
-    if not len(mine.starts):
+    much of them other work filled (docs/formulas.md#timelines). ``mine``: the busy union of the
+    step's own activities; ``gpu``: that of all the device's activities (its own and others')."""
+    if v.label not in INTERLEAVE_LABELS or not len(mine.starts):
         return v
     lo, hi = int(mine.starts[0]), int(mine.ends[-1])
     idle = (hi - lo) - mine.busy
-    both = union(np.concatenate([own.start, others.start]), np.concatenate([own.end, others.end]))
-    filled = _busy_within(both, lo, hi) - mine.busy
+    filled = _busy_within(gpu, lo, hi) - mine.busy
     if idle <= 0 or filled < INTERLEAVED_SHARE * idle:
         return v
     return Verdict("unknown", "unknown", [
@@ -175,20 +173,15 @@ ITERATION = "DataLoader iteration "
 LOADER_CATEGORY = 1  # causes.HOST_CATEGORIES.index("input pipeline")
 
 
-def loader_iterations(host: HostActivity) -> pd.DataFrame:
+def loader_iterations(host: HostActivity) -> tuple[list[str], np.ndarray, np.ndarray, int]:
     """Without ProfilerSteps, a training loop's iterations: from one ``enumerate(DataLoader)#...__next__``
     call to the next on the thread-less process that makes most of them (the last call opens an
     iteration the trace does not close: not listed); named ``DataLoader iteration N``
-    (docs/formulas.md#timelines)."""
+    (docs/formulas.md#timelines). Names, starts, ends and the process (:data:`NA`: none)."""
     sel = np.flatnonzero((host.cat == LOADER_CATEGORY) & (host.own < host.end) & (host.own == host.start))
-    cols = ["name", "start_ns", "end_ns", "pid", "tid"]
     if len(sel) < 2:
-        return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
+        return [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), NA
     pids, counts = np.unique(host.pid[sel], return_counts=True)
     sel = sel[host.pid[sel] == pids[np.argmax(counts)]]
     starts = np.unique(host.start[sel])
-    n = len(starts) - 1
-    pid = host.pid[sel[0]]
-    return pd.DataFrame({"name": [f"{ITERATION}{i + 1}" for i in range(n)], "start_ns": starts[:-1],
-                         "end_ns": starts[1:], "pid": pd.array([None if pid == NA else int(pid)] * n, dtype="Int64"),
-                         "tid": pd.array([None] * n, dtype="Int64")})
+    return [f"{ITERATION}{i + 1}" for i in range(len(starts) - 1)], starts[:-1], starts[1:], int(host.pid[sel[0]])
