@@ -157,9 +157,9 @@ def _joined(ev: pd.DataFrame, calls: np.ndarray, copies: np.ndarray) -> np.ndarr
     """Per row of ``calls``: whether a row of ``copies`` has its (correlation, pid) key."""
     out = np.zeros(len(calls), dtype=bool)
     corr, pid = ints(ev["correlation"]), ints(ev["pid"])
-    keys = {(int(c), int(p)) for c, p in zip(corr[copies], pid[copies], strict=True) if c != NA}
+    keys = {(c, p) for c, p in zip(corr[copies].tolist(), pid[copies].tolist(), strict=True) if c != NA}
     if keys:
-        out = np.array([(int(c), int(p)) in keys for c, p in zip(corr[calls], pid[calls], strict=True)], dtype=bool)
+        out = np.array([k in keys for k in zip(corr[calls].tolist(), pid[calls].tolist(), strict=True)], dtype=bool)
     return out
 
 

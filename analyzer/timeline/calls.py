@@ -38,12 +38,12 @@ def call_keys_ref(ev: pd.DataFrame, pattern: str) -> set[tuple[int, int]]:
 def _keys(ev: pd.DataFrame, hit: np.ndarray) -> set[tuple[int, int]]:
     corr, pid = ints(ev["correlation"])[hit], ints(ev["pid"])[hit]
     keep = corr != NA
-    return {(int(c), int(p)) for c, p in zip(corr[keep], pid[keep], strict=True)} | {(int(c), NA) for c in corr[keep]}
+    c, p = corr[keep].tolist(), pid[keep].tolist()  # Python ints
+    return set(zip(c, p, strict=True)) | {(x, NA) for x in c}
 
 
 def made_by(corr: np.ndarray, pid: np.ndarray, keys: set[tuple[int, int]]) -> np.ndarray:
     """Per activity (int64 columns, ``NA`` for missing): whether a call of ``keys`` made it."""
     if not keys:
         return np.zeros(len(corr), dtype=bool)
-    return np.array([(int(c), int(p) if p != NA else NA) in keys for c, p in zip(corr, pid, strict=True)],
-                    dtype=bool)
+    return np.array([k in keys for k in zip(corr.tolist(), pid.tolist(), strict=True)], dtype=bool)

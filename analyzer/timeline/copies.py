@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rooftop.analyzer.timeline.arrays import NA, ints
 from rooftop.analyzer.timeline.calls import made_by
@@ -27,6 +29,7 @@ _DIRECTION = {"host-to-device": "HtoD", "device-to-host": "DtoH", "device-to-dev
               "peer-to-peer": "PtoP", "host-to-host": "HtoH", "array-to-device": "AtoD",
               "device-to-array": "DtoA"}
 PAGEABLE = "Pageable"
+_COPY_KINDS = pa.array(["memcpy", "memset"], type=pa.large_string())
 
 
 def copy_kind(name: str) -> tuple[str, str, str]:
@@ -45,14 +48,15 @@ def _label(op: str, direction: str, memory: str) -> str:
 def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]]) -> list[dict[str, Any]]:
     """One row per copy kind of one device's ``memcpy``/``memset`` events; ``async_corr``: the
     (correlation, pid) keys of asynchronous copy calls (``cudaMemcpyAsync``...)."""
-    rows = act[act["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool, na_value=False)]
+    rows = np.flatnonzero(np.asarray(pc.is_in(arrow_strings(act["kind"]), value_set=_COPY_KINDS)
+                                     .to_numpy(zero_copy_only=False), dtype=bool))
     if not len(rows):
         return []
-    code, uniq = encode_strings(arrow_strings(rows["name"]).fill_null(""))
+    code, uniq = encode_strings(arrow_strings(act["name"]).take(pa.array(rows, type=pa.int64())).fill_null(""))
     kinds = [copy_kind(n) for n in uniq.to_pylist()]  # each distinct name parsed and labelled once
     label = np.array([_label(*k) for k in kinds], dtype=object)[code]
-    start, end = rows["start_ns"].to_numpy(dtype=np.int64), rows["end_ns"].to_numpy(dtype=np.int64)
-    nbytes, corr, pid = ints(rows["bytes"]), ints(rows["correlation"]), ints(rows["pid"])
+    start, end = act["start_ns"].to_numpy(dtype=np.int64)[rows], act["end_ns"].to_numpy(dtype=np.int64)[rows]
+    nbytes, corr, pid = ints(act["bytes"])[rows], ints(act["correlation"])[rows], ints(act["pid"])[rows]
     out = []
     for key in sorted(set(label.tolist())):
         sel = label == key

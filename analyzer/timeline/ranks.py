@@ -14,15 +14,82 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rooftop.analyzer.timeline.names import arrow_strings, encode_strings
 from rooftop.parsers.model import ParseResult
 
 
-def _participants(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
+@dataclass
+class _Kernels:
+    """One participant's NCCL kernels in start order: each one's name and duration (ns)."""
+
+    name: np.ndarray  # object: str (None: no name)
+    dur: np.ndarray  # int64
+
+
+def _participants(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dict[str, _Kernels]:
+    """Each input's NCCL kernels (``inputs``: the parse result and its NCCL kernel rows), per device
+    (devices in sorted order, rows without one left out; a later participant of the same name
+    replaces the earlier, as :func:`_participants_ref`)."""
+    out: dict[str, _Kernels] = {}
+    for r, k in inputs:
+        dist = r.meta.get("distributed")
+        rank = dist.get("rank") if isinstance(dist, Mapping) else None
+        dev, devices = pd.factorize(k["device"], sort=True)
+        code, uniq = encode_strings(arrow_strings(k["name"]))
+        names = np.array([*uniq.to_pylist(), None], dtype=object)[code]  # code -1 (null) takes the None
+        start = k["start_ns"].to_numpy(dtype=np.int64)
+        dur = k["end_ns"].to_numpy(dtype=np.int64) - start
+        for i, device in enumerate(devices):
+            rows = np.flatnonzero(dev == i)
+            rows = rows[np.argsort(start[rows], kind="stable")]
+            name = f"rank {rank}" if rank is not None and len(devices) == 1 else \
+                f"{r.accounting.path.rsplit('/', 1)[-1]} GPU {device}"
+            out[name] = _Kernels(names[rows], dur[rows])
+    return out
+
+
+def collectives(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> list[dict[str, Any]]:
+    """One entry per NCCL kernel name seen on two or more participants, longest total skew first
+    (``inputs``: each timeline input with its NCCL kernel rows, named). NumPy over each participant's
+    kernels; :func:`collectives_ref` is the pandas form, held equal in tests/test_timeline_ranks_fast.py."""
+    parts = _participants(inputs)
+    if len(parts) < 2:
+        return []
+    out = []
+    for name in sorted({n for g in parts.values() for n in set(g.name.tolist()) if n is not None}):
+        durs = {p: g.dur[g.name == name] for p, g in parts.items()}
+        durs = {p: d for p, d in durs.items() if len(d)}
+        if len(durs) < 2:
+            continue
+        out.append(_collective(name, durs))
+    out.sort(key=lambda c: -c["skew_sum_s"])
+    return out
+
+
+def _collective(name: str, durs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The k-th kernel of ``name`` on every participant as one collective: its skew and straggler."""
+    n = min(len(d) for d in durs.values())
+    who = list(durs)
+    mat = np.stack([durs[p][:n] for p in who])  # participants x collectives
+    skew = mat.max(axis=0) - mat.min(axis=0)
+    last = mat.argmin(axis=0)
+    counts = Counter(who[i] for i in last.tolist())
+    top, times = counts.most_common(1)[0]
+    waited = int(skew[last == who.index(top)].sum())
+    return {"name": name, "participants": who, "collectives": n,
+            "unmatched": {p: int(len(d) - n) for p, d in durs.items() if len(d) > n},
+            "skew_median_s": round(float(np.median(skew)) / 1e9, 9), "skew_max_s": round(int(skew.max()) / 1e9, 9),
+            "skew_sum_s": round(int(skew.sum()) / 1e9, 9),
+            "straggler": top, "straggler_last": times, "straggler_wait_s": round(waited / 1e9, 9)}
+
+
+def _participants_ref(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
     """Each input's NCCL kernels (``inputs``: the parse result and its NCCL kernel rows), per device."""
     out: dict[str, pd.DataFrame] = {}
     for r, k in inputs:
@@ -35,10 +102,9 @@ def _participants(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dict[st
     return out
 
 
-def collectives(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> list[dict[str, Any]]:
-    """One entry per NCCL kernel name seen on two or more participants, longest total skew first
-    (``inputs``: each timeline input with its NCCL kernel rows)."""
-    parts = _participants(inputs)
+def collectives_ref(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> list[dict[str, Any]]:
+    """:func:`collectives` over pandas group-bys and filters (the plain reference it is held equal to)."""
+    parts = _participants_ref(inputs)
     if len(parts) < 2:
         return []
     names = sorted({n for g in parts.values() for n in g["name"].astype(str).unique()})
