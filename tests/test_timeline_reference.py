@@ -165,3 +165,6 @@ def test_group_codes_equal_np_unique(rows: list[tuple[int, int | None]]) -> None
     b = np.array([arrays.NA if y is None else y for _, y in rows], dtype=np.int64)
     assert arrays.group_codes(a, b).tolist() == group_codes_reference(a, b).tolist()
     assert arrays.group_codes(a).tolist() == group_codes_reference(a).tolist()
+    # unsorted: the same groups, numbered by first appearance
+    want = pd.factorize(group_codes_reference(a, b))[0].tolist()
+    assert arrays.group_codes(a, b, sort=False).tolist() == want

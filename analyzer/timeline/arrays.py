@@ -15,16 +15,17 @@ def ints(col: pd.Series) -> np.ndarray:
     return out
 
 
-def group_codes(*cols: np.ndarray) -> np.ndarray:
+def group_codes(*cols: np.ndarray, sort: bool = True) -> np.ndarray:
     """One code per distinct row of the int64 columns (mixed radix of per-column codes), codes in sorted
     order of the rows. Hash-based (``pandas.factorize``, sorting only the distinct values): the same
     codes as ``np.unique(..., return_inverse=True)`` (``reference.group_codes_reference``) without
-    sorting every row."""
+    sorting every row. ``sort=False``: the same groups, codes in order of first appearance (for the
+    users that only compare codes: a third of the time)."""
     key = np.zeros(len(cols[0]), dtype=np.int64)
     for col in cols:
-        code, vals = pd.factorize(col, sort=True)
+        code, vals = pd.factorize(col, sort=sort)
         key = key * len(vals) + code
-    out: np.ndarray = pd.factorize(key, sort=True)[0].astype(np.int64, copy=False)
+    out: np.ndarray = pd.factorize(key, sort=sort)[0].astype(np.int64, copy=False)
     return out
 
 

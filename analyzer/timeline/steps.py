@@ -23,6 +23,7 @@ from rooftop.analyzer.timeline.metrics import (
     Acts,
     DeviceTimeline,
     Union,
+    covered_upto,
     device_metrics,
     gap_histogram,
     gap_stats,
@@ -45,7 +46,7 @@ def launch_times(own: np.ndarray, corr: np.ndarray, pid: np.ndarray, rt_start: n
     right = [rt_corr, rt_pid] if by_pid else [rt_corr]
     ok_r = np.logical_and.reduce([c != NA for c in right])
     ok_l = np.logical_and.reduce([c != NA for c in left])
-    codes = group_codes(*(np.concatenate([lc, rc[ok_r]]) for lc, rc in zip(left, right, strict=True)))
+    codes = group_codes(*(np.concatenate([lc, rc[ok_r]]) for lc, rc in zip(left, right, strict=True)), sort=False)
     lkey, rkey = codes[: len(own)], codes[len(own):]
     keys, first = np.unique(rkey, return_index=True)  # the first call of each key
     if not len(keys):
@@ -73,7 +74,7 @@ def top_level(start: np.ndarray, end: np.ndarray, pid: np.ndarray, tid: np.ndarr
     order, with the number left out. Integer columns carry :data:`NA` for missing."""
     pos = np.flatnonzero(end > start)
     order = pos[np.lexsort((-end[pos], start[pos]))]  # start ascending, end descending, stable
-    prev_max = exclusive_group_cummax(end[order], group_codes(pid[order], tid[order]))
+    prev_max = exclusive_group_cummax(end[order], group_codes(pid[order], tid[order], sort=False))
     step = is_step[order]
     top = ~step & (start[order] >= prev_max)
     steps, others = order[step], order[top]
@@ -97,8 +98,9 @@ INTERLEAVED_SHARE = 0.1
 
 
 def _busy_within(u: Union, lo: int, hi: int) -> int:
-    """ns of the merged intervals ``u`` inside ``[lo, hi)``."""
-    return int(np.clip(np.minimum(u.ends, hi) - np.maximum(u.starts, lo), 0, None).sum())
+    """ns of the merged intervals ``u`` inside ``[lo, hi)`` (by binary search: ``u`` may be a whole device's)."""
+    before = covered_upto(u, np.array([lo, hi], dtype=np.int64))
+    return int(before[1] - before[0])
 
 
 SPAN_BOUND_LABELS = ("kernel-bound", "transfer-bound")  # verdicts about where the GPU time went
