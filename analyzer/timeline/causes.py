@@ -164,11 +164,10 @@ def _top_names(host: HostActivity, cat: int, part: Union, pids: tuple[int, ...])
     if not len(idx):
         return []
     ns = inside(part, host.own[idx], host.end[idx])
-    code = host.code[idx]
-    uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    inv, uniq = pd.factorize(host.code[idx])  # names numbered by first appearance (hash, no sort)
     total = np.zeros(len(uniq), dtype=np.int64)
-    np.add.at(total, inv.reshape(-1), ns)
-    order = np.lexsort((first, -total))[:TOP_NAMES]  # longest first, ties by first appearance
+    np.add.at(total, inv, ns)
+    order = np.lexsort((np.arange(len(uniq)), -total))[:TOP_NAMES]  # longest first, ties by first appearance
     return [(str(host.labels[int(uniq[i])].as_py()), int(total[i])) for i in order if total[i] > 0]
 
 

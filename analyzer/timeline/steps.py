@@ -73,7 +73,9 @@ def top_level(start: np.ndarray, end: np.ndarray, pid: np.ndarray, tid: np.ndarr
     :data:`MAX_RANGES` longest ranges not contained in an earlier range of the same thread; in start
     order, with the number left out. Integer columns carry :data:`NA` for missing."""
     pos = np.flatnonzero(end > start)
-    order = pos[np.lexsort((-end[pos], start[pos]))]  # start ascending, end descending, stable
+    order = pos[np.argsort(start[pos], kind="stable")]  # start ascending (traces come nearly sorted) ...
+    if len(order) and (start[order][1:] == start[order][:-1]).any():  # ... then, at equal starts, end descending
+        order = pos[np.lexsort((-end[pos], start[pos]))]
     prev_max = exclusive_group_cummax(end[order], group_codes(pid[order], tid[order], sort=False))
     step = is_step[order]
     top = ~step & (start[order] >= prev_max)
