@@ -139,19 +139,28 @@ def batch_metrics(acts: Acts, m: Members, top: int = TOP_KERNELS) -> list[Device
     h_total = np.bincount(hb, weights=gaps.astype(np.float64), minlength=n * nb).reshape(n, nb)
     streams = _streams(g, stream, acts.streams, n)
     tops = _tops(acts, g[named_k], name[named_k], dur[named_k], n, top)
+    longest = np.zeros(n, dtype=np.int64)
+    has_gap = np.diff(gb) > 0
+    if len(gaps):  # the sets with gaps, in order: each one's gaps run to the next one's first
+        longest[has_gap] = np.maximum.reduceat(gaps, gb[:-1][has_gap])
+    c = {k: v.tolist() for k, v in {  # per set, as Python ints (one conversion, not one per field)
+        "kernels": nk, "memcpy": ncp, "memset": nst, "zero": zero, "nccl": nccl, "ksum": ksum, "kbusy": kbusy,
+        "msum": msum, "ssum": ssum, "gaps": gap_n, "lt": lt, "mid": mid, "gt": gt, "le5": le5, "longest": longest,
+        "short": short_n, "short_sum": short_sum, "sbusy": sbusy, "busy": _sums(ug, ue - us, n),
+        "first": np.r_[us, 0][ub[:-1]], "last": np.r_[0, ue][ub[1:]]}.items()}
+    hc, ht = h_count.tolist(), h_total.tolist()
     out = []
     for i in range(n):
         a, b = int(ub[i]), int(ub[i + 1])
-        u = Union(us[a:b], ue[a:b])
-        gi = gaps[gb[i]:gb[i + 1]]
-        mx = int(gi.max()) if len(gi) else None
         metrics = metrics_dict(
-            counts=(int(nk[i]), int(ncp[i]), int(nst[i]), int(zero[i])), streams=streams[i], nccl=int(nccl[i]),
-            busy=u, sums=(int(ksum[i]), int(kbusy[i]), int(msum[i]), int(ssum[i])),
-            gaps=gap_dict(int(gap_n[i]), int(lt[i]), int(mid[i]), int(gt[i]), int(le5[i]), mx),
-            short=(int(short_n[i]), int(short_sum[i]), int(sbusy[i])), top=tops[i],
-            histogram=histogram_dict(h_count[i], h_total[i]), strip=None)
-        out.append(DeviceTimeline(metrics, u, int(kbusy[i]), int(sbusy[i])))
+            counts=(c["kernels"][i], c["memcpy"][i], c["memset"][i], c["zero"][i]), streams=streams[i],
+            nccl=c["nccl"][i], extent=(c["first"][i], c["last"][i], c["busy"][i]) if b > a else (None, None, 0),
+            sums=(c["ksum"][i], c["kbusy"][i], c["msum"][i], c["ssum"][i]),
+            gaps=gap_dict(c["gaps"][i], c["lt"][i], c["mid"][i], c["gt"][i], c["le5"][i],
+                          c["longest"][i] if c["gaps"][i] else None),
+            short=(c["short"][i], c["short_sum"][i], c["sbusy"][i]), top=tops[i],
+            histogram=histogram_dict(hc[i], ht[i]), strip=None)
+        out.append(DeviceTimeline(metrics, Union(us[a:b], ue[a:b]), c["kbusy"][i], c["sbusy"][i]))
     return out
 
 

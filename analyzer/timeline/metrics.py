@@ -4,6 +4,7 @@ fraction, gaps and their buckets, short kernels, top kernels."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,10 +111,9 @@ def busy_strip(u: Union, bins: int = STRIP_BINS) -> dict[str, Any] | None:
 _EDGES_S = tuple(e / 1e9 for e in GAP_EDGES_NS)
 
 
-def histogram_dict(count: np.ndarray, total_ns: np.ndarray) -> dict[str, Any]:
+def histogram_dict(count: list[int], total_ns: Sequence[float]) -> dict[str, Any]:
     """The ``gap_histogram`` entry from the count and float ns sum of each bin."""
-    return {"edges_s": list(_EDGES_S), "count": [int(c) for c in count.tolist()],
-            "idle_s": [round(float(t) / 1e9, 9) for t in total_ns.tolist()]}
+    return {"edges_s": list(_EDGES_S), "count": count, "idle_s": [round(t / 1e9, 9) for t in total_ns]}
 
 
 def gap_histogram(gaps: np.ndarray) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def gap_histogram(gaps: np.ndarray) -> dict[str, Any]:
     idx = np.searchsorted(edges, gaps, side="right") - 1
     count = np.bincount(idx, minlength=len(edges) - 1)[: len(edges) - 1]
     total = np.bincount(idx, weights=gaps.astype(np.float64), minlength=len(edges) - 1)[: len(edges) - 1]
-    return histogram_dict(count, total)
+    return histogram_dict([int(c) for c in count.tolist()], [float(t) for t in total.tolist()])
 
 
 @dataclass
@@ -222,23 +222,27 @@ def device_metrics(act: pd.DataFrame | Acts, top: int = TOP_KERNELS, strip: bool
     m = metrics_dict(
         counts=(int(is_k.sum()), int((kind == 1).sum()), int((kind == 2).sum()), int((dur <= 0).sum())),
         streams=[str(s) for s in a.streams[scodes].tolist()], nccl=int(a.nccl[kcodes[kcodes >= 0]].sum()),
-        busy=busy, sums=(int(kd.sum()), kbusy, int(dur[kind == 1].sum()), int(dur[kind == 2].sum())),
+        extent=(int(busy.starts[0]), int(busy.ends[-1]), busy.busy) if len(busy.starts) else (None, None, 0),
+        sums=(int(kd.sum()), kbusy, int(dur[kind == 1].sum()), int(dur[kind == 2].sum())),
         gaps=gap_stats(gaps), short=(int(short.sum()), int(kd[short].sum()), sbusy), top=_top(a, is_k, kd, top),
         histogram=gap_histogram(gaps), strip=busy_strip(busy) if strip else None)
     return DeviceTimeline(m, busy, kbusy, sbusy)
 
 
-def metrics_dict(counts: tuple[int, int, int, int], streams: list[str], nccl: int, busy: Union,
-                 sums: tuple[int, int, int, int], gaps: dict[str, Any], short: tuple[int, int, int],
-                 top: list[dict[str, Any]], histogram: dict[str, Any], strip: dict[str, Any] | None) -> dict[str, Any]:
+def metrics_dict(counts: tuple[int, int, int, int], streams: list[str], nccl: int,
+                 extent: tuple[int | None, int | None, int], sums: tuple[int, int, int, int], gaps: dict[str, Any],
+                 short: tuple[int, int, int], top: list[dict[str, Any]], histogram: dict[str, Any],
+                 strip: dict[str, Any] | None) -> dict[str, Any]:
     """One device's (or member set's) metrics entry. ``counts``: kernels, copies, sets, activities of
-    zero or negative duration; ``sums``: kernel sum, kernel busy, copy sum, set sum (ns); ``short``:
-    short kernels' count, sum and busy ns (docs/formulas.md#timelines)."""
+    zero or negative duration; ``extent``: the busy union's first start, last end (None: empty) and busy
+    ns; ``sums``: kernel sum, kernel busy, copy sum, set sum (ns); ``short``: short kernels' count, sum
+    and busy ns (docs/formulas.md#timelines)."""
     kernels, memcpy, memset, zero = counts
+    first, last, busy = extent
     ksum, kbusy, msum, ssum = sums
     scount, ssum_ns, sbusy = short
-    span = busy.span
-    idle = span - busy.busy
+    span = last - first if first is not None and last is not None else 0
+    idle = span - busy
     return {
         "kernels": kernels,
         "memcpy": memcpy,
@@ -246,14 +250,14 @@ def metrics_dict(counts: tuple[int, int, int, int], streams: list[str], nccl: in
         "zero_or_negative_duration": zero,
         "streams": streams,
         "nccl_kernels": nccl,
-        "first_start_ns": int(busy.starts[0]) if span else None,
-        "last_end_ns": int(busy.ends[-1]) if span else None,
+        "first_start_ns": first if span else None,
+        "last_end_ns": last if span else None,
         "span_s": sec(span),
         "kernel_sum_s": sec(ksum),
         "kernel_busy_s": sec(kbusy),
         "memcpy_sum_s": sec(msum),
         "memset_sum_s": sec(ssum),
-        "gpu_busy_s": sec(busy.busy),
+        "gpu_busy_s": sec(busy),
         "idle_s": sec(idle),
         "idle_fraction": _ratio(idle, span),
         "gaps": gaps,
