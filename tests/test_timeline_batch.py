@@ -142,3 +142,45 @@ def test_every_corpus_trace_s_ranges() -> None:
         compared += _check(Acts.from_frame(act), act["device"].to_numpy(dtype=object, na_value=None), member,
                            launch, spans)
     assert compared > 100
+
+
+def _same_acts(a: Acts, b: Acts) -> None:
+    for f in ("kind", "start", "end", "name", "names", "name_rank", "nccl", "stream", "streams"):
+        assert getattr(a, f).tolist() == getattr(b, f).tolist(), f
+
+
+def test_acts_from_encoded_names_equal_acts_from_strings() -> None:
+    """Acts built from the input's encoded kinds and names (EventNames) equal those built by hashing
+    the strings again: null names and kinds, repeats, an empty name (docs/formulas.md#timelines)."""
+    from rooftop.analyzer.timeline.names import EventNames
+
+    ev = pd.DataFrame({"kind": pd.array(["range", "kernel", "memcpy", None, "kernel", "memset", "kernel"],
+                                        dtype="string"),
+                       "name": pd.array(["step", "b", None, "x", "ncclKernel", "", "b"], dtype="string"),
+                       "start_ns": np.arange(7, dtype=np.int64), "end_ns": np.arange(7, dtype=np.int64) + 3,
+                       "stream": pd.array([None, 7, 3, None, 7, None, 3], dtype="Int64")})
+    rows = np.array([1, 2, 3, 4, 5, 6])
+    act = ev.iloc[rows]
+    _same_acts(Acts.from_frame(act), Acts.from_frame(act, EventNames.of(ev).take(rows)))
+
+
+@pytest.mark.corpus
+def test_acts_from_encoded_names_on_every_corpus_trace() -> None:
+    import rooftop.analyzer.timeline as tl
+    from rooftop.analyzer.timeline.names import EventNames
+    from rooftop.parsers import parse_path
+
+    seen = 0
+    for f in sorted(corpus_dir("trace").iterdir()):
+        try:
+            r = parse_path(f)
+        except Exception:
+            continue
+        if not tl.is_timeline(r) or r.meta.get("summary_only"):
+            continue
+        names = EventNames.of(r.events)
+        rows = names.rows("kernel", "memcpy", "memset")
+        act = r.events.iloc[rows]
+        _same_acts(Acts.from_frame(act), Acts.from_frame(act, names.take(rows)))
+        seen += 1
+    assert seen >= 10

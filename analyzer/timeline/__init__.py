@@ -215,7 +215,8 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
     ev = r.events
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
     names = EventNames.of(ev)  # kinds and names encoded once for every name test below
-    act = ev.iloc[names.rows(*GPU_KINDS), [ev.columns.get_loc(c) for c in ACT_COLUMNS if c in ev.columns]]
+    act_rows = names.rows(*GPU_KINDS)
+    act = ev.iloc[act_rows, [ev.columns.get_loc(c) for c in ACT_COLUMNS if c in ev.columns]]
     if not len(act):
         empty = device_metrics(act)
         v = label_device(empty, union(np.zeros(0, np.int64), np.zeros(0, np.int64)))
@@ -228,7 +229,7 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
                          "message": f"{path}: no kernel, memcpy or memset events; timeline metrics are "
                                     "empty (docs/formulas.md#timelines)"})
         return
-    acts = Acts.from_frame(act)
+    acts = Acts.from_frame(act, names.take(act_rows))
     devices = act["device"].to_numpy(dtype=object)
     blocking = blocking_rows(ev, names)
     sync = _SyncRows.of(ev, blocking)

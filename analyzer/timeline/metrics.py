@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from rooftop.analyzer.timeline.names import EventNames
 
 GPU_KINDS = ("kernel", "memcpy", "memset")
 SHORT_KERNEL_NS = 10_000  # < 10 µs (strict)
@@ -167,12 +170,20 @@ class Acts:
     streams: np.ndarray
 
     @classmethod
-    def from_frame(cls, act: pd.DataFrame) -> Acts:
-        k_code, k_values = pd.factorize(act["kind"], sort=False)
+    def from_frame(cls, act: pd.DataFrame, encoded: EventNames | None = None) -> Acts:
+        """``encoded``: ``act``'s kinds and names already encoded (then no string is hashed again)."""
+        if encoded is None:
+            k_code, k_values = pd.factorize(act["kind"], sort=False)
+            name, names = pd.factorize(act["name"], sort=False)
+            names = np.asarray(names, dtype=object)
+        else:  # the same codes: distinct values numbered by first appearance, -1 for null
+            k_code, k_values = encoded.kind, list(encoded.kinds)
+            named = encoded.code >= 0
+            name = np.full(len(named), -1, dtype=np.int64)
+            name[named], used = pd.factorize(encoded.code[named], sort=False)
+            names = np.array(encoded.names.take(pa.array(used, type=pa.int64())).to_pylist(), dtype=object)
         lut = np.array([GPU_KINDS.index(v) if v in GPU_KINDS else -1 for v in k_values] + [-1], dtype=np.int8)
         kind = lut[k_code]  # code -1 (missing) takes the trailing -1
-        name, names = pd.factorize(act["name"], sort=False)
-        names = np.asarray(names, dtype=object)
         order = np.argsort(names.astype(str), kind="stable")
         rank = np.empty(len(names), dtype=np.int64)
         rank[order] = np.arange(len(names))

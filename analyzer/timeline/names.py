@@ -43,6 +43,10 @@ class EventNames:
         code, names = encode_strings(arrow_strings(ev["name"]))
         return cls(kind, tuple(kinds.to_pylist()), code, names)
 
+    def take(self, rows: np.ndarray) -> EventNames:
+        """The rows ``rows`` (the distinct values shared)."""
+        return EventNames(self.kind[rows], self.kinds, self.code[rows], self.names)
+
     def is_kind(self, *kinds: str) -> np.ndarray:
         """Boolean mask of the rows of any of ``kinds``."""
         lut = np.zeros(len(self.kinds) + 1, dtype=bool)  # the trailing entry: a null kind (code -1)
