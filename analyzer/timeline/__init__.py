@@ -261,7 +261,7 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         if copies:
             entry["copies"] = copies
         out.timeline.append(entry)
-    _steps(ctx, out)
+    _steps(ctx, out, names)  # the encoded kinds and names
 
 
 GRAPH_MIN = 0.5  # at this share of GPU time replayed from CUDA graphs, idle causes are unknown
@@ -371,11 +371,10 @@ class _Context:
         return tuple(int(p) for p in known)
 
 
-def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
+def _steps(ctx: _Context, out: TimelineAnalysis, enc: EventNames) -> None:
     r, ev, act, acts = ctx.r, ctx.ev, ctx.act, ctx.acts
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
-    kind = ev["kind"]
-    rows = np.flatnonzero((kind == "range").to_numpy(dtype=bool, na_value=False))
+    rows = enc.rows("range")
     start, end, pid = ev["start_ns"].to_numpy(dtype=np.int64), ev["end_ns"].to_numpy(dtype=np.int64), ints(ev["pid"])
     sel, left_out = top_level(start[rows], end[rows], pid[rows], ints(ev["tid"])[rows],
                               profiler_steps(ev["name"])[rows])
@@ -391,7 +390,7 @@ def _steps(ctx: _Context, out: TimelineAnalysis) -> None:
             names, lo, hi, rpid = [names[i] for i in order.tolist()], lo[order], hi[order], rpid[order]
     if not names:
         return
-    rt = np.flatnonzero((kind == "runtime").to_numpy(dtype=bool, na_value=False))
+    rt = enc.rows("runtime")
     act_pid = ints(act["pid"])
     corr = ints(ev["correlation"])
     launch = launch_times(act["start_ns"].to_numpy(dtype=np.int64), ints(act["correlation"]), act_pid,

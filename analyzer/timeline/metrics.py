@@ -5,7 +5,7 @@ fraction, gaps and their buckets, short kernels, top kernels."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,10 +27,18 @@ class Union:
 
     starts: np.ndarray
     ends: np.ndarray
+    _cum: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def cumulative(self) -> np.ndarray:
+        """Busy ns before each interval, and in all (``len + 1`` values; computed once: a union is
+        not changed after it is made)."""
+        if self._cum is None:
+            self._cum = np.concatenate([[0], np.cumsum(self.ends - self.starts)]).astype(np.int64, copy=False)
+        return self._cum
 
     @property
     def busy(self) -> int:
-        return int((self.ends - self.starts).sum())
+        return int(self.cumulative()[-1])
 
     @property
     def span(self) -> int:
@@ -90,7 +98,7 @@ def covered_upto(u: Union, t: np.ndarray) -> np.ndarray:
     """Busy ns of ``u`` before each time in ``t``."""
     if not len(u.starts):
         return np.zeros(len(t), dtype=np.int64)
-    cum = np.concatenate([[0], np.cumsum(u.ends - u.starts)])
+    cum = u.cumulative()
     i = np.searchsorted(u.starts, t, side="right")  # intervals starting at or before t
     j = np.maximum(i - 1, 0)
     partial = np.maximum(np.minimum(t, u.ends[j]) - u.starts[j], 0)
