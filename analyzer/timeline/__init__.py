@@ -61,6 +61,7 @@ _SYNC_API_SET = pa.array(sorted(SYNC_APIS), type=pa.large_string())
 STREAM_WAIT = r"(?i)stream\s*wait"  # Kineto "Stream Wait Event", nsys "Stream wait sync": not a host wait
 # the columns of the events table the GPU activity rows are taken with (the rest are not read from them)
 ACT_COLUMNS = ("device", "kind", "name", "start_ns", "end_ns", "stream", "pid", "correlation", "bytes")
+NCCL_COLUMNS = ("device", "name", "start_ns", "end_ns")  # what ranks.collectives reads of the NCCL kernels
 ENTRY_KEYS = ("input", "device", "gpu_name", "kernels", "memcpy", "memset", "span_s", "kernel_sum_s",
               "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction", "gaps", "short_kernels",
               "top_kernels", "label", "limiter", "evidence")
@@ -239,7 +240,7 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
     is_nccl = (acts.kind == 0) & (acts.name >= 0)
     is_nccl[is_nccl] = acts.nccl[acts.name[is_nccl]]
     if is_nccl.any():
-        out.nccl.append((r, act.iloc[np.flatnonzero(is_nccl)]))
+        out.nccl.append((r, act.iloc[np.flatnonzero(is_nccl), [act.columns.get_loc(c) for c in NCCL_COLUMNS]]))
     for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
         on_dev = devices == device
         dt = device_metrics(acts.subset(on_dev))
@@ -257,7 +258,7 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         comm = communication(acts.subset(on_dev))  # docs/formulas.md#timeline-communication
         if comm is not None:
             entry["communication"] = comm
-        copies = copy_table(act.iloc[np.flatnonzero(on_dev & is_copy)], ctx.async_calls)  # docs/formulas.md#timeline-copies
+        copies = copy_table(act, ctx.async_calls, np.flatnonzero(on_dev & is_copy))  # docs/formulas.md#timeline-copies
         if copies:
             entry["copies"] = copies
         out.timeline.append(entry)

@@ -220,10 +220,27 @@ def host_activity(ev: pd.DataFrame, blocking: np.ndarray, ops: pd.DataFrame | No
     start, end, pid, cat, code = start[keep], end[keep], pid[keep], cat[keep], code[keep]
     own = start.copy()
     if len(keep):  # an event's own part: after every earlier event of its category and process
-        order = np.lexsort((-end, start))
-        own[order] = np.maximum(start[order], exclusive_group_cummax(end[order], group_codes(pid[order], cat[order])))
+        order = _start_order(start, end)
+        group = pd.factorize(pid[order])[0].astype(np.int64) * len(HOST_CATEGORIES) + cat[order]  # any one code per group
+        own[order] = np.maximum(start[order], exclusive_group_cummax(end[order], group))
     regroup, labels = _grouped_names(dictionary)
     return HostActivity(start, end, cat, pid, own, regroup[code] if len(code) else code, labels)
+
+
+def _start_order(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``np.lexsort((-end, start))`` (by start, then longest first, then position): a stable sort by
+    start (fast on the nearly sorted rows of a trace), then lexsort only over the rows whose start is
+    shared with another."""
+    order = np.argsort(start, kind="stable")
+    s = start[order]
+    same = s[1:] == s[:-1]
+    tie = np.zeros(len(s), dtype=bool)
+    tie[1:] |= same  # both sides of every tie
+    tie[:-1] |= same
+    if tie.any():
+        sub = order[tie]  # each run of equal starts, in position order
+        order[tie] = sub[np.lexsort((-end[sub], start[sub]))]
+    return order
 
 
 def _categories(uniq: pa.Array, src: np.ndarray, code: np.ndarray) -> np.ndarray:

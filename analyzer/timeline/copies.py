@@ -45,11 +45,13 @@ def _label(op: str, direction: str, memory: str) -> str:
     return " ".join(p for p in (op, direction, f"({memory})" if memory else "") if p)
 
 
-def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]]) -> list[dict[str, Any]]:
+def copy_table(act: pd.DataFrame, async_corr: set[tuple[int, int]], rows: np.ndarray | None = None) -> list[dict[str, Any]]:
     """One row per copy kind of one device's ``memcpy``/``memset`` events; ``async_corr``: the
-    (correlation, pid) keys of asynchronous copy calls (``cudaMemcpyAsync``...)."""
-    rows = np.flatnonzero(np.asarray(pc.is_in(arrow_strings(act["kind"]), value_set=_COPY_KINDS)
-                                     .to_numpy(zero_copy_only=False), dtype=bool))
+    (correlation, pid) keys of asynchronous copy calls (``cudaMemcpyAsync``...); ``rows``: the
+    positions in ``act`` of the device's copies and sets (found by kind when not given)."""
+    if rows is None:
+        rows = np.flatnonzero(np.asarray(pc.is_in(arrow_strings(act["kind"]), value_set=_COPY_KINDS)
+                                         .to_numpy(zero_copy_only=False), dtype=bool))
     if not len(rows):
         return []
     code, uniq = encode_strings(arrow_strings(act["name"]).take(pa.array(rows, type=pa.int64())).fill_null(""))
