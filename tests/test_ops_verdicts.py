@@ -147,3 +147,20 @@ def test_an_unrecorded_element_size_never_places_the_op_in_l2_by_a_guess() -> No
     assert verdict(s, H100).roof["level"] == "l2"
     s.modelled = Modelled("elementwise", Work(1e6, 60 * MB, 120 * MB, "fp32", ws_max=480 * MB))
     assert verdict(s, H100).roof["level"] == "dram"
+
+
+def test_launch_advice_follows_the_kernel_count() -> None:
+    """A launch-bound op of one 2 µs kernel is not told about "many short kernels" (the fixture's 1-call
+    aten::fill_ was); one of 40 kernels over 20 calls is told to capture them in a CUDA graph."""
+    v = verdict(sig(0, 16384, 16384, time_s=2e-6, activities=1), H100)
+    assert (v.label, v.limiter) == ("overhead-bound", "launch")
+    op = {"input": "t.json", "device": "0", "name": "aten::fill_", "category": "elementwise", "shape": "[4096]",
+          "input_types": ["float"], "params": {}, "calls": 1, "kernels": 1, "activities": 1, "kernel_time_s": 2e-6,
+          "time_share": 0.001, "label": v.label, "limiter": v.limiter, "pct_of_roof": v.pct_of_roof, "roof": v.roof,
+          "min_time_s": v.min_time_s, "evidence": v.evidence}
+    (one,) = op_findings([op], 10)
+    assert "many" not in one["recommendation"]
+    assert one["recommendation"].startswith("one GPU activity of 2 µs, about its launch cost: fuse it into the op")
+    (many,) = op_findings([{**op, "calls": 20, "kernels": 40, "activities": 40, "kernel_time_s": 8e-5}], 10)
+    assert many["recommendation"].startswith("40 GPU activities over 20 calls averaging 2 µs, about their launch "
+                                             "cost: capture them in a CUDA graph")

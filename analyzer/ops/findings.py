@@ -21,7 +21,6 @@ ADVICE = {
     ("compute-bound", "tensor"): "it runs at the tensor roof: only less work (FP8, smaller shapes) makes it faster",
     ("compute-bound", "fp32"): "it runs on the FP32 pipe: move it to tensor cores (TF32, BF16)",
     ("compute-bound", "fp64"): "it runs on the FP64 pipe: use the FP64 tensor cores or lower precision",
-    ("overhead-bound", "launch"): "many short kernels: capture them in a CUDA graph or fuse them (torch.compile)",
     ("overhead-bound", "small-grid"): "fewer blocks than SMs: batch these calls or use a split-K / stream-K kernel",
 }
 UNKNOWN_ADVICE = ("the trace cannot decide its bound: profile it with ncu (rooftop analyze TRACE PROFILE joins "
@@ -79,10 +78,26 @@ SMALL_GRID_ADVICE = ("its grid cannot fill the SMs (under one wave): batch these
                      "data (concatenate the tensors, torch._foreach ops) or fuse them (torch.compile)")
 
 
+def launch_advice(op: dict[str, Any]) -> str:
+    """A launch-bound op: its kernels by count and average length, and what removes launches. One kernel is
+    told to merge with its neighbours (alone there is nothing to batch: "many short kernels" was written for
+    a 1-call, 1-kernel aten::fill_)."""
+    n = int(op.get("activities") or op.get("kernels") or 0)
+    avg = f"{_t(op['kernel_time_s'] / n)}" if n and op.get("kernel_time_s") else ""
+    if n == 1:
+        return (f"one GPU activity{f' of {avg}' if avg else ''}, about its launch cost: fuse it into the op "
+                "before or after it (torch.compile) or capture it with its neighbours in a CUDA graph")
+    many = f"{n} GPU activities" if n else "its GPU activities"
+    return (f"{many} over {op['calls']} call{'' if op['calls'] == 1 else 's'}{f' averaging {avg}' if avg else ''}, "
+            "about their launch cost: capture them in a CUDA graph or fuse them (torch.compile)")
+
+
 def advice_for(op: dict[str, Any]) -> str:
     """The recommendation for an op's label and limiter; a GEMM on the FP32 pipe is told to use tensor cores
     whatever ncu's limiter inside that pipe."""
     label, limiter = op["label"], op["limiter"]
+    if (label, limiter) == ("overhead-bound", "launch"):
+        return launch_advice(op)
     fp32_gemm = op["category"] in ("gemm", "conv") and (op.get("roof") or {}).get("compute") == "fp32"
     if label == "compute-bound" and fp32_gemm:
         return ADVICE[("compute-bound", "fp32")]
