@@ -156,6 +156,10 @@ def test_exclusive_group_cummax_both_paths_equal_the_plain_scan(rows: list[tuple
     assert arrays.exclusive_group_cummax(values, groups).tolist() == want  # few groups: per-group runs (or many)
     order = np.argsort(groups, kind="stable")
     assert arrays._ranked_group_cummax(values, order, groups[order]).tolist() == want  # the many-groups path
+    if len(groups):
+        assert arrays._masked_group_cummax(values, groups).tolist() == want  # the one-mask-per-code path
+        spread = groups * (arrays.MASK_LOOP_MAX + 1)  # the same groups, codes too far apart for masks
+        assert arrays.exclusive_group_cummax(values, spread).tolist() == want
 
 
 @settings(max_examples=300, deadline=None)

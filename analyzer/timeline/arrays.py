@@ -30,13 +30,18 @@ def group_codes(*cols: np.ndarray, sort: bool = True) -> np.ndarray:
 
 
 SEGMENT_LOOP_MAX = 64  # at most this many groups: one NumPy running max per group (no ranking sort)
+MASK_LOOP_MAX = 16  # group codes spanning at most this many values: one mask per code (no sort at all)
+_MIN = np.iinfo(np.int64).min
 
 
 def exclusive_group_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Per position: the max of ``values`` at earlier positions of the same group (int64 min if none).
-    Few groups (<= :data:`SEGMENT_LOOP_MAX`): a running max per group's run of a stable sort; more: one
-    running max over value ranks offset per group. Both equal the plain scan
+    Codes spanning <= :data:`MASK_LOOP_MAX` values (a trace's threads or processes): a running max over
+    each code's positions; few groups (<= :data:`SEGMENT_LOOP_MAX`): a running max per group's run of a
+    stable sort; more: one running max over value ranks offset per group. All equal the plain scan
     (``reference.exclusive_group_cummax_reference``, tests/test_timeline_reference.py)."""
+    if len(groups) and int(groups.max()) - int(groups.min()) < MASK_LOOP_MAX:
+        return _masked_group_cummax(values, groups)
     order = np.argsort(groups, kind="stable")
     g = groups[order]
     bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]) if len(g) else np.zeros(1, dtype=np.int64)
@@ -44,12 +49,25 @@ def exclusive_group_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray
         v = values[order]
         prev_sorted = np.empty(len(v), dtype=np.int64)
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-            prev_sorted[a] = np.iinfo(np.int64).min
+            prev_sorted[a] = _MIN
             np.maximum.accumulate(v[a:b - 1], out=prev_sorted[a + 1:b])
         out = np.empty(len(values), dtype=np.int64)
         out[order] = prev_sorted
         return out
     return _ranked_group_cummax(values, order, g)
+
+
+def _masked_group_cummax(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """:func:`exclusive_group_cummax` with one pass per code from the smallest to the largest."""
+    out = np.empty(len(values), dtype=np.int64)
+    for code in range(int(groups.min()), int(groups.max()) + 1):
+        idx = np.flatnonzero(groups == code)
+        if len(idx):
+            prev = np.empty(len(idx), dtype=np.int64)
+            prev[0] = _MIN
+            np.maximum.accumulate(values[idx[:-1]], out=prev[1:])
+            out[idx] = prev
+    return out
 
 
 def _ranked_group_cummax(values: np.ndarray, order: np.ndarray, g: np.ndarray) -> np.ndarray:
