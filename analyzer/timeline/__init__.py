@@ -31,7 +31,7 @@ from rooftop.analyzer.timeline.metrics import (
     device_metrics,
     union,
 )
-from rooftop.analyzer.timeline.names import EventNames
+from rooftop.analyzer.timeline.names import EventNames, arrow_strings
 from rooftop.analyzer.timeline.ranks import collectives
 from rooftop.analyzer.timeline.steps import (
     ITERATION,
@@ -115,7 +115,8 @@ class _SyncRows:
     def of(cls, ev: pd.DataFrame, blocking: tuple[np.ndarray, np.ndarray] | None = None) -> _SyncRows:
         rows, api = blocking if blocking is not None else blocking_rows(ev)
         return cls(ev["start_ns"].to_numpy(dtype=np.int64)[rows], ev["end_ns"].to_numpy(dtype=np.int64)[rows],
-                   ev["device"].iloc[rows].to_numpy(dtype=object, na_value=None), api[rows])
+                   arrow_strings(ev["device"]).take(pa.array(rows, type=pa.int64())).to_numpy(zero_copy_only=False),
+                   api[rows])
 
     def cover(self, device: str) -> Union:
         keep = self.is_api | np.array([d is None or d == device for d in self.device], dtype=bool)
