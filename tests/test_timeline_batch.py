@@ -184,3 +184,14 @@ def test_acts_from_encoded_names_on_every_corpus_trace() -> None:
         _same_acts(Acts.from_frame(act), Acts.from_frame(act, names.take(rows)))
         seen += 1
     assert seen >= 10
+
+
+def test_encoded_names_read_back_as_text() -> None:
+    """EventNames.text gives each row's name back (None for a null), also when every name is null."""
+    from rooftop.analyzer.timeline.names import EventNames
+
+    ev = pd.DataFrame({"kind": pd.array(["range"] * 4, dtype="string"),
+                       "name": pd.array(["b", None, "a", "b"], dtype="string")})
+    assert EventNames.of(ev).text(np.array([3, 1, 0, 2])) == ["b", None, "b", "a"]
+    none = pd.DataFrame({"kind": pd.array(["range"] * 2, dtype="string"), "name": pd.array([None, None], dtype="string")})
+    assert EventNames.of(none).text(np.array([1, 0])) == [None, None]

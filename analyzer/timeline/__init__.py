@@ -381,7 +381,7 @@ def _steps(ctx: _Context, out: TimelineAnalysis, enc: EventNames) -> None:
     sel, left_out = top_level(start[rows], end[rows], pid[rows], ints(ev["tid"])[rows],
                               profiler_steps(ev["name"])[rows])
     rows = rows[sel]
-    names: list[Any] = ev["name"].iloc[rows].tolist()
+    names: list[Any] = enc.text(rows)
     lo, hi, rpid = start[rows], end[rows], pid[rows]
     if not any(str(n).startswith("ProfilerStep#") for n in names):
         its, i_lo, i_hi, i_pid = loader_iterations(ctx.host)  # no ProfilerStep: DataLoader __next__ calls

@@ -47,6 +47,13 @@ class EventNames:
         """The rows ``rows`` (the distinct values shared)."""
         return EventNames(self.kind[rows], self.kinds, self.code[rows], self.names)
 
+    def text(self, rows: np.ndarray) -> list[str | None]:
+        """The names of ``rows`` as Python strings (None: null)."""
+        codes = self.code[rows]
+        found = self.names.take(pa.array(np.maximum(codes, 0), type=pa.int64())).to_pylist() if len(self.names) \
+            else [None] * len(codes)
+        return [None if c < 0 else n for c, n in zip(codes.tolist(), found, strict=True)]
+
     def is_kind(self, *kinds: str) -> np.ndarray:
         """Boolean mask of the rows of any of ``kinds``."""
         lut = np.zeros(len(self.kinds) + 1, dtype=bool)  # the trailing entry: a null kind (code -1)
