@@ -4,6 +4,7 @@ hypothesis-drawn activities and ranges and on every corpus trace (docs/formulas.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from rooftop.analyzer.timeline.arrays import NA, ints
 from rooftop.analyzer.timeline.batch import batch_metrics, range_members
 from rooftop.analyzer.timeline.metrics import Acts, device_metrics
 from rooftop.analyzer.timeline.reference import step_members_reference
+from rooftop.parsers.model import ParseResult
 from tests.conftest import corpus_dir
 
 _t = st.one_of(st.integers(0, 60), st.integers(0, 40).map(lambda x: x * 10_000))  # ns and 10 µs steps: ties
@@ -110,23 +112,25 @@ def test_a_hand_made_case() -> None:
     assert _check(acts, dev, pid, launch, [(0, 100_000, 1), (50_000, 200_000, 2)]) == 2
 
 
+def _corpus_timelines() -> Iterator[ParseResult]:
+    """Every corpus trace that parses as a timeline with events (the folder's notes are not traces)."""
+    import rooftop.analyzer.timeline as tl
+    from rooftop.parsers import parse_path
+
+    for f in sorted(corpus_dir("trace").iterdir()):
+        if f.name.endswith((".sqlite", ".json.gz")):
+            r = parse_path(f)
+            if tl.is_timeline(r) and not r.meta.get("summary_only"):
+                yield r
+
+
 @pytest.mark.corpus
 def test_every_corpus_trace_s_ranges() -> None:
     """Every top-level range of every corpus timeline: the batch equals the plain path."""
-    import rooftop.analyzer.timeline as tl
     from rooftop.analyzer.timeline.steps import launch_times, top_level_ranges
-    from rooftop.parsers import parse_path
 
     compared = 0
-    for f in sorted(corpus_dir("trace").iterdir()):
-        if f.suffix not in (".sqlite", ".gz", ".json"):
-            continue
-        try:
-            r = parse_path(f)
-        except Exception:
-            continue
-        if not tl.is_timeline(r) or r.meta.get("summary_only"):
-            continue
+    for r in _corpus_timelines():
         ev = r.events
         kind = ev["kind"]
         act = ev[kind.isin(("kernel", "memcpy", "memset")).fillna(False)]
@@ -166,18 +170,10 @@ def test_acts_from_encoded_names_equal_acts_from_strings() -> None:
 
 @pytest.mark.corpus
 def test_acts_from_encoded_names_on_every_corpus_trace() -> None:
-    import rooftop.analyzer.timeline as tl
     from rooftop.analyzer.timeline.names import EventNames
-    from rooftop.parsers import parse_path
 
     seen = 0
-    for f in sorted(corpus_dir("trace").iterdir()):
-        try:
-            r = parse_path(f)
-        except Exception:
-            continue
-        if not tl.is_timeline(r) or r.meta.get("summary_only"):
-            continue
+    for r in _corpus_timelines():
         names = EventNames.of(r.events)
         rows = names.rows("kernel", "memcpy", "memset")
         act = r.events.iloc[rows]
