@@ -61,3 +61,18 @@ def test_one_rank_has_no_collectives(tmp_path: Path) -> None:
     p.write_text(__import__("json").dumps(mt.rank_doc(0)))
     a = analyze_timelines([parse_path(p)])
     assert a.collectives == [] and a.timeline[0]["communication"]["kernels"] == 10
+
+
+def test_a_long_collective_name_reads_as_cut_and_stays_whole_in_the_evidence() -> None:
+    """The corpus mfu_2gpu_before title read 'joins ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned lo
+    last in 22 of 33': cut mid-word with nothing to say so, and the whole name nowhere."""
+    from rooftop.analyzer.timeline.findings import straggler_findings
+
+    name = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)"
+    coll = {"name": name, "participants": ["GPU 0", "GPU 1"], "collectives": 33, "straggler": "GPU 1",
+            "straggler_last": 22, "straggler_wait_s": 0.0114, "skew_median_s": 7.8e-5, "skew_sum_s": 0.012}
+    (f,) = straggler_findings([coll], [{"span_s": 0.3}])
+    assert "joins ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned l… last in 22 of 33" in f["title"]
+    assert f["evidence"][0] == f"collective kernel: {name}"
+    (short,) = straggler_findings([{**coll, "name": "ncclAllReduce"}], [{"span_s": 0.3}])
+    assert "joins ncclAllReduce last in" in short["title"]

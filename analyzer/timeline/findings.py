@@ -29,6 +29,14 @@ _GRAPH_LAUNCH = re.compile(r"GraphLaunch", re.I)  # cudaGraphLaunch, cuGraphLaun
 PAGEABLE_WORD = "Pageable"
 
 
+NAME_MAX = 60  # characters of a kernel name in a finding's title (its evidence carries the whole name)
+
+
+def _clip(name: str, n: int) -> str:
+    """``name`` cut to ``n`` characters with an ellipsis, so a cut name reads as cut."""
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
 def _ms(s: float) -> str:
     return f"{s:.3f} s" if s >= 1 else f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
 
@@ -299,10 +307,11 @@ def straggler_findings(colls: Sequence[Mapping[str, Any]], timeline: Sequence[Ma
         if span <= 0 or wait < FLOOR * span:
             continue
         share = wait / span
-        title = (f"{c['straggler']} joins {c['name'][:60]} last in {c['straggler_last']} of {c['collectives']} "
+        title = (f"{c['straggler']} joins {_clip(str(c['name']), NAME_MAX)} last in {c['straggler_last']} of {c['collectives']} "
                  f"collectives: the other participants wait {_ms(wait)} for it (median skew "
                  f"{_ms(float(c['skew_median_s']))})")
-        ev = [f"{len(c['participants'])} participants ({', '.join(c['participants'][:8])}); per collective the "
+        ev = [f"collective kernel: {c['name']}",
+              f"{len(c['participants'])} participants ({', '.join(c['participants'][:8])}); per collective the "
               "shortest kernel joined last, skew = longest - shortest kernel "
               f"(docs/formulas.md#timeline-communication); total skew {_ms(float(c['skew_sum_s']))}"]
         rec = (f"{c['straggler']} is late to the collective: look at what it runs before (its host gaps and "
