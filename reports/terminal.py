@@ -134,15 +134,25 @@ def summary_text(doc: Document, top: int = 10, outputs: list[str] | None = None,
     return "\n".join(out for line in lines for out in fit(line, cols))
 
 
+_GLUE = "\x00"  # stands for a space that must not break (never in printed text: plain() drops controls)
+_UNIT = re.compile(r"(?<=\d) (?=(?:ms|µs|ns|s|GB/s|TB/s|GPU-h|GPU-s|MiB|GiB|MB|GB|W|MHz)\b|%)")
+
+
 def fit(line: str, width: int) -> list[str]:
-    """``line`` as lines of at most ``width`` columns (0: the line whole): broken at spaces, each
-    continuation indented four columns deeper than the line's own indent; a word longer than the
-    width (a path) is cut."""
+    """``line`` as lines of at most ``width`` columns (0: the line whole): broken at spaces, never
+    between a number and its unit (``11.4 ms``), each continuation indented four columns deeper than
+    the line's own indent; a word longer than the width (a path) is cut."""
     if not width or len(line) <= width:
         return [line]
     indent = " " * min(len(line) - len(line.lstrip(" ")) + 4, width // 2)
-    return textwrap.wrap(line, width=width, subsequent_indent=indent, break_long_words=True,
-                         break_on_hyphens=False) or [line[:width]]
+    return _wrap(line, width, indent, break_long_words=True) or [line[:width]]
+
+
+def _wrap(text: str, width: int, indent: str, break_long_words: bool) -> list[str]:
+    """``textwrap.wrap`` that never breaks between a number and its unit (``11.4 ms``)."""
+    out = textwrap.wrap(_UNIT.sub(_GLUE, text), width=width, subsequent_indent=indent,
+                        break_long_words=break_long_words, break_on_hyphens=False)
+    return [x.replace(_GLUE, " ") for x in out]
 
 
 def _health_lines(doc: Document, limit: int = 20) -> list[str]:
@@ -293,8 +303,7 @@ def _finding_lines(f: Finding, short: str, width: int, fmt_time: Callable[[Any],
     if family and label:
         return [head, indent + plain(short, None)]
     title = indent + plain(f["title"], 600)
-    return [head, *(textwrap.wrap(title, width=width, subsequent_indent=indent, break_on_hyphens=False)
-                    if width else [title])]
+    return [head, *(_wrap(title, width, indent, break_long_words=True) if width else [title])]
 
 
 def distinct_kernel_names(names: list[str], limit: int) -> list[str]:

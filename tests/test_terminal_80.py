@@ -129,3 +129,26 @@ def test_kernel_names_keep_function_name_and_launch_configuration() -> None:
                                                 "reduce_kernel<…sum_functor…> (grid 1024, block 512)"]
     for limit in range(20, 200, 7):  # never longer than asked, whatever the name
         assert len(shorten_kernel(anon, limit)) <= limit and len(shorten_kernel(name, limit)) <= limit
+
+
+def test_a_number_and_its_unit_stay_on_one_line() -> None:
+    """The corpus mfu_2gpu_before summary at 80 columns ended a finding's head with 'est. saving 11.4' and
+    put 'ms' alone on the next line."""
+    from rooftop.reports.terminal import fit
+
+    head = "  4. [medium] overhead-bound (communication) · 3.8% of time · est. saving 11.4 ms"
+    assert fit(head, 80) == ["  4. [medium] overhead-bound (communication) · 3.8% of time · est. saving",
+                             "      11.4 ms"]
+    assert fit("x " * 36 + "of the span (0.0 % of 33 kernels)", 80)[1].lstrip().startswith("span (0.0 %")
+    assert fit("aaaa 3 s", 6) == ["aaaa", "   3 s"]  # seconds: kept with the number
+    assert fit("aaaa 3 steps", 6)[0] == "aaaa 3"  # 'steps' is no unit: the line may break before it
+
+
+@pytest.mark.corpus
+def test_no_summary_line_starts_with_a_unit() -> None:
+    path = corpus_dir("trace") / "GindaChen__nsys-ai__tests__fixtures__mfu_2gpu_before.sqlite"
+    if not path.exists():
+        pytest.skip("mfu_2gpu_before not in the corpus")
+    lines = summary_text(rooftop.analyze(path, start=START), width=80).splitlines()
+    assert max(map(len, lines)) <= 80
+    assert not [ln for ln in lines if ln.split()[:1] in (["ms"], ["µs"], ["s"], ["%"], ["GB/s"])]
