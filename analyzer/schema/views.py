@@ -104,6 +104,7 @@ class Communication(TypedDict):
     overlapped_s: Num
     exposed_s: Num
     overlap_share: float | None
+    exposed_by_op_s: dict[str, Num]
 
 
 class HostIdleTop(TypedDict):

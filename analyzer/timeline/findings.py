@@ -185,6 +185,23 @@ def _launch(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], seconds: f
     return _finding(e, "timeline-idle-launch", seconds, title, rec, ev, "launch")
 
 
+_P2P = ("point-to-point transfers (pipeline stages or tensor exchanges): post them asynchronously (isend/irecv, "
+        "batch_isend_irecv) ahead of the compute that does not need them, or use an interleaved pipeline schedule "
+        "so one micro-batch's transfer overlaps another's compute; or send fewer bytes (activations in a "
+        "narrower dtype).")
+COMM_ADVICE = {  # by the NCCL operation holding most of the exposed time (docs/formulas.md#timeline-communication)
+    "AllReduce": "gradient all-reduces: overlap them with the backward pass (DDP bucketing, "
+                 "gradient_as_bucket_view), or send fewer bytes (larger buckets, lower-precision gradients).",
+    "AllGather": "parameter all-gathers: prefetch the next one while this layer computes (FSDP forward_prefetch "
+                 "/ backward_prefetch), or gather fewer bytes (larger wrap units, a narrower dtype).",
+    "ReduceScatter": "gradient reduce-scatters: overlap them with the backward pass (FSDP backward_prefetch), or "
+                     "send fewer bytes (lower-precision gradients).",
+    "SendRecv": _P2P, "Send": _P2P, "Recv": _P2P,
+    "other": "overlap it with computation (issue it on a side stream before the compute that does not need it), "
+             "or send fewer bytes.",
+}
+
+
 def _communication(e: Mapping[str, Any]) -> dict[str, Any] | None:
     c = e.get("communication")
     span = float(e["span_s"])
@@ -196,9 +213,12 @@ def _communication(e: Mapping[str, Any]) -> dict[str, Any] | None:
              "kernels' time overlapped)")
     ev = [f"NCCL kernels busy {_ms(float(c['busy_s']))}, overlapped by computation kernels "
           f"{_ms(float(c['overlapped_s']))}, exposed {_ms(exposed)} (docs/formulas.md#timeline-communication)"]
-    rec = ("Communication runs alone: overlap it with computation (DDP bucketing / gradient_as_bucket_view, "
-           "FSDP prefetch, issuing collectives on a side stream before the compute that does not need "
-           "them), or send fewer bytes (larger buckets, lower-precision gradients).")
+    by_op = {str(k): float(v) for k, v in (c.get("exposed_by_op_s") or {}).items() if float(v) > 0}
+    if by_op:
+        ev.append("exposed by NCCL operation (from the kernel names): "
+                  + ", ".join(f"{op} {_ms(t)}" for op, t in by_op.items()))
+    top = max(by_op, key=lambda op: by_op[op]) if by_op else "other"
+    rec = "Communication runs alone: " + COMM_ADVICE.get(top, COMM_ADVICE["other"])
     f = _finding(e, "timeline-exposed-communication", exposed, title, rec, ev, "communication")
     f["label"] = e["label"]
     return f
