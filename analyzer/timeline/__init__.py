@@ -157,12 +157,9 @@ def sync_exempt(ev: pd.DataFrame, calls: np.ndarray, names: EventNames | None = 
 
 def _joined(ev: pd.DataFrame, calls: np.ndarray, copies: np.ndarray) -> np.ndarray:
     """Per row of ``calls``: whether a row of ``copies`` has its (correlation, pid) key."""
-    out = np.zeros(len(calls), dtype=bool)
     corr, pid = ints(ev["correlation"]), ints(ev["pid"])
     keys = {(c, p) for c, p in zip(corr[copies].tolist(), pid[copies].tolist(), strict=True) if c != NA}
-    if keys:
-        out = np.array([k in keys for k in zip(corr[calls].tolist(), pid[calls].tolist(), strict=True)], dtype=bool)
-    return out
+    return made_by(corr[calls], pid[calls], keys)
 
 
 def blocking_rows_ref(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from rooftop.analyzer.timeline.arrays import NA, exclusive_group_cummax
 from rooftop.analyzer.timeline.metrics import (
-    GAP_EDGES_NS,
+    GAP_BINS,
     GAP_LONG_NS,
     GAP_SHORT_NS,
     SHORT_KERNEL_NS,
@@ -21,6 +21,7 @@ from rooftop.analyzer.timeline.metrics import (
     Acts,
     DeviceTimeline,
     Union,
+    gap_bins,
     gap_dict,
     histogram_dict,
     metrics_dict,
@@ -75,11 +76,11 @@ def range_members(launch: np.ndarray, member_pid: np.ndarray | None, lo: np.ndar
         rp = pid[rng]
         keep &= (rp == NA) | (member_pid[pos] == rp) | (member_pid[pos] < 0)
     rng, pos = rng[keep], pos[keep]
-    key = rng * (int(dev_code.max(initial=0)) + 1) + dev_code[pos]
+    ndev = int(dev_code.max(initial=0)) + 1
+    key = rng * ndev + dev_code[pos]
     by = np.argsort(key, kind="stable")
     key, pos = key[by], pos[by]
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
-    ndev = int(dev_code.max(initial=0)) + 1
     return Members(pos, np.r_[first, len(key)].astype(np.int64), key[first] // ndev, key[first] % ndev)
 
 
@@ -132,9 +133,8 @@ def batch_metrics(acts: Acts, m: Members, top: int = TOP_KERNELS) -> list[Device
     gap_n = np.bincount(gg, minlength=n)
     lt, gt = count(gaps < GAP_SHORT_NS, gg), count(gaps > GAP_LONG_NS, gg)
     mid, le5 = gap_n - lt - gt, count(gaps <= 5, gg)
-    edges = np.array([*GAP_EDGES_NS, np.iinfo(np.int64).max])
-    nb = len(edges) - 1
-    hb = gg * nb + np.searchsorted(edges, gaps, side="right") - 1
+    nb = GAP_BINS
+    hb = gg * nb + gap_bins(gaps)
     h_count = np.bincount(hb, minlength=n * nb).reshape(n, nb)
     h_total = np.bincount(hb, weights=gaps.astype(np.float64), minlength=n * nb).reshape(n, nb)
     streams = _streams(g, stream, acts.streams, n)

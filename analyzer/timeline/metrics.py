@@ -120,6 +120,14 @@ def busy_strip(u: Union, bins: int = STRIP_BINS) -> dict[str, Any] | None:
 
 
 _EDGES_S = tuple(e / 1e9 for e in GAP_EDGES_NS)
+_EDGES = np.array([*GAP_EDGES_NS, np.iinfo(np.int64).max])
+GAP_BINS = len(GAP_EDGES_NS)  # the last bin holds every gap from 1 s up
+
+
+def gap_bins(gaps: np.ndarray) -> np.ndarray:
+    """The histogram bin of each gap (bin ``i``: ``GAP_EDGES_NS[i] <= gap < GAP_EDGES_NS[i + 1]``)."""
+    out: np.ndarray = np.searchsorted(_EDGES, gaps, side="right") - 1
+    return out
 
 
 def histogram_dict(count: list[int], total_ns: Sequence[float]) -> dict[str, Any]:
@@ -129,10 +137,9 @@ def histogram_dict(count: list[int], total_ns: Sequence[float]) -> dict[str, Any
 
 def gap_histogram(gaps: np.ndarray) -> dict[str, Any]:
     """Gaps in decade bins (1 µs ... 1 s, and beyond): count and idle seconds per bin."""
-    edges = np.array([*GAP_EDGES_NS, np.iinfo(np.int64).max])
-    idx = np.searchsorted(edges, gaps, side="right") - 1
-    count = np.bincount(idx, minlength=len(edges) - 1)[: len(edges) - 1]
-    total = np.bincount(idx, weights=gaps.astype(np.float64), minlength=len(edges) - 1)[: len(edges) - 1]
+    idx = gap_bins(gaps)
+    count = np.bincount(idx, minlength=GAP_BINS)[:GAP_BINS]
+    total = np.bincount(idx, weights=gaps.astype(np.float64), minlength=GAP_BINS)[:GAP_BINS]
     return histogram_dict([int(c) for c in count.tolist()], [float(t) for t in total.tolist()])
 
 
