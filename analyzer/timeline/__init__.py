@@ -215,7 +215,9 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
     gpus: dict[str, str] = r.meta.get("gpu_names") or {}
     names = EventNames.of(ev)  # kinds and names encoded once for every name test below
     act_rows = names.rows(*GPU_KINDS)
-    act = ev.iloc[act_rows, [ev.columns.get_loc(c) for c in ACT_COLUMNS if c in ev.columns]]
+    cols = [ev.columns.get_loc(c) for c in ACT_COLUMNS if c in ev.columns]
+    contiguous = len(act_rows) and int(act_rows[-1]) - int(act_rows[0]) + 1 == len(act_rows)
+    act = ev.iloc[int(act_rows[0]):int(act_rows[-1]) + 1, cols] if contiguous else ev.iloc[act_rows, cols]  # a slice: no copy
     if not len(act):
         empty = device_metrics(act)
         v = label_device(empty, union(np.zeros(0, np.int64), np.zeros(0, np.int64)))

@@ -275,6 +275,26 @@ def _name_flags_fast(uniq: pa.Array) -> dict[str, np.ndarray]:
 _SUFFIX_KEYS = (b" seq =", b" op_id =", b" sizes =")  # what emit_nvtx writes after the first comma (<= 8 bytes)
 
 
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+
+
+def _after(data: pa.Buffer, pos: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """Per position: the 8 bytes of ``data`` from ``pos`` as a little-endian uint64, the bytes at or
+    past ``stop`` (and past the buffer) read as 0. One unaligned 8-byte read per position through a
+    byte-strided view; the few positions within 8 bytes of the buffer's end are read one by one."""
+    size = data.size
+    out = np.zeros(len(pos), dtype=np.uint64)
+    near = pos > size - 8
+    if size >= 8:
+        every = np.ndarray(shape=(size - 7,), dtype="<u8", buffer=data, strides=(1,))  # a uint64 at each byte
+        out[~near] = every[pos[~near]]
+    raw = memoryview(data)
+    for i in np.flatnonzero(near).tolist():
+        out[i] = int.from_bytes(raw[min(int(pos[i]), size):size], "little")
+    got: np.ndarray = out & _LOW_BYTES[np.clip(stop - pos, 0, 8)]
+    return got
+
+
 def _grouped_names(uniq: pa.Array) -> tuple[np.ndarray, pa.Array]:
     """Per distinct name: its :func:`op_name` group as a code into the returned labels, i.e. the codes
     of ``dictionary_encode(replace_substring_regex(uniq, _NVTX_SUFFIX, ""))``. A name with no comma
@@ -291,9 +311,7 @@ def _grouped_names(uniq: pa.Array) -> tuple[np.ndarray, pa.Array]:
     comma = np.asarray(pc.find_substring(uniq, pattern=",").to_numpy(zero_copy_only=False), dtype=np.int64)
     has = comma >= 0
     cut = np.where(has, off[:-1] + comma, off[1:])  # where each name's label ends
-    at = (cut + 1)[:, None] + np.arange(8)
-    window = np.ascontiguousarray(np.where(at < off[1:, None], data[np.minimum(at, len(data) - 1)], 0),
-                                  dtype=np.uint8).view("<u8").ravel()  # the 8 bytes after the cut, 0 past the end
+    window = _after(buf[2], cut + 1, off[1:])  # the 8 bytes after the cut, 0 past the name's end
     keyed = np.zeros(n, dtype=bool)
     for key in _SUFFIX_KEYS:
         k = np.frombuffer(key.ljust(8, b"\0"), dtype="<u8")[0]
