@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rooftop.analyzer.findings.severity import severity
+from rooftop.analyzer.timeline.pinning import PinSaving, pin_saving
 
 RULE = "docs/formulas.md#timeline-findings"
 FLOOR = 0.01  # a cause below 1 % of the span is not listed (rooftop's floor)
@@ -27,6 +28,7 @@ _COPY = re.compile(r"^(cuda|hip|cu)Memcpy", re.I)
 _LAUNCH = re.compile(r"Launch", re.I)
 _GRAPH_LAUNCH = re.compile(r"GraphLaunch", re.I)  # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
 PAGEABLE_WORD = "Pageable"
+RULE_COPIES = "docs/formulas.md#timeline-copies"
 
 
 NAME_MAX = 60  # characters of a kernel name in a finding's title (its evidence carries the whole name)
@@ -237,33 +239,84 @@ def _copy_line(c: Mapping[str, Any]) -> str:
     return f"{c['kind']}: {c['count']} x{moved}{size}"
 
 
-def _pageable(e: Mapping[str, Any]) -> dict[str, Any] | None:
-    """nsys analyze's cuda_memcpy_async rule: asynchronous copies with a pageable side."""
-    rows = [c for c in e.get("copies") or [] if c["pageable"] and c["async_calls"]]
+def _pin_advice(rows: Sequence[Mapping[str, Any]], pin: PinSaving) -> str:
+    """Pin, in the words of the directions the pageable copies go (docs/formulas.md#timeline-copies)."""
+    dirs = {c.get("direction") for c in rows}
+    parts = []
+    if "HtoD" in dirs or not dirs & {"HtoD", "DtoH"}:
+        parts.append("host-to-device, pin the source once, outside the loop (DataLoader(pin_memory=True), "
+                     "tensor.pin_memory(), cudaHostAlloc) and copy with non_blocking=True")
+    if "DtoH" in dirs:
+        parts.append("device-to-host, copy into a pinned buffer allocated once and reused "
+                     "(buf = torch.empty(..., pin_memory=True); buf.copy_(t, non_blocking=True)) instead of .cpu() "
+                     "into fresh pageable memory")
+    rates = ", ".join(f"{d} {r:.1f} GB/s" for d, r in pin.rate_gb_s.items())
+    at = f" at the rate pinned copies reach in this capture ({rates})" if rates else ""
+    return (f"Pin the host buffers: {'; '.join(parts)}. Pinned copies run{at} by DMA and are truly asynchronous, "
+            "so they can overlap with GPU work; allocating pinned memory is itself slow, so pin once, not per copy.")
+
+
+def _saving_fields(e: Mapping[str, Any], seconds: float | None, time_share: float) -> dict[str, Any]:
+    """``est_saving_s`` and severity: by the saving's share of the span when it is known (the other timeline
+    findings' rule), else by the copies' time share and at most medium (docs/formulas.md#findings)."""
+    span = float(e["span_s"])
+    if seconds is None:
+        return {"severity": severity(time_share, False), "est_saving_s": None}
+    return {"severity": severity(seconds / span if span > 0 else 0.0, True), "est_saving_s": round(seconds, 9)}
+
+
+def _pageable_rows(e: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in e.get("copies") or [] if c["pageable"] and c["async_calls"]]
+
+
+def _pin_lines(pin: PinSaving) -> list[str]:
+    if pin.seconds is not None and pin.undecided:
+        return [*pin.evidence, f"the saving counts the decided kinds only, so it is at least {_ms(pin.seconds)}: "
+                               f"{', '.join(pin.undecided)} not decided ({RULE_COPIES})"]
+    return list(pin.evidence)
+
+
+def _pageable(e: Mapping[str, Any], folded: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """nsys analyze's cuda_memcpy_async rule: asynchronous copies with a pageable side, with what pinning
+    them recovers (docs/formulas.md#timeline-copies). ``folded``: the transfer finding this one absorbs
+    (its top copy kind is one of these rows and its advice is the same: pin)."""
+    rows = _pageable_rows(e)
     if not rows:
         return None
     n = sum(int(c["async_calls"]) for c in rows)
     t = sum(float(c["time_s"]) for c in rows)
-    title = (f"{_where(e)}: {n} asynchronous copies from or to pageable memory ({_ms(t)} of copy time): the "
+    pin = pin_saving(rows, e.get("copies") or [])
+    gain = f", {_ms(pin.seconds)} of it recoverable by pinning" if pin.seconds else ""
+    title = (f"{_where(e)}: {n} asynchronous copies from or to pageable memory ({_ms(t)} of copy time{gain}): the "
              "host is blocked while each is staged")
     ev = [_copy_line(c) for c in rows] + [
         "nsys analyze cuda_memcpy_async: an async copy with a pageable operand is staged through a pinned "
-        "buffer and returns only when the staging is done (docs/formulas.md#timeline-copies)"]
-    rec = ("Pin the host buffers (DataLoader(pin_memory=True), tensor.pin_memory(), cudaHostAlloc) so the "
-           "copies are truly asynchronous (non_blocking=True) and overlap with GPU work.")
+        f"buffer and returns only when the staging is done ({RULE_COPIES})", *_pin_lines(pin)]
+    if folded is not None:
+        ev += [f"{folded['title'].split(': ', 1)[-1]} (timeline-transfer, folded here: its top copy kind is one of "
+               f"these pageable copies and its advice is the same, {RULE_COPIES})",
+               *[x for x in folded["evidence"] if x not in ev and "no link peak" not in x]]
     span = float(e["span_s"])
     share = t / span if span > 0 else 0.0
-    return {"rank": 0, "rule": "timeline-pageable-copies", "severity": severity(share, False), "title": title,
-            "kernels": [], "time_share": round(share, 9), "est_saving_s": None, "recommendation": rec,
+    return {"rank": 0, "rule": "timeline-pageable-copies", **_saving_fields(e, pin.seconds, share), "title": title,
+            "kernels": [], "time_share": round(share, 9), "recommendation": _pin_advice(rows, pin),
             "label": e["label"], "limiter": "transfer", "evidence": ev, "source": "timeline", "group": _where(e)}
 
 
-def _transfer(e: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """A transfer-bound device: the copy kind that holds most copy time, and what follows from it."""
+def _top_copy(e: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The copy kind (``memcpy``) holding the most copy time."""
     rows = [c for c in e.get("copies") or [] if c["op"] == "memcpy"]
-    if e["label"] != "transfer-bound" or not rows:
+    return max(rows, key=lambda c: float(c["time_s"])) if rows else None
+
+
+def _transfer(e: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A transfer-bound device: the copy kind that holds most copy time, and what follows from it. The
+    saving of pinning pageable copies is counted once: in the pageable-copies finding for the kinds it
+    lists, here only for pageable kinds it does not (copies made by synchronous calls)."""
+    rows = [c for c in e.get("copies") or [] if c["op"] == "memcpy"]
+    top = _top_copy(e)
+    if e["label"] != "transfer-bound" or top is None:
         return None
-    top = max(rows, key=lambda c: float(c["time_s"]))
     span = float(e["span_s"])
     busy = float(e["gpu_busy_s"] or 0.0)
     copy_only = busy - float(e["kernel_busy_s"] or 0.0)
@@ -275,23 +328,39 @@ def _transfer(e: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]]) -> di
     if same:
         ev.append(f"{len(same) + 1} devices of this input copy the same {_gb(float(top['bytes'] or 0))} "
                   f"({top['kind']}): {', '.join('GPU ' + str(o['device']) for o in [e, *same])}")
+    seconds: float | None = None
     if top["memory"] and PAGEABLE_WORD in top["memory"]:
-        rec = ("The copies come from pageable memory: pin the host buffers (pin_memory=True, cudaHostAlloc) "
-               "for full link bandwidth and asynchronous copies.")
+        listed = {c["kind"] for c in _pageable_rows(e)}
+        pin = pin_saving([c for c in rows if c["pageable"] and c["kind"] not in listed], e.get("copies") or [])
+        seconds = pin.seconds
+        ev += _pin_lines(pin)
+        rec = _pin_advice([c for c in rows if c["pageable"]], pin)
     elif top["direction"] in ("HtoD", "DtoH"):
         rec = ("The copies already use pinned memory, so the host link limits them: move fewer bytes. Keep the "
                "data resident on the GPU across steps and runs, leave one-time loading (weights, datasets) out of "
                "the measured window, and " + ("load it once and share it between the GPUs over NVLink/P2P or "
                                                "shard it (every GPU copies the same bytes from the host)" if same
                                                else "send narrower types or compressed data") + ".")
+        ev.append(f"no link peak is known to rooftop, so no saving is estimated ({RULE_COPIES})")
     else:
         rec = "Device-side copies dominate: avoid the copies (views instead of .contiguous()/clones, in-place ops)."
-    ev.append(f"no link peak is known to rooftop, so no saving is estimated ({RULE})")
+        ev.append(f"no saving is estimated: what avoiding the copies recovers depends on the code ({RULE_COPIES})")
     share = copy_only / span if span > 0 else 0.0
-    return {"rank": 0, "rule": "timeline-transfer", "severity": severity(share, False), "title": title,
-            "kernels": [], "time_share": round(share, 9), "est_saving_s": None, "recommendation": rec,
+    return {"rank": 0, "rule": "timeline-transfer", **_saving_fields(e, seconds, share), "title": title,
+            "kernels": [], "time_share": round(share, 9), "recommendation": rec,
             "label": "transfer-bound", "limiter": "transfer", "evidence": ev, "source": "timeline",
             "group": _where(e)}
+
+
+def _copy_findings(e: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The transfer and pageable-copies findings of one device, the transfer finding folded into the
+    pageable one when its top copy kind is one of the pageable kinds listed there (both would say "pin",
+    with the same saving) (docs/formulas.md#timeline-copies)."""
+    transfer = _transfer(e, timeline)
+    top = _top_copy(e)
+    fold = transfer is not None and top is not None and top["kind"] in {c["kind"] for c in _pageable_rows(e)}
+    pageable = _pageable(e, transfer if fold else None)
+    return [f for f in (None if fold else transfer, pageable) if f is not None]
 
 
 def timeline_findings(timeline: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]]
@@ -310,9 +379,9 @@ def timeline_findings(timeline: Sequence[Mapping[str, Any]], steps: Sequence[Map
                 continue
             out.append(_host(e, steps, seconds) if cause == "host" else _sync(e, seconds) if cause == "sync"
                        else _launch(e, steps, seconds))
-        for f in (_communication(e), _transfer(e, timeline), _pageable(e)):
-            if f is not None:
-                out.append(f)
+        comm = _communication(e)
+        out += [comm] if comm is not None else []
+        out += _copy_findings(e, timeline)
     return out
 
 
