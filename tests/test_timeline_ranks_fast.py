@@ -11,27 +11,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rooftop.analyzer.timeline import analyze_timelines
-from rooftop.analyzer.timeline.ranks import collectives, collectives_ref
+from rooftop.analyzer.timeline.ranks import NcclKernels, collectives, collectives_ref
 from rooftop.errors import InputError
 from rooftop.parsers import parse_path
 from rooftop.parsers.model import InputAccounting, ParseResult
 from tests.conftest import corpus_dir
 
-ROW = st.tuples(st.sampled_from(["0", "1", "10", "2", None]),
+ROW = st.tuples(st.sampled_from(["0", "1", "10", "2", None, pd.NA]),  # a frame's missing device reads pd.NA
                 st.sampled_from(["ncclKernel_AllReduce_RING", "ncclDevKernel_Broadcast", "ncclKernel_SendRecv"]),
                 st.integers(0, 20), st.integers(0, 50))
 INPUT = st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.sampled_from(["a/r0.json", "b/r1.json", "r0.json"]),
                   st.lists(ROW, max_size=25))
 
 
-def _input(rank: int | None, path: str, rows: list[tuple[object, ...]]) -> tuple[ParseResult, pd.DataFrame]:
+def _input(rank: int | None, path: str, rows: list[tuple[object, ...]]) -> tuple[ParseResult, NcclKernels]:
     r = ParseResult(accounting=InputAccounting(path, "kineto-json"),
                     meta={"distributed": {"rank": rank}} if rank is not None else {})
     start = np.array([x[2] for x in rows], dtype=np.int64)
-    k = pd.DataFrame({"device": pd.array([x[0] for x in rows], dtype="string[pyarrow]"),
-                      "name": pd.array([x[1] for x in rows], dtype="string[pyarrow]"), "start_ns": start,
-                      "end_ns": start + np.array([x[3] for x in rows], dtype=np.int64)})
-    return r, k
+    return r, NcclKernels(np.array([x[0] for x in rows], dtype=object), np.array([x[1] for x in rows], dtype=object),
+                          start, start + np.array([x[3] for x in rows], dtype=np.int64))
 
 
 @settings(max_examples=200, deadline=None)

@@ -32,7 +32,7 @@ from rooftop.analyzer.timeline.metrics import (
     union,
 )
 from rooftop.analyzer.timeline.names import EventNames, arrow_strings
-from rooftop.analyzer.timeline.ranks import collectives
+from rooftop.analyzer.timeline.ranks import NcclKernels, collectives
 from rooftop.analyzer.timeline.steps import (
     ITERATION,
     beyond_span,
@@ -61,7 +61,6 @@ _SYNC_API_SET = pa.array(sorted(SYNC_APIS), type=pa.large_string())
 STREAM_WAIT = r"(?i)stream\s*wait"  # Kineto "Stream Wait Event", nsys "Stream wait sync": not a host wait
 # the columns of the events table the GPU activity rows are taken with (the rest are not read from them)
 ACT_COLUMNS = ("device", "kind", "name", "start_ns", "end_ns", "stream", "pid", "correlation", "bytes")
-NCCL_COLUMNS = ("device", "name", "start_ns", "end_ns")  # what ranks.collectives reads of the NCCL kernels
 ENTRY_KEYS = ("input", "device", "gpu_name", "kernels", "memcpy", "memset", "span_s", "kernel_sum_s",
               "kernel_busy_s", "gpu_busy_s", "idle_s", "idle_fraction", "gaps", "short_kernels",
               "top_kernels", "label", "limiter", "evidence")
@@ -75,7 +74,7 @@ class TimelineAnalysis:
     # (input, device) -> the device's numbers and verdict, for the ncu join and diff
     devices: dict[tuple[str, str], tuple[DeviceTimeline, Verdict]] = field(default_factory=dict)
     collectives: list[dict[str, Any]] = field(default_factory=list)  # across ranks (ranks.py)
-    nccl: list[tuple[ParseResult, pd.DataFrame]] = field(default_factory=list)  # each input's NCCL kernels
+    nccl: list[tuple[ParseResult, NcclKernels]] = field(default_factory=list)  # each input's NCCL kernels
 
 
 def is_timeline(result: ParseResult) -> bool:
@@ -240,7 +239,8 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
     is_nccl = (acts.kind == 0) & (acts.name >= 0)
     is_nccl[is_nccl] = acts.nccl[acts.name[is_nccl]]
     if is_nccl.any():
-        out.nccl.append((r, act.iloc[np.flatnonzero(is_nccl), [act.columns.get_loc(c) for c in NCCL_COLUMNS]]))
+        rows = np.flatnonzero(is_nccl)
+        out.nccl.append((r, NcclKernels(devices[rows], acts.names[acts.name[rows]], acts.start[rows], acts.end[rows])))
     for device in sorted(act["device"].dropna().unique().tolist(), key=_dev_key):
         on_dev = devices == device
         dt = device_metrics(acts.subset(on_dev))

@@ -20,8 +20,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooftop.analyzer.timeline.names import arrow_strings, encode_strings
 from rooftop.parsers.model import ParseResult
+
+
+@dataclass(frozen=True)
+class NcclKernels:
+    """One input's NCCL kernels, one row each: device id (object: str, None/NA where missing), kernel
+    name (object: str), start and end (int64 ns)."""
+
+    device: np.ndarray
+    name: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    def frame(self) -> pd.DataFrame:
+        """The rows as an events-style table (the pandas reference's input)."""
+        return pd.DataFrame({"device": pd.array(list(self.device), dtype="string[pyarrow]"),
+                             "name": pd.array(list(self.name), dtype="string[pyarrow]"),
+                             "start_ns": self.start, "end_ns": self.end})
 
 
 @dataclass
@@ -32,29 +48,26 @@ class _Kernels:
     dur: np.ndarray  # int64
 
 
-def _participants(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dict[str, _Kernels]:
-    """Each input's NCCL kernels (``inputs``: the parse result and its NCCL kernel rows), per device
+def _participants(inputs: Sequence[tuple[ParseResult, NcclKernels]]) -> dict[str, _Kernels]:
+    """Each input's NCCL kernels (``inputs``: the parse result and its NCCL kernels), per device
     (devices in sorted order, rows without one left out; a later participant of the same name
     replaces the earlier, as :func:`_participants_ref`)."""
     out: dict[str, _Kernels] = {}
     for r, k in inputs:
         dist = r.meta.get("distributed")
         rank = dist.get("rank") if isinstance(dist, Mapping) else None
-        dev, devices = pd.factorize(k["device"], sort=True)
-        code, uniq = encode_strings(arrow_strings(k["name"]))
-        names = np.array([*uniq.to_pylist(), None], dtype=object)[code]  # code -1 (null) takes the None
-        start = k["start_ns"].to_numpy(dtype=np.int64)
-        dur = k["end_ns"].to_numpy(dtype=np.int64) - start
+        dev, devices = pd.factorize(k.device, sort=True)
+        dur = k.end - k.start
         for i, device in enumerate(devices):
             rows = np.flatnonzero(dev == i)
-            rows = rows[np.argsort(start[rows], kind="stable")]
+            rows = rows[np.argsort(k.start[rows], kind="stable")]
             name = f"rank {rank}" if rank is not None and len(devices) == 1 else \
                 f"{r.accounting.path.rsplit('/', 1)[-1]} GPU {device}"
-            out[name] = _Kernels(names[rows], dur[rows])
+            out[name] = _Kernels(k.name[rows], dur[rows])
     return out
 
 
-def collectives(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> list[dict[str, Any]]:
+def collectives(inputs: Sequence[tuple[ParseResult, NcclKernels]]) -> list[dict[str, Any]]:
     """One entry per NCCL kernel name seen on two or more participants, longest total skew first
     (``inputs``: each timeline input with its NCCL kernel rows, named). NumPy over each participant's
     kernels; :func:`collectives_ref` is the pandas form, held equal in tests/test_timeline_ranks_fast.py."""
@@ -89,10 +102,11 @@ def _collective(name: str, durs: dict[str, np.ndarray]) -> dict[str, Any]:
             "straggler": top, "straggler_last": times, "straggler_wait_s": round(waited / 1e9, 9)}
 
 
-def _participants_ref(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
-    """Each input's NCCL kernels (``inputs``: the parse result and its NCCL kernel rows), per device."""
+def _participants_ref(inputs: Sequence[tuple[ParseResult, NcclKernels]]) -> dict[str, pd.DataFrame]:
+    """Each input's NCCL kernels (``inputs``: the parse result and its NCCL kernels), per device."""
     out: dict[str, pd.DataFrame] = {}
-    for r, k in inputs:
+    for r, kernels in inputs:
+        k = kernels.frame()
         dist = r.meta.get("distributed")
         rank = dist.get("rank") if isinstance(dist, Mapping) else None
         for device, g in k.groupby("device", sort=True):
@@ -102,7 +116,7 @@ def _participants_ref(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> dic
     return out
 
 
-def collectives_ref(inputs: Sequence[tuple[ParseResult, pd.DataFrame]]) -> list[dict[str, Any]]:
+def collectives_ref(inputs: Sequence[tuple[ParseResult, NcclKernels]]) -> list[dict[str, Any]]:
     """:func:`collectives` over pandas group-bys and filters (the plain reference it is held equal to)."""
     parts = _participants_ref(inputs)
     if len(parts) < 2:
