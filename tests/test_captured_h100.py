@@ -266,3 +266,17 @@ def test_pinning_the_captured_pageable_copies_saves_what_the_pinned_ones_show() 
     assert any("84.263 ms to gain" in x for x in f["evidence"]) and any("492.936 ms to gain" in x for x in f["evidence"])
     assert "buf.copy_(t, non_blocking=True)" in f["recommendation"]
 
+
+def test_captured_host_copies_are_transfer_bound_at_the_rate_the_copies_read() -> None:
+    """The same capture's ops: both aten::copy_ signatures run only host<->device copies, so the host link bounds
+    them (was: unknown, "profile it with ncu", which profiles kernels, not copies); the pinned one moves 24 x 64 MiB
+    in 29.4 ms = 54.8 GB/s, the rate its memcpy activities read (was 109.6 GB/s: read and write counted)."""
+    doc = _doc("kineto_host_copies.json.gz")
+    ops = {o["concrete_inputs"][-1]: o for o in doc["ops"]}
+    assert {(o["label"], o["limiter"]) for o in ops.values()} == {("transfer-bound", "host-link")}
+    pinned = ops["True"]
+    assert pinned["bytes_min"] == 24 * 2**26
+    assert pinned["achieved_bytes_per_s"][0] == pytest.approx(54.78e9, rel=1e-3)
+    assert any("54.8 GB/s" in x for x in pinned["evidence"])
+    assert not [f for f in doc["findings"] if f["rule"] == "op-unknown"]
+    assert not [f for f in doc["findings"] if "ncu" in f["recommendation"]]

@@ -50,6 +50,10 @@ def _entry(r: ParseResult, sig: Signature, v: Verdict, gpu: str | None, device_n
     flops = w.flops * sig.calls if w else None
     lo = w.bytes_min * sig.calls if w else None
     hi = w.bytes_max * sig.calls if w else None
+    if v.label == "transfer-bound" and sig.link is not None and sig.link.bytes is not None:
+        # across the host link each copied byte moves once (docs/formulas.md#op-memory), whatever the formula's
+        # read + write of the two tensors
+        flops, lo, hi = 0, sig.link.bytes, sig.link.bytes
     top = [k for k, _ in sorted(sig.kernel_names.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_KERNELS]]
     return {
         "input": r.accounting.path, "device": sig.device, "gpu_name": gpu, "name": sig.name,

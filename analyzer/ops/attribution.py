@@ -36,7 +36,7 @@ _GRAPH_LAUNCH = r"(?i)graph\w*launch"
 class Attribution:
     """One input's GPU activities and the host ops they were attributed to.
 
-    ``acts``: device, kind, name, start_ns, end_ns, stream, correlation, grid_dim, block_dim, ``op`` (row of ``hosts``,
+    ``acts``: device, kind, name, start_ns, end_ns, stream, correlation, grid_dim, block_dim, bytes, ``op`` (row of ``hosts``,
     -1 when not attributed), ``reason`` (empty when attributed, else one of :data:`REASONS`), ``launch_ns`` and
     ``launch_pid`` (the launch call's start and process; :data:`NA` when none).
     ``hosts``: :func:`rooftop.analyzer.ops.hosts.host_table` (name, source, span, thread, arguments,
@@ -106,7 +106,7 @@ def attribute(events: pd.DataFrame, ops: pd.DataFrame) -> Attribution:
     hosts = host_table(events, ops)
     is_act = events["kind"].isin(GPU_KINDS).to_numpy(dtype=bool, na_value=False)
     acts = events.loc[is_act, ["device", "kind", "name", "start_ns", "end_ns", "stream", "pid",
-                               "correlation", "grid_dim", "block_dim"]].reset_index(drop=True)
+                               "correlation", "grid_dim", "block_dim", "bytes"]].reset_index(drop=True)
     launch = _launches(events, acts)
     has_launch = launch["l_start"].notna().to_numpy()
     graph = launch["l_name"].fillna("").str.contains(_GRAPH_LAUNCH).to_numpy(dtype=bool)

@@ -145,7 +145,9 @@ def op_findings(ops: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
     as one finding per input and device."""
     out = []
     for op in ops:
-        if op["label"] == "unknown":
+        # transfer-bound (host<->device copies only): its saving is the timeline's copy finding
+        # (docs/formulas.md#op-findings), not claimed twice
+        if op["label"] in ("unknown", "transfer-bound"):
             continue
         t, t_min = op["kernel_time_s"], op.get("min_time_s")
         if t_min is None or not t or op.get("time_share") is None:

@@ -12,9 +12,21 @@ import pandas as pd
 
 from rooftop.analyzer.ops.attribution import Attribution
 from rooftop.analyzer.ops.model import Modelled, model
+from rooftop.analyzer.timeline.copies import copy_kind
 
 SIGNATURE = ("name", "input_dims", "input_types", "concrete_inputs", "collective")
 _HOST_COPY = ("HtoD", "DtoH", "Host-to-Device", "Device-to-Host", "HtoH", "PtoP", "Peer")  # memcpy names
+HOST_LINK = ("HtoD", "DtoH")  # copy directions that cross the host link (docs/formulas.md#op-memory)
+
+
+@dataclass(frozen=True)
+class LinkCopies:
+    """A signature's copies across the host link (``HtoD``/``DtoH`` memcpys): their time, their bytes (each
+    byte once; None when a copy records none) and, per copy name, (count, bytes or None, ns)."""
+
+    ns: int
+    bytes: int | None
+    by_name: dict[str, tuple[int, int | None, int]]
 
 
 @dataclass
@@ -34,6 +46,8 @@ class Signature:
     kernel_names: Counter[str] = field(default_factory=Counter)
     host_copy: bool = False  # a copy between host and device (or peers): not on the HBM roof
     max_blocks: int | None = None  # the largest grid (blocks) of its kernels, when the trace records grids
+    link: LinkCopies | None = None  # its host<->device copies, when it has any
+    link_only: bool = False  # every GPU activity is a host<->device copy: bound by the host link
 
     @property
     def mean_activity_ns(self) -> float:
@@ -49,6 +63,28 @@ def _blocks(grid: object) -> int | None:
     except ValueError:
         return None
     return x * y * z
+
+
+def _links(g: np.ndarray, n: int, kinds: np.ndarray, names: np.ndarray, dur: np.ndarray, nbytes: pd.Series
+           ) -> tuple[dict[int, LinkCopies], np.ndarray]:
+    """Per signature group: its host-link copies, and whether they are all its GPU activities."""
+    link_names = {str(x) for x in set(names[kinds == "memcpy"].tolist()) if copy_kind(str(x))[1] in HOST_LINK}
+    is_link = (kinds == "memcpy") & np.isin(names, np.array(sorted(link_names), dtype=object))
+    link_only = np.bincount(g, weights=is_link, minlength=n) == np.bincount(g, minlength=n)
+    sel = np.flatnonzero(is_link)
+    nb = nbytes.iloc[sel].astype("Int64")
+    df = pd.DataFrame({"g": g[sel], "name": names[sel], "ns": dur[sel],
+                       "bytes": nb.fillna(0).to_numpy(np.int64), "missing": nb.isna().to_numpy(dtype=bool)})
+    per = df.groupby(["g", "name"], sort=True).agg(count=("ns", "size"), ns=("ns", "sum"), bytes=("bytes", "sum"),
+                                                   missing=("missing", "any"))
+    by: dict[int, dict[str, tuple[int, int | None, int]]] = {}
+    for (gi, name), row in per.iterrows():
+        by.setdefault(int(gi), {})[str(name)] = (int(row["count"]), None if row["missing"] else int(row["bytes"]),
+                                                 int(row["ns"]))
+    out = {gi: LinkCopies(sum(v[2] for v in d.values()),
+                          None if any(v[1] is None for v in d.values()) else sum(int(v[1] or 0) for v in d.values()), d)
+           for gi, d in by.items()}
+    return out, link_only & (np.bincount(g, weights=is_link, minlength=n) > 0)
 
 
 def _text(v: object) -> str | None:
@@ -88,6 +124,7 @@ def signatures(att: Attribution) -> list[Signature]:
     names = acts["name"].fillna("").to_numpy(dtype=object)
     copy = (kinds == "memcpy") & pd.Series(names).str.contains("|".join(_HOST_COPY), regex=True).to_numpy(dtype=bool)
     host_copy = np.bincount(g, weights=copy, minlength=n) > 0
+    links, link_only = _links(g, n, kinds, names, dur, acts["bytes"])
     by_name = pd.DataFrame({"g": g, "name": names, "dur": dur}).groupby(["g", "name"], sort=False)["dur"].sum()
     kernel_names: list[Counter[str]] = [Counter() for _ in range(n)]
     for (gi, kn), d in by_name.items():
@@ -104,5 +141,5 @@ def signatures(att: Attribution) -> list[Signature]:
         out.append(Signature(str(devices[code // n_sig]), str(name), _text(dims), _text(types), _text(concrete), m,
                              calls=int(calls[i]), activities=int(activities[i]), kernels=int(kernels[i]),
                              time_ns=int(time_ns[i]), kernel_names=kernel_names[i], host_copy=bool(host_copy[i]),
-                             max_blocks=int(max_blocks[i]) or None))
+                             max_blocks=int(max_blocks[i]) or None, link=links.get(i), link_only=bool(link_only[i])))
     return out

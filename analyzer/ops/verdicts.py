@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rooftop.analyzer.ceilings.devices import DeviceSpec
-from rooftop.analyzer.ops.signatures import Signature
+from rooftop.analyzer.ops.signatures import LinkCopies, Signature
 
+TIMELINE_COPIES = "docs/formulas.md#timeline-copies"
 LAUNCH_S = 5e-6  # docs/formulas.md#kernel-labels: kernels shorter than this sit at the launch cost
 SIDE = 0.60  # NVIDIA's SOL threshold for naming a side (docs/formulas.md#kernel-labels)
 TENSOR_KEYS = ("tensor", "bf16", "fp8", "tf32", "int8", "fp64_tensor")
@@ -54,6 +55,8 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     """The label and limiter of one op signature on its device."""
     m = sig.modelled
     t = sig.time_ns / 1e9
+    if t > 0 and sig.link_only and sig.link is not None:
+        return transfer_verdict(sig.link)
     if m.work is None:
         return _unknown(f"unmodelled: {m.reason}")
     w = m.work
@@ -63,8 +66,9 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
     if spec is None:
         return _unknown("the trace's GPU is not in the device table: no roof (pass --device NAME)")
     if sig.host_copy:
-        return _unknown("a copy between host and device: its roof is the host link (PCIe / NVLink-C2C), "
-                        "not in the device table", evidence=[f"{lo / t / 1e9:.1f} GB/s achieved"])
+        return _unknown("its GPU work mixes copies between host and device (whose roof is the host link, PCIe / "
+                        "NVLink-C2C, not in the device table) with other work, so no one roof bounds it",
+                        evidence=link_lines(sig.link) if sig.link else [])
     if m.category == "communication":
         return _unknown("a collective: its roof is the interconnect (NVLink / network), not in the device table",
                         evidence=[f"bus bandwidth {lo / t / 1e9:.1f}–{hi / t / 1e9:.1f} GB/s (nccl-tests busbw)"
@@ -85,6 +89,47 @@ def verdict(sig: Signature, spec: DeviceSpec | None) -> Verdict:
                     f"({v_dram.limiter}): the placements disagree, so the label is not decided; the tensors' dtypes "
                     "(a trace that records them, or an ncu profile: rooftop analyze TRACE PROFILE) would decide",
                     *[e for e in v_dram.evidence if "rooftop analyze TRACE PROFILE" not in e]])
+
+
+def _size(n: float) -> str:
+    return (f"{n / 1e9:.3g} GB" if n >= 1e9 else f"{n / 1e6:.3g} MB" if n >= 1e6 else f"{n / 1e3:.3g} kB"
+            if n >= 1e3 else f"{n:.3g} B")
+
+
+def _dur(ns: float) -> str:
+    return f"{ns / 1e6:.4g} ms" if ns >= 1e6 else f"{ns / 1e3:.3g} µs"
+
+
+def _rate(n: int, nbytes: int | None, ns: int) -> str:
+    """``n x`` copies, their bytes and time, the achieved rate and the average copy (a small copy's time is
+    the link's fixed cost per copy, not its bandwidth: the average says which)."""
+    avg = f" (on average {_size(nbytes / n) + ' in ' if nbytes is not None else ''}{_dur(ns / n)} per copy)" if n else ""
+    if nbytes is None:
+        return f"{n} x in {_dur(ns)}, bytes not recorded{avg}"
+    rate = f" = {nbytes / ns:.3g} GB/s" if ns > 0 else ""
+    return f"{n} x, {_size(nbytes)} in {_dur(ns)}{rate}{avg}"
+
+
+def link_lines(link: LinkCopies) -> list[str]:
+    """The achieved bandwidth of an op's host<->device copies, in all and per copy kind: the copy's bytes
+    counted once (docs/formulas.md#op-memory)."""
+    n = sum(v[0] for v in link.by_name.values())
+    out = [f"host link: {_rate(n, link.bytes, link.ns)}; each copied byte counted once (read on one side of the "
+           "link, written on the other)"]
+    if len(link.by_name) > 1:
+        out += [f"{name}: {_rate(k, b, ns)}" for name, (k, b, ns) in sorted(link.by_name.items())]
+    return out
+
+
+def transfer_verdict(link: LinkCopies) -> Verdict:
+    """An op whose GPU work is only copies between host and device: bound by the host link (PCIe /
+    NVLink-C2C), whose peak rooftop does not know; what pinning or moving fewer bytes recovers is the
+    timeline's copy finding, not an op finding (docs/formulas.md#op-verdicts)."""
+    return Verdict("transfer-bound", "host-link", {}, None, None, [
+        "its GPU work is only copies between host and device (no kernels): the host link (PCIe / NVLink-C2C) "
+        "bounds it, not a roof of the device table; ncu profiles kernels, not copies", *link_lines(link),
+        f"what pinning or moving fewer bytes recovers is the trace's copy finding (timeline-pageable-copies, "
+        f"timeline-transfer: {TIMELINE_COPIES}), so no op finding repeats it"])
 
 
 def _ws_note(ws_lo: float, ws_hi: float, llc: float | None) -> str:

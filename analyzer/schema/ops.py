@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from rooftop.analyzer.schema.parts import Json, Num
-from rooftop.analyzer.schema.vocab import KernelLabel, KernelLimiter
+from rooftop.analyzer.schema.vocab import OpLabel, OpLimiter
 
 OpCategory = Literal["gemm", "conv", "attention", "softmax", "norm", "reduce", "elementwise", "embedding", "copy",
                      "communication", "other"]
@@ -43,8 +43,8 @@ class OpEntry(TypedDict):
     intensity: list[Num] | None  # [FLOPs / bytes_max, FLOPs / bytes_min]
     achieved_flops_per_s: Num | None
     achieved_bytes_per_s: list[Num] | None  # [bytes_min, bytes_max] / kernel_time_s
-    label: KernelLabel
-    limiter: KernelLimiter
+    label: OpLabel  # a kernel's words, and transfer-bound (docs/formulas.md#op-verdicts)
+    limiter: OpLimiter
     pct_of_roof: Num | None
     roof: OpRoof
     min_time_s: Num | None

@@ -27,6 +27,13 @@ KernelLimiter = Literal["tensor", "fp64", "fp32", "fp16", "dram", "l2", "l1",
                         "shared-pipe", "uniform", "cbu", "adu", "tex", "tma", "tmem", "idc"]
 KERNEL_LIMITERS: tuple[KernelLimiter, ...] = get_args(KernelLimiter)
 
+# docs/formulas.md#op-verdicts (analyzer/ops/verdicts.py): an op's words are a kernel's, and an op whose GPU
+# work is only copies between host and device is transfer-bound on the host link (PCIe / NVLink-C2C).
+OpLabel = Literal[KernelLabel, "transfer-bound"]
+OP_LABELS: tuple[OpLabel, ...] = get_args(OpLabel)
+OpLimiter = Literal[KernelLimiter, "host-link"]
+OP_LIMITERS: tuple[OpLimiter, ...] = get_args(OpLimiter)
+
 # docs/formulas.md#windows (analyzer/windows): ``unknown`` = no activity field in the window.
 # This order is the fleet roll-up's (``groups[].labels`` keys, analyzer/fleet/rollup.py).
 WindowLabel = Literal["idle", BoundLabel, "mixed", "unknown"]
