@@ -250,9 +250,9 @@ def _pin_advice(rows: Sequence[Mapping[str, Any]], pin: PinSaving) -> str:
         parts.append("device-to-host, copy into a pinned buffer allocated once and reused "
                      "(buf = torch.empty(..., pin_memory=True); buf.copy_(t, non_blocking=True)) instead of .cpu() "
                      "into fresh pageable memory")
-    rates = ", ".join(f"{d} {r:.1f} GB/s" for d, r in pin.rate_gb_s.items())
-    at = f" at the rate pinned copies reach in this capture ({rates})" if rates else ""
-    return (f"Pin the host buffers: {'; '.join(parts)}. Pinned copies run{at} by DMA and are truly asynchronous, "
+    rates = ", ".join(f"{d} {r:.1f} GB/s" for d, r in sorted(pin.rate_gb_s.items(), reverse=True))
+    at = f", at the rate this capture's pinned copies reach ({rates})," if rates else ""
+    return (f"Pin the host buffers: {'; '.join(parts)}. Pinned copies run by DMA{at} and are truly asynchronous, "
             "so they can overlap with GPU work; allocating pinned memory is itself slow, so pin once, not per copy.")
 
 
