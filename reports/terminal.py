@@ -180,9 +180,13 @@ def _health_lines(doc: Document, limit: int = 20) -> list[str]:
     return out
 
 
+_SEVERITY = {"high": 0, "medium": 1, "low": 2}
+
+
 def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:
-    """Per traced device: its label (limiter) and idle share, then its top finding on the next
-    line (docs/formulas.md#timelines)."""
+    """Per traced device: its label (limiter) and idle share, then on the next line its first finding
+    of the highest severity in the ranked list (docs/formulas.md#timeline-findings: a warm-up's seconds
+    rank a finding high in a trace's list, its severity stays low)."""
     entries = [e for e in doc.get("timeline") or [] if e["device"] is not None]
     out = []
     for e in entries[:limit]:
@@ -191,7 +195,8 @@ def _timeline_lines(doc: Document, limit: int = 8) -> list[str]:
         short = f"{plain(str(e['input']).rsplit('/', 1)[-1], 40)} GPU {plain(e['device'], 12)}"
         out.append(f"  timeline {short}: {plain(e['label'], None)} ({plain(e['limiter'], None)})"
                    + (f", idle {100 * idle:.1f}%" if idle is not None else ""))
-        top = next((f for f in doc["findings"] if f.get("group") == where), None)
+        mine = [f for f in doc["findings"] if f.get("group") == where]  # in the document's ranked order
+        top = min(mine, key=lambda f: _SEVERITY.get(str(f.get("severity")), len(_SEVERITY)), default=None)
         if top is not None:
             out.append(f"    top: {plain(str(top['title']).removeprefix(where + ': '), 240)}")
     if len(entries) > limit:

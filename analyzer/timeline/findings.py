@@ -5,8 +5,11 @@ cause as limiter, and graded by the same severity rule as kernel findings
 (:func:`rooftop.analyzer.findings.severity`: the recoverable share, here of the device's span,
 >= 10 % high, >= 2 % medium, else low).
 
-A cause is listed when it holds at least :data:`FLOOR` of the span. No finding comes from a device
-labelled ``unknown`` (no activity, or too little to judge).
+A cause is listed when it holds at least :data:`FLOOR` of the span; the host cause as one finding per
+host activity (``host_idle_by_activity_s``: input pipeline, CPU ops, CUDA runtime, ...) holding at least
+:data:`FLOOR`, each with its own advice and its own time as the saving (what that advice can recover),
+graded with two or more steps by its median share of a step's wall time (a warm-up step does not lift
+it). No finding comes from a device labelled ``unknown`` (no activity, or too little to judge).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from rooftop.analyzer.findings.severity import severity
+from rooftop.analyzer.findings.severity import SEVERITY_ORDER, severity
+from rooftop.analyzer.timeline.causes import UNTRACED
 from rooftop.analyzer.timeline.pinning import PinSaving, pin_saving
 
 RULE = "docs/formulas.md#timeline-findings"
@@ -32,6 +36,8 @@ RULE_COPIES = "docs/formulas.md#timeline-copies"
 
 
 NAME_MAX = 60  # characters of a kernel name in a finding's title (its evidence carries the whole name)
+STEPS_LISTED = 8  # per-step shares listed in a host finding's evidence
+HOST_NAME_MAX = 72  # characters of a host event's name in a host finding's title
 
 
 def _clip(name: str, n: int) -> str:
@@ -45,15 +51,6 @@ def _ms(s: float) -> str:
 
 def _where(e: Mapping[str, Any]) -> str:
     return f"{str(e['input']).rsplit('/', 1)[-1]} GPU {e['device']}"
-
-
-def _top(e: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
-    """The host activity holding most of the host idle time, and its named events."""
-    by = e.get("host_idle_by_activity_s") or {}
-    if not by:
-        return None, []
-    cat = max(by, key=lambda k: by[k])
-    return cat, [t for t in e.get("host_idle_top") or [] if t["category"] == cat]
 
 
 def step_shares(steps: Sequence[Mapping[str, Any]], e: Mapping[str, Any], cat: str) -> list[float]:
@@ -120,42 +117,62 @@ def _finding(e: Mapping[str, Any], rule: str, seconds: float, title: str, rec: s
             "group": _where(e)}
 
 
-def _typical(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[float]]:
-    """With two or more steps: the host activity with the largest median share of a step's wall time
-    (what a typical step waits on, not a warm-up step), and its shares."""
-    best: tuple[str | None, list[float]] = (None, [])
-    for cat in e.get("host_idle_by_activity_s") or {}:
-        shares = step_shares(steps, e, cat)
-        if len(shares) >= 2 and (best[0] is None or float(np.median(shares)) > float(np.median(best[1]))):
-            best = (cat, shares)
-    return best
+def _pct(share: float) -> str:
+    """A share as a percentage: whole points from 1 %, one decimal below."""
+    return f"{100 * share:.0f} %" if share >= 0.01 else f"{100 * share:.1f} %"
 
 
-def _host(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], seconds: float) -> dict[str, Any]:
-    cat, names = _top(e)
-    overall = cat
-    typical, shares = _typical(e, steps)
-    if typical is not None:
-        cat = typical
-        names = [t for t in e.get("host_idle_top") or [] if t["category"] == cat]
+def _host_one(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], cat: str | None,
+              seconds: float) -> dict[str, Any]:
+    """The finding of one host activity ``cat`` (None: the host time is not split), with ``seconds``
+    of host-cause idle as its saving (docs/formulas.md#timeline-findings)."""
     span = float(e["span_s"])
+    names = [t for t in e.get("host_idle_top") or [] if t["category"] == cat]
+    shares = step_shares(steps, e, cat) if cat is not None else []
+    shares = shares if len(shares) >= 2 else []
     what = f"host ({cat})" if cat else "host"
     if names:
-        what += f": {names[0]['name']}"
+        what += ": " + ", ".join(_clip(str(t["name"]), HOST_NAME_MAX) for t in names[:2])
         if cat == "input pipeline" and _SINGLE_PROCESS in str(names[0]["name"]):
             what += " in the main process"
-    per_step = (f", {100 * float(np.median(shares)):.0f} % of each step (median of {len(shares)})"
-                if shares else "")
-    also = f"; over the whole span most of it on {overall}" if overall not in (cat, None) else ""
+    elif cat == UNTRACED:
+        what += ": no host event recorded then"
+    typical = float(np.median(shares)) if shares else None
+    per_step = "" if typical is None else (
+        f"; absent from a typical step (median 0 % of {len(shares)} steps)" if typical == 0 else
+        f"; median {_pct(typical)} of a step's wall time ({len(shares)} steps)")
     title = (f"{_where(e)}: GPU idle {_ms(seconds)} ({100 * seconds / span:.1f} % of the span) waiting on "
-             f"the {what}{per_step}{also}")
+             f"the {what}{per_step}")
+    host = float((e.get("idle_by_cause_s") or {}).get("host", seconds))
     ev = [f"idle {_ms(float(e['idle_s']))} of a {_ms(span)} span ({100 * float(e['idle_fraction']):.1f} %); "
-          f"{_ms(seconds)} of it in gaps >= 10 µs while the host was not blocked in a sync call ({RULE})"]
+          f"{_ms(host)} of it in gaps >= 10 µs while the host was not blocked in a sync call"
+          + (f", {_ms(seconds)} of that attributed to {cat}: the most acting on this advice can recover" if cat
+             else "")
+          + f" ({RULE})"]
     ev += [s for s in e["evidence"] if s.startswith("host time in gaps")]
-    if overall != cat:
-        ev.append(f"over the whole span {overall} holds the most host time; per step {cat} does (median share "
-                  f"of each step's wall time over {len(shares)} steps)")
-    return _finding(e, "timeline-idle-host", seconds, title, _host_advice(cat, names), ev, "host")
+    if shares:
+        listed = ", ".join(_pct(s) for s in shares[:STEPS_LISTED]) + (", …" if len(shares) > STEPS_LISTED else "")
+        ev.append(f"{cat} per step (share of each step's wall time): {listed}; graded by the median "
+                  f"{_pct(typical or 0.0)}, what a typical step loses (a warm-up step does not raise it)")
+        if typical == 0:
+            ev.append(f"{cat} is absent from a typical step (median share 0 over {len(shares)} steps): a warm-up "
+                      "or one-off, not recovered per step")
+    f = _finding(e, "timeline-idle-host", seconds, title, _host_advice(cat, names), ev, "host")
+    if typical is not None:
+        f["severity"] = severity(typical, True)
+    return f
+
+
+def _host(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One finding per host activity holding >= :data:`FLOOR` of the span, its saving that activity's
+    share of the host-cause idle (so a device's host findings sum to at most its host-cause idle), in
+    ranking order (docs/formulas.md#timeline-findings)."""
+    span = float(e["span_s"])
+    by = e.get("host_idle_by_activity_s") or {}
+    if not by:  # the host time is not split (no host events read): one finding for all of it
+        return [_host_one(e, steps, None, float(e["idle_by_cause_s"]["host"]))]
+    out = [_host_one(e, steps, str(cat), float(s)) for cat, s in by.items() if float(s) >= FLOOR * span]
+    return sorted(out, key=lambda f: (SEVERITY_ORDER[f["severity"]], -float(f["time_share"])))
 
 
 def _sync(e: Mapping[str, Any], seconds: float) -> dict[str, Any]:
@@ -377,8 +394,8 @@ def timeline_findings(timeline: Sequence[Mapping[str, Any]], steps: Sequence[Map
             seconds = float(causes.get(cause, 0.0))
             if seconds < FLOOR * span:
                 continue
-            out.append(_host(e, steps, seconds) if cause == "host" else _sync(e, seconds) if cause == "sync"
-                       else _launch(e, steps, seconds))
+            out.extend(_host(e, steps) if cause == "host" else [_sync(e, seconds)] if cause == "sync"
+                       else [_launch(e, steps, seconds)])
         comm = _communication(e)
         out += [comm] if comm is not None else []
         out += _copy_findings(e, timeline)
