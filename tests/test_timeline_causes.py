@@ -403,3 +403,13 @@ def test_corpus_resnet50_summary_headlines_the_dataloader_not_the_warm_up() -> N
     assert "(CUDA runtime)" in doc["findings"][0]["title"] and doc["findings"][0]["severity"] == "low"
     (top,) = [ln for ln in summary_text(doc).splitlines() if ln.startswith("    top: ")]
     assert "(input pipeline): enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ in the main" in top
+
+
+def test_unsplit_host_time_is_one_finding_with_the_advice_to_record_host_events() -> None:
+    """A device entry without host_idle_by_activity_s (no host events read): its whole host-cause idle is one
+    finding, the advice to record the host (docs/formulas.md#timeline-findings)."""
+    e = {"input": "t", "device": "0", "span_s": 1.0, "idle_s": 0.5, "idle_fraction": 0.5, "label": "idle",
+         "idle_by_cause_s": {"host": 0.4, "sync": 0.0, "launch": 0.0}, "evidence": []}
+    (f,) = timeline_findings([e], [])
+    assert (f["rule"], f["est_saving_s"], f["severity"]) == ("timeline-idle-host", 0.4, "high")
+    assert "waiting on the host" in f["title"] and "No host event covers these gaps" in f["recommendation"]
