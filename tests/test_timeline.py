@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rooftop.analyzer.findings.severity import SEVERITY_ORDER
 from rooftop.analyzer.timeline import analyze_timelines
 from rooftop.analyzer.timeline.metrics import device_metrics, union
 from rooftop.errors import InputError
@@ -297,9 +298,9 @@ def test_join_with_ncu_waterfall_and_ranked_findings(tmp_path: Path) -> None:
     eff = {m["name"][:8]: m["eff"] for m in w["matches"]}
     gemm_s = 3 * 1_208_000 / 1e9
     assert abs(parts["above roofline: compute-bound / tensor"] - (1 - eff["void gem"]) * gemm_s) < 1e-9
-    ranks = [(f["rank"], f["est_saving_s"]) for f in doc["findings"]]
-    assert [r for r, _ in ranks] == list(range(1, len(ranks) + 1))
-    assert [s for _, s in ranks] == sorted((s for _, s in ranks), reverse=True)
+    ranks = [(f["rank"], SEVERITY_ORDER[f["severity"]], -(f["est_saving_s"] or 0.0)) for f in doc["findings"]]
+    assert [r for r, _, _ in ranks] == list(range(1, len(ranks) + 1))
+    assert [k[1:] for k in ranks] == sorted(k[1:] for k in ranks)  # severity, then saving (largest first)
     assert doc["findings"][0]["rule"] == "timeline-idle-host"
     assert {"timeline", "roofline"} <= {f["rule"].split("-")[0].split(".")[0] for f in doc["findings"]}
 

@@ -55,11 +55,17 @@ def _where(e: Mapping[str, Any]) -> str:
 
 def step_shares(steps: Sequence[Mapping[str, Any]], e: Mapping[str, Any], cat: str) -> list[float]:
     """Per ProfilerStep / iteration of the entry's input and device: ``cat``'s host idle time over
-    the step's wall time."""
+    the step's wall time. A step whose host idle is not split by activity (its idle cause not decided,
+    e.g. under CUDA-graph replays) has no share and is left out; one with no host idle has share 0."""
     out = []
     for s in steps:
         if s["input"] == e["input"] and s["device"] == e["device"] and s["kind"] != "range" and s["wall_s"]:
-            out.append(float((s.get("host_idle_by_activity_s") or {}).get(cat, 0.0)) / float(s["wall_s"]))
+            by = s.get("host_idle_by_activity_s")
+            causes = s.get("idle_by_cause_s") or {}
+            if by is None and (float(causes.get("host", 0.0)) > 0 or "host" not in causes
+                               or any(float(v) > 0 for k, v in causes.items() if k not in ("host", "sync", "launch"))):
+                continue  # the step's host time is not split (or its idle not decided): its share is unknown
+            out.append(float((by or {}).get(cat, 0.0)) / float(s["wall_s"]))
     return out
 
 

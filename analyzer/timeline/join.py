@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop.analyzer.findings.recommendations import recommendation
-from rooftop.analyzer.findings.severity import severity
+from rooftop.analyzer.findings.severity import SEVERITY_ORDER, severity
 from rooftop.analyzer.timeline import TimelineAnalysis
 from rooftop.analyzer.timeline.metrics import GPU_KINDS
 from rooftop.parsers.model import ParseResult
@@ -178,9 +178,11 @@ def findings(waterfalls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def rank_together(kernel_findings: list[dict[str, Any]], timeline_findings: list[dict[str, Any]],
                   top: int) -> list[dict[str, Any]]:
-    """Kernel and timeline findings in one list by estimated saving (largest first), ranks renumbered."""
+    """Kernel, op and timeline findings in one list by severity, then estimated saving (largest first),
+    ranks renumbered (docs/formulas.md#findings: severity first, as :func:`rank_findings`)."""
     both = sorted(kernel_findings + timeline_findings,
-                  key=lambda f: -(f.get("est_saving_s") or 0.0))[:top]
+                  key=lambda f: (SEVERITY_ORDER.get(str(f.get("severity")), len(SEVERITY_ORDER)),
+                                 -(f.get("est_saving_s") or 0.0)))[:top]
     return [{**f, "rank": i} for i, f in enumerate(both, start=1)]
 
 
