@@ -338,3 +338,25 @@ def test_host_python_after_a_sync_is_untraced_host_time() -> None:
     assert first is host["untraced"] and first["est_saving_s"] == 0.061084918
     assert "No host event covers these gaps" in first["recommendation"]
     assert e["idle_by_cause_s"]["sync"] < 0.01 * first["est_saving_s"]
+
+
+def test_the_input_pipeline_finding_pays_off_what_it_says() -> None:
+    """The advice applied on the same machine: kineto_host_loader0 (num_workers=0) told to move the DataLoader
+    into workers, kineto_host_loader4 the same program with 4 workers. Per step (medians of 3), loader0 spends
+    24.85 ms of a 29.14 ms step with the GPU idle in the loader; with workers the step takes 7.37 ms, 21.77 ms
+    less, and the loader still holds 2.25 ms. The per-step loss rooftop names is what the workers recovered plus
+    what they left in the loader, within 5 % (the rest: the workers' hand-over)."""
+    import statistics
+
+    def per_step(name: str) -> tuple[float, float]:
+        steps = [s for s in _doc(name)["steps"] if s["kind"] == "profiler-step"]
+        assert len(steps) == 3
+        return (statistics.median(s["wall_s"] for s in steps),
+                statistics.median((s.get("host_idle_by_activity_s") or {}).get("input pipeline", 0.0) for s in steps))
+
+    wall0, loss0 = per_step("kineto_host_loader0.json.gz")
+    wall4, left4 = per_step("kineto_host_loader4.json.gz")
+    gained = wall0 - wall4
+    assert gained <= loss0 <= 1.05 * (gained + left4)
+    first = _doc("kineto_host_loader0.json.gz")["findings"][0]
+    assert "(input pipeline)" in first["title"] and f"median {100 * loss0 / wall0:.0f} %" in first["title"]
