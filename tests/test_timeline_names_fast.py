@@ -34,7 +34,8 @@ NAMES = [None, "", "cudaLaunchKernel", "cudaDeviceSynchronize", "cudaStreamSynch
          "enumerate(DataLoader)#x.__next__, seq = 2", "enumerate(DataLoader)#a\nb.__next__",
          "Optimizer.step#Adam.step", "Optimizer.zero_grad#SGD.zero_grad, op_id = 9", "Optimizer.stepx",
          "[CUDA memcpy Host-to-Device]", "[CUDA memcpy Device-to-Host]", "Memcpy HtoD (Pageable -> Device)",
-         "nccl, seq = 1", ", seq = 1", "é, op_id = 1", "ä,sizes = []"]
+         "nccl, seq = 1", ", seq = 1", "é, op_id = 1", "ä,sizes = []", "Memcpy DtoH (Device -> Pageable)",
+         "Memcpy DtoH (Device -> Pinned)", "cudaMemcpy2DAsync"]
 KINDS = ["runtime", "range", "kernel", "memcpy", "memset", "sync", None]
 ROW = st.tuples(st.sampled_from(KINDS), st.sampled_from(NAMES), st.integers(0, 60), st.integers(0, 30),
                 st.one_of(st.none(), st.integers(1, 2)), st.one_of(st.none(), st.integers(0, 8)),

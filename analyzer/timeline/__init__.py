@@ -21,7 +21,7 @@ from rooftop.analyzer.timeline.batch import batch_metrics, range_members
 from rooftop.analyzer.timeline.calls import ASYNC_COPY, GRAPH_LAUNCH, call_keys, made_by
 from rooftop.analyzer.timeline.causes import HostActivity, IdleSplit, host_activity
 from rooftop.analyzer.timeline.comm import communication
-from rooftop.analyzer.timeline.copies import copy_table
+from rooftop.analyzer.timeline.copies import PAGEABLE, copy_kind, copy_table
 from rooftop.analyzer.timeline.labels import Verdict, label_device, summary_verdict
 from rooftop.analyzer.timeline.metrics import (
     GPU_KINDS,
@@ -137,7 +137,22 @@ def blocking_rows(ev: pd.DataFrame, names: EventNames | None = None) -> tuple[np
     api[rt[n.test(rt, lambda a: pc.is_in(a, value_set=_SYNC_API_SET))]] = True
     calls = np.flatnonzero(api)
     api[calls[sync_exempt(ev, calls, n)]] = False
+    copies = rt[n.test(rt, lambda a: pc.match_substring_regex(a, ASYNC_COPY))]
+    if len(copies):  # an async copy into pageable memory returns only once the copy is done (a host wait)
+        d2h = n.rows("memcpy")
+        d2h = d2h[n.test(d2h, lambda a: pa.array([is_d2h_pageable(x) for x in a.to_pylist()], type=pa.bool_()))]
+        if len(d2h):
+            api[copies[_joined(ev, copies, d2h)]] = True
     return np.flatnonzero(sync | api), api
+
+
+def is_d2h_pageable(name: str | None) -> bool:
+    """A device-to-host copy into pageable memory, by its name (:func:`copies.copy_kind`): an async copy
+    call that makes one returns only once the copy has completed (docs/formulas.md#timelines)."""
+    if name is None:
+        return False
+    op, direction, memory = copy_kind(name)
+    return op == "memcpy" and direction == "DtoH" and PAGEABLE in memory
 
 
 def sync_exempt(ev: pd.DataFrame, calls: np.ndarray, names: EventNames | None = None) -> np.ndarray:
@@ -155,10 +170,14 @@ def sync_exempt(ev: pd.DataFrame, calls: np.ndarray, names: EventNames | None = 
 
 
 def _joined(ev: pd.DataFrame, calls: np.ndarray, copies: np.ndarray) -> np.ndarray:
-    """Per row of ``calls``: whether a row of ``copies`` has its (correlation, pid) key."""
+    """Per row of ``calls``: whether a row of ``copies`` has its (correlation, pid) key; a copy with no
+    process (Kineto GPU activity carries none) is joined by correlation id alone."""
     corr, pid = ints(ev["correlation"]), ints(ev["pid"])
     keys = {(c, p) for c, p in zip(corr[copies].tolist(), pid[copies].tolist(), strict=True) if c != NA}
-    return made_by(corr[calls], pid[calls], keys)
+    out: np.ndarray = made_by(corr[calls], pid[calls], keys)
+    if any(p == NA for _, p in keys):
+        out |= made_by(corr[calls], np.full(len(calls), NA), keys)
+    return out
 
 
 def blocking_rows_ref(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -171,6 +190,13 @@ def blocking_rows_ref(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
             STREAM_WAIT, regex=True).to_numpy(dtype=bool, na_value=False)]] = False
     api = ((kind == "runtime") & ev["name"].isin(SYNC_APIS)).to_numpy(dtype=bool, na_value=False)
     api[np.flatnonzero(api)[sync_exempt_ref(ev, np.flatnonzero(api))]] = False
+    is_async = ((kind == "runtime") & ev["name"].str.contains(ASYNC_COPY, regex=True)).to_numpy(dtype=bool, na_value=False)
+    d2h = ((kind == "memcpy").to_numpy(dtype=bool, na_value=False)
+           & np.array([is_d2h_pageable(x) for x in ev["name"].astype(object).where(ev["name"].notna(), None)], dtype=bool))
+    corr, pid = ints(ev["correlation"]), ints(ev["pid"])
+    keys = {(int(c), int(p)) for c, p in zip(corr[d2h], pid[d2h], strict=True) if c != NA}
+    for i in np.flatnonzero(is_async):
+        api[i] |= (int(corr[i]), int(pid[i])) in keys or (int(corr[i]), NA) in keys
     return np.flatnonzero(sync | api), api
 
 
@@ -186,8 +212,9 @@ def sync_exempt_ref(ev: pd.DataFrame, calls: np.ndarray) -> np.ndarray:
     small = (nbytes != NA) & (nbytes <= SYNC_COPY_MIN_H2D_BYTES) & names.str.contains(_H2D.pattern).to_numpy(dtype=bool)
     corr, pid = ints(ev["correlation"]), ints(ev["pid"])
     keys = {(int(c), int(p)) for c, p in zip(corr[copy[small]], pid[copy[small]], strict=True) if c != NA}
-    if keys:
-        out = np.array([(int(c), int(p)) in keys for c, p in zip(corr[calls], pid[calls], strict=True)], dtype=bool)
+    if keys:  # a copy with no process (Kineto) matches its correlation id alone
+        out = np.array([(int(c), int(p)) in keys or (int(c), NA) in keys
+                        for c, p in zip(corr[calls], pid[calls], strict=True)], dtype=bool)
     return out
 
 

@@ -186,7 +186,8 @@ def _sync(e: Mapping[str, Any], seconds: float) -> dict[str, Any]:
     title = (f"{_where(e)}: GPU idle {_ms(seconds)} ({100 * seconds / span:.1f} % of the span) while the host "
              "was blocked in a synchronising call")
     ev = [f"{_ms(seconds)} of the idle time lies inside synchronising calls (CUPTI sync records, "
-          f"cudaDeviceSynchronize/StreamSynchronize/EventSynchronize, blocking copies) ({RULE})"]
+          f"cudaDeviceSynchronize/StreamSynchronize/EventSynchronize, blocking copies: cudaMemcpy, and async copies into "
+          f"pageable memory such as .cpu()/.item()) ({RULE})"]
     rec = ("The host waited in a sync while this GPU had no work, so it waited on work elsewhere (another "
            "GPU or process, an event of another stream): remove the wait from the loop (no .item()/.cpu()/"
            "torch.cuda.synchronize() per step) or overlap it with this GPU's next work.")
