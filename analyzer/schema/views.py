@@ -75,6 +75,7 @@ class TimelineEntry(_TimelineBase, total=False):
     communication: Communication  # NCCL kernels (docs/formulas.md#timeline-communication)
     copies: list[CopyKind]  # per copy/set kind (docs/formulas.md#timeline-copies)
     graph_replay_share: float | None  # GPU time launched by CUDA-graph launches (docs/formulas.md#timelines)
+    optimizer_impl: Literal["fused", "foreach"]  # what the optimizer ranges show (docs/formulas.md#timeline-findings)
     section: int | None  # nsys stats console: the run within the file
     gap_histogram: GapHistogram
     busy_strip: BusyStrip | None

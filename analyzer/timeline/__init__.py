@@ -32,6 +32,7 @@ from rooftop.analyzer.timeline.metrics import (
     union,
 )
 from rooftop.analyzer.timeline.names import EventNames, arrow_strings
+from rooftop.analyzer.timeline.optimizer import optimizer_impl
 from rooftop.analyzer.timeline.ranks import NcclKernels, collectives
 from rooftop.analyzer.timeline.steps import (
     ITERATION,
@@ -262,6 +263,7 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
     sync = _SyncRows.of(ev, blocking)
     ctx = _Context(r, ev, act, acts, sync, host_activity(ev, blocking[0], r.ops, names),
                    async_calls=call_keys(ev, ASYNC_COPY, names), graph_calls=call_keys(ev, GRAPH_LAUNCH, names))
+    impl = optimizer_impl(ctx.host)
     is_copy = acts.kind > 0  # memcpy, memset
     is_nccl = (acts.kind == 0) & (acts.name >= 0)
     is_nccl[is_nccl] = acts.nccl[acts.name[is_nccl]]
@@ -288,6 +290,8 @@ def analyze_input(r: ParseResult, out: TimelineAnalysis) -> None:
         copies = copy_table(act, ctx.async_calls, np.flatnonzero(on_dev & is_copy))  # docs/formulas.md#timeline-copies
         if copies:
             entry["copies"] = copies
+        if impl is not None:  # docs/formulas.md#timeline-findings: the optimizer advice follows it
+            entry["optimizer_impl"] = impl
         out.timeline.append(entry)
     _steps(ctx, out, names)  # the encoded kinds and names
 

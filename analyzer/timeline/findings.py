@@ -69,7 +69,7 @@ def step_shares(steps: Sequence[Mapping[str, Any]], e: Mapping[str, Any], cat: s
     return out
 
 
-def _host_advice(cat: str | None, names: list[dict[str, Any]]) -> str:
+def _host_advice(cat: str | None, names: list[dict[str, Any]], impl: str | None = None) -> str:
     top = [str(t["name"]) for t in names]
     if cat == "input pipeline":
         if any(_SINGLE_PROCESS in n for n in top):
@@ -78,7 +78,16 @@ def _host_advice(cat: str | None, names: list[dict[str, Any]]) -> str:
                     "prepared while the GPU runs this one.")
         return ("The DataLoader's workers do not keep up: raise num_workers or prefetch_factor, or make "
                 "decoding and augmentation cheaper, so the next batch is ready when the GPU needs it.")
-    if cat == "optimizer":
+    if cat == "optimizer":  # by what the trace shows it runs (docs/formulas.md#timeline-findings)
+        if impl == "fused":
+            return ("The optimizer already runs fused kernels and its step still holds the host while the GPU "
+                    "waits: what is left is its Python and launch overhead: compile the step (torch.compile of the "
+                    "optimizer step, capturable=True) or step less often (gradient accumulation).")
+        if impl == "foreach":
+            return ("The optimizer already runs foreach kernels (aten::_foreach_*, several tensors per launch) and "
+                    "its step still holds the host while the GPU waits: use the fused implementation "
+                    "(torch.optim.Adam/AdamW/SGD(..., fused=True): a few kernels per step) or compile the step "
+                    "(torch.compile).")
         return ("The optimizer step runs on the host while the GPU waits: use a fused or foreach "
                 "implementation (e.g. torch.optim.AdamW(..., fused=True)) so it is a few kernels, not "
                 "one per parameter.")
@@ -163,7 +172,7 @@ def _host_one(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], cat: str
         if typical == 0:
             ev.append(f"{cat} is absent from a typical step (median share 0 over {len(shares)} steps): a warm-up "
                       "or one-off, not recovered per step")
-    f = _finding(e, "timeline-idle-host", seconds, title, _host_advice(cat, names), ev, "host")
+    f = _finding(e, "timeline-idle-host", seconds, title, _host_advice(cat, names, e.get("optimizer_impl")), ev, "host")
     if typical is not None:
         f["severity"] = severity(typical, True)
     return f
