@@ -360,3 +360,15 @@ def test_the_input_pipeline_finding_pays_off_what_it_says() -> None:
     assert gained <= loss0 <= 1.05 * (gained + left4)
     first = _doc("kineto_host_loader0.json.gz")["findings"][0]
     assert "(input pipeline)" in first["title"] and f"median {100 * loss0 / wall0:.0f} %" in first["title"]
+
+
+def test_a_scalar_copy_to_the_host_is_latency_not_bandwidth() -> None:
+    """kineto_host_sync: .item() after each iteration, 60 copies of 4 B at 1.44 µs each: the link's fixed cost per
+    copy (its pinned copies in kineto_host_copies run at 55 GB/s, where 4 B take 0.07 ns). Was transfer-bound,
+    "0.00278 GB/s"."""
+    doc = _doc("kineto_host_sync.json.gz")
+    (o,) = [o for o in doc["ops"] if o["name"] == "aten::_local_scalar_dense"]
+    assert (o["label"], o["limiter"]) == ("overhead-bound", "latency")
+    assert not any(f["title"].startswith("aten::_local_scalar_dense") for f in doc["findings"])
+    big = [o for o in _doc("kineto_host_copies.json.gz")["ops"] if o["category"] == "copy"]
+    assert big and {(o["label"], o["limiter"]) for o in big} == {("transfer-bound", "host-link")}

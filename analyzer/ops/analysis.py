@@ -50,7 +50,7 @@ def _entry(r: ParseResult, sig: Signature, v: Verdict, gpu: str | None, device_n
     flops = w.flops * sig.calls if w else None
     lo = w.bytes_min * sig.calls if w else None
     hi = w.bytes_max * sig.calls if w else None
-    if v.label == "transfer-bound" and sig.link is not None and sig.link.bytes is not None:
+    if v.limiter in ("host-link", "latency") and sig.link_only and sig.link is not None and sig.link.bytes is not None:
         # across the host link each copied byte moves once (docs/formulas.md#op-memory), whatever the formula's
         # read + write of the two tensors
         flops, lo, hi = 0, sig.link.bytes, sig.link.bytes

@@ -121,10 +121,22 @@ def link_lines(link: LinkCopies) -> list[str]:
     return out
 
 
+SMALL_COPY_BYTES = 64 * 1024  # at or below, a copy's time is the link's fixed cost, not its bandwidth
+
+
 def transfer_verdict(link: LinkCopies) -> Verdict:
     """An op whose GPU work is only copies between host and device: bound by the host link (PCIe /
     NVLink-C2C), whose peak rooftop does not know; what pinning or moving fewer bytes recovers is the
-    timeline's copy finding, not an op finding (docs/formulas.md#op-verdicts)."""
+    timeline's copy finding, not an op finding. Copies of <= :data:`SMALL_COPY_BYTES` on average
+    (``.item()``, a scalar to the host) are latency, not bandwidth (docs/formulas.md#op-verdicts)."""
+    n = sum(v[0] for v in link.by_name.values())
+    if link.bytes is not None and n and link.bytes / n <= SMALL_COPY_BYTES:
+        return Verdict("overhead-bound", "latency", {}, None, None, [
+            f"its GPU work is only copies between host and device of {link.bytes / n:.3g} B on average (<= 64 KB): "
+            "each takes the link's fixed cost per copy (about 1.4 µs for a 4-byte copy on our H100 capture, whose "
+            "pinned copies run at 55 GB/s: the two are equal near 80 KB), not its bandwidth", *link_lines(link),
+            "fewer copies, not faster ones, save time: keep the value on the GPU, or batch what goes to the host "
+            "into one copy (docs/formulas.md#op-verdicts)"])
     return Verdict("transfer-bound", "host-link", {}, None, None, [
         "its GPU work is only copies between host and device (no kernels): the host link (PCIe / NVLink-C2C) "
         "bounds it, not a roof of the device table; ncu profiles kernels, not copies", *link_lines(link),
