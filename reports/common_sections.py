@@ -63,9 +63,12 @@ def findings_section(doc: Document) -> Section:
     kernels = doc["kernels"]
     items = "".join(finding_html(f, kernels) for f in findings)
     return Section("Findings", f'<ol class="findings">{items}</ol>', anchor="findings",
-                   note=("GPUs with health events first (docs/formulas.md#health); the rest ranked by estimated "
-                         "recoverable time, then share of GPU time." if any(f.get("label") == "health" for f in findings)
-                         else "Ranked by estimated recoverable time, then share of GPU time."))
+                   note=("GPUs with health events first (docs/formulas.md#health); the rest " + _ORDER
+                         if any(f.get("label") == "health" for f in findings) else _ORDER[0].upper() + _ORDER[1:]))
+
+
+_ORDER = ("ranked by severity (high, medium, low), then by estimated recoverable time, or by share of GPU time "
+          "where no saving is estimated (docs/formulas.md#findings).")
 
 
 def lint_section(doc: Document) -> Section | None:
