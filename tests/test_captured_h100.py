@@ -372,3 +372,12 @@ def test_a_scalar_copy_to_the_host_is_latency_not_bandwidth() -> None:
     assert not any(f["title"].startswith("aten::_local_scalar_dense") for f in doc["findings"])
     big = [o for o in _doc("kineto_host_copies.json.gz")["ops"] if o["category"] == "copy"]
     assert big and {(o["label"], o["limiter"]) for o in big} == {("transfer-bound", "host-link")}
+
+
+def test_sync_inside_large_pageable_copies_is_told_to_pin_not_to_look_elsewhere() -> None:
+    """kineto_host_copies: 16 ms of the GPU's idle lies inside .cpu() calls of 64 MiB into fresh pageable memory
+    (staged chunk by chunk: the GPU waits while the host copies each chunk out). Was: "it waited on work
+    elsewhere (another GPU or process...)"."""
+    (f,) = [f for f in _doc("kineto_host_copies.json.gz")["findings"] if f["rule"] == "timeline-idle-sync"]
+    assert "pinned buffer" in f["recommendation"] and "work elsewhere" not in f["recommendation"]
+    assert any("Device -> Pageable" in x and "67.1 MB" in x for x in f["evidence"])

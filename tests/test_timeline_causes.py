@@ -91,6 +91,8 @@ def test_corpus_rank0_waits_in_pageable_copies_not_the_host() -> None:
     assert e["limiter"] == "sync" and e["idle_by_cause_s"]["sync"] > 0.45
     assert e["host_idle_by_activity_s"]["CUDA runtime"] < 0.1
     assert not any(t["name"] == "cudaMemcpyAsync" and t["seconds"] > 0.01 for t in e["host_idle_top"])
+    (sync,) = [f for f in timeline_findings(a.timeline, a.steps) if f["rule"] == "timeline-idle-sync"]
+    assert "work elsewhere" in sync["recommendation"]  # 8-byte copies: one chunk each, no staging to blame
 
 
 def test_a_stream_waiting_on_an_event_is_not_the_host_waiting() -> None:

@@ -200,7 +200,19 @@ def _sync(e: Mapping[str, Any], seconds: float) -> dict[str, Any]:
     rec = ("The host waited in a sync while this GPU had no work, so it waited on work elsewhere (another "
            "GPU or process, an event of another stream): remove the wait from the loop (no .item()/.cpu()/"
            "torch.cuda.synchronize() per step) or overlap it with this GPU's next work.")
+    staged = [c for c in e.get("copies") or [] if c["op"] == "memcpy" and c["direction"] == "DtoH" and c["pageable"]
+              and c["async_calls"] and c.get("bytes") and float(c["bytes"]) / int(c["count"]) > STAGED_MIN_BYTES]
+    if staged:  # docs/formulas.md#timeline-findings: large copies into pageable memory are staged chunk by chunk
+        ev.append("device-to-host copies into pageable memory, larger than 64 KB on average: "
+                  + "; ".join(_copy_line(c) for c in staged))
+        rec = ("The host is blocked in device-to-host copies into pageable memory: CUDA stages them through a "
+               "pinned buffer chunk by chunk, and this GPU waits while the host copies each chunk out. Copy into a "
+               "pinned buffer allocated once (non_blocking=True, then wait on an event) instead of .cpu() into "
+               "fresh memory; other waits in the loop (.item(), torch.cuda.synchronize()) hold this GPU too.")
     return _finding(e, "timeline-idle-sync", seconds, title, rec, ev, "sync")
+
+
+STAGED_MIN_BYTES = 64 * 1024  # a smaller copy is one chunk: its wait is the work before it, not staging
 
 
 def _launch(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], seconds: float) -> dict[str, Any]:
