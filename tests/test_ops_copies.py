@@ -68,3 +68,21 @@ def test_corpus_mixed_host_and_device_copies_stay_undecided_with_the_link_rate()
     small = h2d.pop("[4096]")
     assert (small["label"], small["limiter"]) == ("overhead-bound", "latency")
     assert h2d and {(o["label"], o["limiter"]) for o in h2d.values()} == {("transfer-bound", "host-link")}
+
+
+@pytest.mark.corpus
+def test_undecided_communication_ops_are_not_sent_to_ncu() -> None:
+    """negative_queue rank0: nccl:all_reduce (127 ms) and nccl:all_to_all lead its undecided ops; ncu does not
+    decide a collective, its message size does (record_param_comms). The advice names both, each for its kind."""
+    path = next(corpus_dir("trace").glob("*negative_queue_length_values_check__rank0*"), None)
+    if path is None:
+        pytest.skip("trace corpus absent")
+    (f,) = [f for f in dict(run_analysis([str(path)]))["findings"] if f["rule"] == "op-unknown"]
+    assert "nccl:all_reduce" in f["title"]
+    assert "record_param_comms" in f["recommendation"] and "profile it with ncu" in f["recommendation"]
+    from rooftop.analyzer.ops.findings import _undecided
+
+    comm = [o for o in dict(run_analysis([str(path)]))["ops"] if o["category"] == "communication"
+            and o["label"] == "unknown"]
+    (only,) = _undecided(comm)  # undecided collectives alone: no ncu advice at all
+    assert "record_param_comms" in only["recommendation"] and "ncu (" not in only["recommendation"]

@@ -25,6 +25,9 @@ ADVICE = {
 }
 UNKNOWN_ADVICE = ("the trace cannot decide its bound: profile it with ncu (rooftop analyze TRACE PROFILE joins "
                   "the two op by op)")
+COMM_UNKNOWN_ADVICE = ("communication ops (NCCL) are not decided by ncu: their message size in the trace decides "
+                       "them (PyTorch's record_param_comms events, recorded with record_shapes=True), and the "
+                       "exposed-communication finding says how much of their time stalls this GPU")
 
 
 def dtype(op: dict[str, Any]) -> str:
@@ -124,11 +127,13 @@ def _undecided(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
         share = sum(float(o["time_share"]) for o in group)
         where = f"{path.rsplit('/', 1)[-1]} GPU {device}"
         top = ", ".join(f"{describe(o)} {_t(o['kernel_time_s'])}" for o in group[:3])
+        comm = [o for o in group if o["category"] == "communication"]
+        rec = "; ".join(([UNKNOWN_ADVICE] if len(comm) < len(group) else []) + ([COMM_UNKNOWN_ADVICE] if comm else []))
         out.append({
             "rank": 0, "rule": "op-unknown", "severity": severity(share, False, True),
             "title": (f"{len(group)} op signature(s) holding {100 * share:.1f} % of the GPU time are not decided by "
                       f"the trace ({where}); largest: {top}"),
-            "kernels": [], "time_share": share, "est_saving_s": None, "recommendation": UNKNOWN_ADVICE,
+            "kernels": [], "time_share": share, "est_saving_s": None, "recommendation": rec,
             "label": "unknown", "limiter": "unknown", "source": "ops",
             "evidence": [f"{describe(o)}: {o['evidence'][-1]}" for o in group[:5] if o.get("evidence")],
         })
