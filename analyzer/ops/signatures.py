@@ -12,11 +12,10 @@ import pandas as pd
 
 from rooftop.analyzer.ops.attribution import Attribution
 from rooftop.analyzer.ops.model import Modelled, model
-from rooftop.analyzer.timeline.copies import copy_kind
+from rooftop.analyzer.timeline.copies import HOST_LINK, copy_kind
 
 SIGNATURE = ("name", "input_dims", "input_types", "concrete_inputs", "collective")
 _HOST_COPY = ("HtoD", "DtoH", "Host-to-Device", "Device-to-Host", "HtoH", "PtoP", "Peer")  # memcpy names
-HOST_LINK = ("HtoD", "DtoH")  # copy directions that cross the host link (docs/formulas.md#op-memory)
 
 
 @dataclass(frozen=True)

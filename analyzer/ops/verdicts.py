@@ -10,6 +10,7 @@ from typing import Any
 
 from rooftop.analyzer.ceilings.devices import DeviceSpec
 from rooftop.analyzer.ops.signatures import LinkCopies, Signature
+from rooftop.analyzer.timeline.copies import SMALL_COPY_BYTES
 
 TIMELINE_COPIES = "docs/formulas.md#timeline-copies"
 LAUNCH_S = 5e-6  # docs/formulas.md#kernel-labels: kernels shorter than this sit at the launch cost
@@ -119,9 +120,6 @@ def link_lines(link: LinkCopies) -> list[str]:
     if len(link.by_name) > 1:
         out += [f"{name}: {_rate(k, b, ns)}" for name, (k, b, ns) in sorted(link.by_name.items())]
     return out
-
-
-SMALL_COPY_BYTES = 64 * 1024  # at or below, a copy's time is the link's fixed cost, not its bandwidth
 
 
 def transfer_verdict(link: LinkCopies) -> Verdict:

@@ -29,6 +29,9 @@ _DIRECTION = {"host-to-device": "HtoD", "device-to-host": "DtoH", "device-to-dev
               "peer-to-peer": "PtoP", "host-to-host": "HtoH", "array-to-device": "AtoD",
               "device-to-array": "DtoA"}
 PAGEABLE = "Pageable"
+PINNED = "Pinned"
+HOST_LINK = ("HtoD", "DtoH")  # the copy directions that cross the host link (PCIe / NVLink-C2C)
+SMALL_COPY_BYTES = 64 * 1024  # at or below: one staging chunk, and the link's fixed cost outweighs its bandwidth
 _COPY_KINDS = pa.array(["memcpy", "memset"], type=pa.large_string())
 
 

@@ -22,7 +22,10 @@ import numpy as np
 
 from rooftop.analyzer.findings.severity import SEVERITY_ORDER, severity
 from rooftop.analyzer.timeline.causes import UNTRACED
+from rooftop.analyzer.timeline.copies import PAGEABLE, SMALL_COPY_BYTES
 from rooftop.analyzer.timeline.pinning import PinSaving, pin_saving
+from rooftop.analyzer.timeline.text import duration as _ms
+from rooftop.analyzer.timeline.text import size as _gb
 
 RULE = "docs/formulas.md#timeline-findings"
 FLOOR = 0.01  # a cause below 1 % of the span is not listed (rooftop's floor)
@@ -31,7 +34,6 @@ _ALLOC = re.compile(r"^(cuda|hip|cu)(Malloc|Free|HostAlloc|FreeHost|MallocHost|M
 _COPY = re.compile(r"^(cuda|hip|cu)Memcpy", re.I)
 _LAUNCH = re.compile(r"Launch", re.I)
 _GRAPH_LAUNCH = re.compile(r"GraphLaunch", re.I)  # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
-PAGEABLE_WORD = "Pageable"
 RULE_COPIES = "docs/formulas.md#timeline-copies"
 
 
@@ -44,9 +46,6 @@ def _clip(name: str, n: int) -> str:
     """``name`` cut to ``n`` characters with an ellipsis, so a cut name reads as cut."""
     return name if len(name) <= n else name[: n - 1] + "…"
 
-
-def _ms(s: float) -> str:
-    return f"{s:.3f} s" if s >= 1 else f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
 
 
 def _where(e: Mapping[str, Any]) -> str:
@@ -61,12 +60,15 @@ def step_shares(steps: Sequence[Mapping[str, Any]], e: Mapping[str, Any], cat: s
     for s in steps:
         if s["input"] == e["input"] and s["device"] == e["device"] and s["kind"] != "range" and s["wall_s"]:
             by = s.get("host_idle_by_activity_s")
-            causes = s.get("idle_by_cause_s") or {}
-            if by is None and (float(causes.get("host", 0.0)) > 0 or "host" not in causes
-                               or any(float(v) > 0 for k, v in causes.items() if k not in ("host", "sync", "launch"))):
+            if by is None and not _no_host_idle(s.get("idle_by_cause_s") or {}):
                 continue  # the step's host time is not split (or its idle not decided): its share is unknown
             out.append(float((by or {}).get(cat, 0.0)) / float(s["wall_s"]))
     return out
+
+
+def _no_host_idle(causes: Mapping[str, float]) -> bool:
+    """A step's idle is decided and none of it is host time (so every host activity's share is 0)."""
+    return "host" in causes and all(float(v) == 0 for k, v in causes.items() if k not in ("sync", "launch"))
 
 
 def _host_advice(cat: str | None, names: list[dict[str, Any]], impl: str | None = None) -> str:
@@ -201,7 +203,7 @@ def _sync(e: Mapping[str, Any], seconds: float) -> dict[str, Any]:
            "GPU or process, an event of another stream): remove the wait from the loop (no .item()/.cpu()/"
            "torch.cuda.synchronize() per step) or overlap it with this GPU's next work.")
     staged = [c for c in e.get("copies") or [] if c["op"] == "memcpy" and c["direction"] == "DtoH" and c["pageable"]
-              and c["async_calls"] and c.get("bytes") and float(c["bytes"]) / int(c["count"]) > STAGED_MIN_BYTES]
+              and c["async_calls"] and c.get("bytes") and float(c["bytes"]) / int(c["count"]) > SMALL_COPY_BYTES]
     if staged:  # docs/formulas.md#timeline-findings: large copies into pageable memory are staged chunk by chunk
         ev.append("device-to-host copies into pageable memory, larger than 64 KB on average: "
                   + "; ".join(_copy_line(c) for c in staged))
@@ -211,8 +213,6 @@ def _sync(e: Mapping[str, Any], seconds: float) -> dict[str, Any]:
                "fresh memory; other waits in the loop (.item(), torch.cuda.synchronize()) hold this GPU too.")
     return _finding(e, "timeline-idle-sync", seconds, title, rec, ev, "sync")
 
-
-STAGED_MIN_BYTES = 64 * 1024  # a smaller copy is one chunk: its wait is the work before it, not staging
 
 
 def _launch(e: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], seconds: float) -> dict[str, Any]:
@@ -270,10 +270,6 @@ def _communication(e: Mapping[str, Any]) -> dict[str, Any] | None:
     f["label"] = e["label"]
     return f
 
-
-def _gb(n: float) -> str:
-    return (f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
-            if n >= 1e3 else f"{n:.0f} B")
 
 
 def _copy_line(c: Mapping[str, Any]) -> str:
@@ -374,7 +370,7 @@ def _transfer(e: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]]) -> di
         ev.append(f"{len(same) + 1} devices of this input copy the same {_gb(float(top['bytes'] or 0))} "
                   f"({top['kind']}): {', '.join('GPU ' + str(o['device']) for o in [e, *same])}")
     seconds: float | None = None
-    if top["memory"] and PAGEABLE_WORD in top["memory"]:
+    if top["memory"] and PAGEABLE in top["memory"]:
         listed = {c["kind"] for c in _pageable_rows(e)}
         pin = pin_saving([c for c in rows if c["pageable"] and c["kind"] not in listed], e.get("copies") or [])
         seconds = pin.seconds

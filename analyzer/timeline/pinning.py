@@ -12,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rooftop.analyzer.timeline.copies import HOST_LINK, PINNED
+from rooftop.analyzer.timeline.text import duration as _ms
+from rooftop.analyzer.timeline.text import size as _gb
+
 RULE = "docs/formulas.md#timeline-copies"
-HOST_LINK = ("HtoD", "DtoH")  # the directions that cross the host link
-PINNED = "Pinned"
 _WORDS = {"HtoD": "host-to-device", "DtoH": "device-to-host"}
 
 
@@ -28,16 +30,6 @@ class PinSaving:
     undecided: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     rate_gb_s: dict[str, float] = field(default_factory=dict)
-
-
-def _ms(s: float) -> str:
-    return f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
-
-
-def _gb(n: float) -> str:
-    """Bytes as the copy lines of the findings write them (docs/formulas.md#timeline-copies)."""
-    return (f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
-            if n >= 1e3 else f"{n:.0f} B")
 
 
 def _complete(c: Mapping[str, Any]) -> bool:
